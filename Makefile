@@ -1,0 +1,41 @@
+# Two commands: `make run` and `make test`. Everything else is set up by these targets.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint bench browser-deps migrate clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall when the project's dependencies change.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/switchboard migrate
+
+run: $(STAMP)
+	$(BIN)/switchboard serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP) browser-deps
+	$(BIN)/python -m pytest -q
+
+# The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then apt-get update && apt-get install -y chromium; fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Switchboard application: settings, app factory, auth, REST API, model providers, CLI."""

@@ -1,0 +1,301 @@
+"""The ``switchboard`` command: ``serve``, ``migrate``, ``users create|token|list``.
+
+Exit codes: 0 success, 1 the command failed (message on stderr), 2 bad usage or invalid
+configuration (argparse's convention), never a traceback for an expected problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from app.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from storage.engine import Database
+
+T = TypeVar("T")
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+class CommandError(Exception):
+    """An expected failure: its message goes to stderr and the exit code is 1."""
+
+
+def _unreachable(settings: Settings, exc: Exception) -> CommandError:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database_url).render_as_string(hide_password=True)
+    return CommandError(
+        f"cannot use the database at {url}: {type(exc).__name__}: {exc}; "
+        "check SWITCHBOARD_DATABASE_URL and that the server is running"
+    )
+
+
+def run_db(settings: Settings, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run ``work(db)`` on a fresh engine after checking the schema is current."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from storage.engine import Database
+    from storage.migrate import check_current
+
+    async def runner() -> T:
+        db = Database(settings.database_url)
+        try:
+            try:
+                migrated = await check_current(db)
+            except (OSError, SQLAlchemyError) as exc:
+                raise _unreachable(settings, exc) from exc
+            if not migrated:
+                raise CommandError("database is not migrated: run `switchboard migrate`")
+            return await work(db)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(runner())
+
+
+# --- serve -------------------------------------------------------------------------------
+
+
+async def _nothing(db: Database) -> None:
+    return None
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from app.logging import configure_logging
+    from app.services import build_fernet
+
+    # The factory reads settings from the environment, so overrides travel through it.
+    overrides = {"host": args.host, "port": args.port}
+    for name, value in overrides.items():
+        if value is not None:
+            os.environ[f"SWITCHBOARD_{name.upper()}"] = str(value)
+    settings = load_settings()  # re-validate: e.g. local auth on 0.0.0.0 is refused here
+    build_fernet(settings.resolved_secret_key)  # a bad SWITCHBOARD_SECRET_KEY: exit 2 now
+    configure_logging(settings.log_level)
+    if not args.no_migrate:
+        _migrate(settings)
+    # Fail here with one clear line rather than with uvicorn's start-up traceback.
+    run_db(settings, _nothing)
+    from app.main import create_app
+    from app.server import GracefulServer
+
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,  # keep our JSON logging
+        ws_max_size=settings.max_frame_bytes,
+    )
+    GracefulServer(config, config.app).run()
+    return 0
+
+
+# --- migrate -----------------------------------------------------------------------------
+
+
+def _migrate(settings: Settings) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from storage.migrate import upgrade
+
+    try:
+        upgrade(settings.database_url)
+    except (OSError, SQLAlchemyError) as exc:
+        raise _unreachable(settings, exc) from exc
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    _migrate(settings)
+    print("database is at the latest schema")
+    return 0
+
+
+# --- users -------------------------------------------------------------------------------
+
+
+def _usage_hint(settings: Settings, token: str) -> str:
+    base = f"{settings.host}:{settings.port}"
+    return (
+        f"  token: {token}\n"
+        "It is shown only this once; keep it secret. Use it as\n"
+        f"  curl -H 'Authorization: Bearer {token}' http://{base}/api/me\n"
+        f"  ws://{base}/ws/chats/<chat_id>?token={token}\n"
+        "(tokens are only needed with SWITCHBOARD_AUTH_MODE=token)"
+    )
+
+
+def cmd_users_create(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.errors import DuplicateName
+    from storage.users import UserRepository
+
+    async def work(db: Database) -> tuple[str, str]:
+        try:
+            user, token = await UserRepository(db).create_user(args.name)
+        except DuplicateName:
+            raise CommandError(
+                f"a user named {args.name!r} already exists; "
+                f"for a new token run `switchboard users token {args.name}`"
+            ) from None
+        except ValueError as exc:  # e.g. an empty name
+            raise CommandError(str(exc)) from None
+        return user.id, token
+
+    user_id, token = run_db(settings, work)
+    print(f"created user {args.name!r} (id {user_id})")
+    print(_usage_hint(settings, token))
+    return 0
+
+
+def cmd_users_token(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.users import UserRepository
+
+    async def work(db: Database) -> str:
+        users = UserRepository(db)
+        user = await users.get_by_name(args.name)
+        if user is None:
+            raise CommandError(
+                f"no user named {args.name!r}; create it with `switchboard users create {args.name}`"
+            )
+        return await users.create_token(user.id, args.label)
+
+    token = run_db(settings, work)
+    print(f"new token for {args.name!r}")
+    print(_usage_hint(settings, token))
+    return 0
+
+
+def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.users import UserRepository
+
+    async def work(db: Database) -> list[tuple[str, str]]:
+        users = await UserRepository(db).list_users()
+        return [(user.id, user.name) for user in users]
+
+    rows = run_db(settings, work)
+    if not rows:
+        print("no users yet; create one with `switchboard users create NAME`")
+    for user_id, name in rows:
+        print(f"{user_id}\t{name}")
+    return 0
+
+
+# --- parser ------------------------------------------------------------------------------
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="run the server (migrates the database first)")
+    serve.add_argument("--host", help="bind address (default: SWITCHBOARD_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: SWITCHBOARD_PORT or 8000)")
+    serve.add_argument("--no-migrate", action="store_true", help="do not migrate at start")
+    serve.set_defaults(handler=cmd_serve)
+
+
+def _add_migrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
+    migrate.set_defaults(handler=cmd_migrate)
+
+
+def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    users = sub.add_parser("users", help="manage users and their API tokens")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    create = users_sub.add_parser("create", help="create a user and print its first token")
+    create.add_argument("name")
+    create.set_defaults(handler=cmd_users_create)
+    token = users_sub.add_parser("token", help="issue a new token for an existing user")
+    token.add_argument("name")
+    token.add_argument("--label", default="cli", help="a note stored with the token")
+    token.set_defaults(handler=cmd_users_token)
+    listing = users_sub.add_parser("list", help="list users")
+    listing.set_defaults(handler=cmd_users_list)
+
+
+# --- connectors --------------------------------------------------------------------------
+
+
+def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
+    from connectors.registry import load_connectors
+
+    connectors = load_connectors(settings)
+    print("NAME\tAGENT\tMODE\tACCOUNT\tTOOLS")
+    for connector in connectors:
+        account = "per-user" if connector.needs_account else "server"
+        tools = ", ".join(connector.tool_descriptions) or "-"
+        print(f"{connector.name}\t{connector.agent_name}\t"
+              f"{settings.connector_mode(connector.name)}\t{account}\t{tools}")
+    return 0
+
+
+def cmd_connectors_new(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from connectors.scaffold import ScaffoldError, write_package
+
+    try:
+        root = write_package(args.name, Path(args.dir))
+    except ScaffoldError as exc:
+        raise CommandError(str(exc)) from None
+    print(f"created {root}")
+    print("next:\n"
+          f"  cd {root}\n"
+          "  pip install -e .     # into the server's environment\n"
+          "  pytest               # the contract kit and the demo tests\n"
+          "  switchboard connectors list")
+    return 0
+
+
+def _add_connectors(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    connectors = sub.add_parser("connectors", help="list connectors or start a new one")
+    actions = connectors.add_subparsers(dest="connectors_command", required=True,
+                                        metavar="ACTION")
+    listing = actions.add_parser("list", help="installed connectors, their mode and tools")
+    listing.set_defaults(handler=cmd_connectors_list)
+    new = actions.add_parser("new", help="scaffold a connector package whose tests pass")
+    new.add_argument("name", help="connector name, e.g. weather")
+    new.add_argument("--dir", default=".", help="where to create switchboard-NAME/")
+    new.set_defaults(handler=cmd_connectors_new)
+
+
+# Each adds one subcommand; `connectors` and `bench` will be appended here.
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    _add_serve,
+    _add_migrate,
+    _add_users,
+    _add_connectors,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard",
+        description="Real-time WebSocket chat backend. Configure with SWITCHBOARD_* variables.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        settings = load_settings()
+        return handler(args, settings)
+    except SettingsError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 2
+    except CommandError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

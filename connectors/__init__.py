@@ -1,0 +1,1 @@
+"""Connectors: the ToolResponse family, adapters, the registry and one agent per service."""

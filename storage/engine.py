@@ -1,0 +1,243 @@
+"""The database handle: one async engine, configured for SQLite or PostgreSQL.
+
+``Database(url)`` is all a caller needs. Two URL forms are supported:
+
+- ``sqlite+aiosqlite:///path/to/file.db`` — the parent directory is created if missing;
+  every connection runs WAL mode, ``busy_timeout=5000`` and ``foreign_keys=ON``.
+- ``postgresql+asyncpg://user@host:port/db`` — with ``pool_pre_ping``. An optional
+  ``?schema=NAME`` query parameter (ours, not asyncpg's) is removed from the URL and
+  becomes the connection's ``search_path``, so a whole test session or tenant can live
+  in its own schema while callers still pass a single URL string around.
+
+SQLite transactions: a plain ``db.session()`` begins with a deferred ``BEGIN``, so
+readers never wait (WAL). ``db.session(write=True)`` begins with ``BEGIN IMMEDIATE``,
+taking the write lock up front: a read-then-write transaction can otherwise fail at once
+with "database is locked" (SQLite cannot upgrade a read snapshot that another writer has
+moved on from, and does not wait in that case). Within one process, write transactions
+take turns on an ``asyncio.Lock`` before they ask SQLite for its lock: waiting in SQLite's
+busy handler sleeps in growing steps while holding a pooled connection, and with hundreds
+of concurrent turns that convoy left the lock idle, exhausted the pool and failed turns
+("database is locked", pool timeouts; ``bench/concurrency.py`` at 1,000 chats). Between
+processes ``busy_timeout`` still applies. On PostgreSQL ``write`` changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import Table, event, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
+from sqlalchemy.util import await_only
+
+log = logging.getLogger(__name__)
+
+# Execution option that marks connections of write sessions (see the module docstring).
+WRITE_OPTION = "switchboard_write"
+SCHEMA_PARAM = "schema"
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+SQLITE_BUSY_TIMEOUT_MS = 5000
+# A readiness probe must answer even when the database hangs.
+PING_TIMEOUT = 5.0
+
+
+class Database:
+    """An async engine plus session factories; create one per process and share it."""
+
+    def __init__(
+        self, url: str | URL, *, connect_args: dict[str, Any] | None = None, **engine_kwargs: Any
+    ) -> None:
+        parsed = make_url(url)
+        self.url: str = parsed.render_as_string(hide_password=False)
+        self.dialect: str = parsed.get_backend_name()
+        self.schema: str | None = None
+        args: dict[str, Any] = dict(connect_args or {})
+
+        if self.dialect == "sqlite":
+            if SCHEMA_PARAM in parsed.query:
+                raise ValueError("?schema= is only supported on postgresql URLs")
+            _ensure_sqlite_parent_dir(parsed)
+            # _configure_sqlite rolls back only connections left in a transaction.
+            engine_kwargs.setdefault("pool_reset_on_return", None)
+        elif self.dialect == "postgresql":
+            parsed, self.schema = _pop_schema(parsed)
+            if self.schema is not None:
+                settings = dict(args.get("server_settings") or {})
+                settings["search_path"] = self.schema
+                args["server_settings"] = settings
+            engine_kwargs.setdefault("pool_pre_ping", True)
+        else:
+            raise ValueError(
+                f"unsupported database {self.dialect!r}: use sqlite+aiosqlite:// "
+                "or postgresql+asyncpg://"
+            )
+
+        engine_kwargs.setdefault("json_serializer", json_dumps)
+        engine_kwargs.setdefault("json_deserializer", json_loads)
+        self.engine: AsyncEngine = create_async_engine(parsed, connect_args=args, **engine_kwargs)
+        if self.dialect == "sqlite":
+            _configure_sqlite(self.engine)
+
+        # expire_on_commit=False: rows stay readable after commit without another query.
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._write_engine = self.engine.execution_options(**{WRITE_OPTION: True})
+        self._write_sessions = async_sessionmaker(self._write_engine, expire_on_commit=False)
+        # SQLite only (see the module docstring): one write transaction at a time.
+        self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.dialect == "sqlite" else None
+
+    def __repr__(self) -> str:
+        return f"Database({make_url(self.url).render_as_string(hide_password=True)!r})"
+
+    def session(self, *, write: bool = False) -> AbstractAsyncContextManager[AsyncSession]:
+        """A new ``AsyncSession``; use it as ``async with db.session() as s:``.
+
+        Pass ``write=True`` when the transaction writes (see the module docstring).
+        """
+        if write and self._write_lock is not None:
+            return self._serialised(self._write_sessions())
+        return (self._write_sessions if write else self._sessions)()
+
+    def transaction(self, *, write: bool = False) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A Core connection in a transaction: ``async with db.transaction() as conn:``.
+
+        Commits when the block ends, rolls back if it raises. For the hot path (the turn
+        writer, one transaction per batch of events): it skips the ORM ``Session`` layer,
+        which costs about a quarter of a small transaction's CPU time and buys nothing for
+        Core statements. ``write`` as for ``session``.
+        """
+        if write and self._write_lock is not None:
+            return self._serialised(self._write_engine.begin())
+        return (self._write_engine if write else self.engine).begin()
+
+    @asynccontextmanager
+    async def _serialised(self, inner: AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
+        assert self._write_lock is not None
+        async with self._write_lock, inner as handle:
+            yield handle
+
+    def insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
+        """A dialect INSERT with ``on_conflict_do_nothing`` / ``on_conflict_do_update``.
+
+        Both engines spell upserts the same way, which keeps get-or-create race-free
+        without catching IntegrityError.
+        """
+        module = sqlite if self.dialect == "sqlite" else postgresql
+        return module.insert(table)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    async def ping(self) -> bool:
+        """True when a ``SELECT 1`` answers within ``PING_TIMEOUT`` seconds (readiness)."""
+        try:
+            async with asyncio.timeout(PING_TIMEOUT):
+                async with self.engine.connect() as conn:
+                    await conn.execute(text("SELECT 1"))
+        except Exception as exc:  # readiness must answer, not raise
+            log.warning("database ping failed: %s", exc.__class__.__name__)
+            return False
+        return True
+
+
+def json_dumps(value: Any) -> str:
+    """JSON columns: orjson (several times faster than ``json``), the same JSON values.
+
+    What orjson refuses (non-string keys, integers past 64 bits) goes through ``json``,
+    so anything the stdlib could store is still stored. NaN and infinities become null,
+    as on the wire (``websocket.protocol.encode``), so a replayed event equals the live one.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value)
+
+
+def json_loads(text: str | bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # Rows written by the stdlib may hold NaN or Infinity, which orjson rejects.
+        return json.loads(text)
+
+
+def _pop_schema(url: URL) -> tuple[URL, str | None]:
+    schema = url.query.get(SCHEMA_PARAM)
+    if schema is None:
+        return url, None
+    if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
+        raise ValueError(
+            f"invalid ?schema= value {schema!r}: use one plain identifier "
+            "(letters, digits, underscore; not starting with a digit)"
+        )
+    return url.difference_update_query([SCHEMA_PARAM]), schema
+
+
+def _ensure_sqlite_parent_dir(url: URL) -> None:
+    database = url.database or ""
+    # In-memory and URI-style databases have no directory to create.
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return
+    # A one-off mkdir when the app starts, before any event loop work depends on it.
+    Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # Take BEGIN away from the sqlite3 driver (it would defer it and skip it for
+        # SELECTs); _on_begin below emits the right BEGIN for each transaction.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            # Readers and the single writer no longer block each other.
+            cursor.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL never corrupts and survives a process crash (kill -9); it
+            # only gives up the last commits on a power loss, and saves an fsync per commit,
+            # which is most of the cost of persisting a turn event by event.
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    # Every statement through aiosqlite is a round trip to its worker thread (a cursor, the
+    # statement, closing the cursor: three), so a one-event append was twelve of them.
+    # BEGIN goes straight to the driver (one trip), and a connection going back to the
+    # pool is rolled back only if it is still in a transaction (after a commit, the usual
+    # case, there is nothing to undo). bench/storage.py: about 15% less CPU per append.
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(WRITE_OPTION, False)
+        statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+        try:
+            await_only(conn.connection.driver_connection.execute(statement))
+        except sqlite3.Error as exc:  # e.g. "database is locked": as SQLAlchemy reports it
+            raise OperationalError(statement, (), exc) from exc
+
+    @event.listens_for(sync_engine, "reset")
+    def _on_reset(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
+        if state.terminate_only or not state.asyncio_safe:
+            return
+        if dbapi_connection.driver_connection.in_transaction:
+            dbapi_connection.rollback()

@@ -1,0 +1,49 @@
+"""Errors the storage layer raises on purpose (anything else is a bug or an outage)."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class, so callers can catch every deliberate storage error at once."""
+
+
+class ChatNotFound(StorageError):
+    """The chat does not exist, or belongs to another user (callers answer 404 either way)."""
+
+    def __init__(self, chat_id: str) -> None:
+        super().__init__(f"chat {chat_id!r} not found")
+        self.chat_id = chat_id
+
+
+class ChatForbidden(StorageError):
+    """The chat id is already taken by another user; pick another id."""
+
+    def __init__(self, chat_id: str) -> None:
+        super().__init__(f"chat {chat_id!r} belongs to another user; choose another chat id")
+        self.chat_id = chat_id
+
+
+class TurnInProgress(StorageError):
+    """The chat already runs a turn; a chat runs one turn at a time."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(
+            f"turn {turn_id!r} is still running in this chat; wait for it or cancel it"
+        )
+        self.turn_id = turn_id
+
+
+class TurnFenced(StorageError):
+    """The turn is no longer running (another instance closed it): stop writing to it."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"turn {turn_id!r} is no longer running; its writer must stop")
+        self.turn_id = turn_id
+
+
+class DuplicateName(StorageError):
+    """A user with this name already exists."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a user named {name!r} already exists; choose another name")
+        self.name = name

@@ -1,0 +1,370 @@
+"""The per-chat event log and the turns it belongs to.
+
+Sequence numbers: ``chats.last_seq`` holds the highest seq handed out. Each writing
+transaction runs ``UPDATE chats SET last_seq = last_seq + n … RETURNING last_seq`` and
+uses the n numbers below the returned value. The UPDATE takes the chat row's lock until
+commit, so concurrent writers to one chat queue behind each other (PostgreSQL) or behind
+the database write lock (SQLite, ``BEGIN IMMEDIATE``); a rolled-back transaction gives its
+numbers back. Hence seqs are unique and gap-free without any in-process coordination,
+also across several server instances.
+
+The socket layer checks chat ownership before calling in here; this module trusts the
+chat ids it is given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from storage.engine import Database
+from storage.errors import ChatNotFound, TurnFenced, TurnInProgress
+from storage.models import chat_events, chats, conversation_items, turns, utcnow
+from storage.records import (
+    EventRecord,
+    NewEvent,
+    TurnRecord,
+    TurnUpdate,
+    event_from_row,
+    turn_from_row,
+)
+
+# Repositories pass either; both run Core statements the same way.
+Executor = AsyncConnection | AsyncSession
+
+PREVIEW_CHARS = 120
+FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+ZERO_USAGE: dict[str, int] = {
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "total_tokens": 0,
+    "requests": 0,
+}
+
+
+class EventStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def start_turn(
+        self, chat_id: str, prompt: str, client_message_id: str | None, ts: str
+    ) -> tuple[TurnRecord, EventRecord, bool]:
+        """Persist a new turn and its ``user_prompt`` event, in one transaction.
+
+        Returns ``(turn, user_prompt_event, created)``. A prompt whose
+        ``client_message_id`` the chat has already seen returns that turn with
+        ``created=False`` (a client retry must not run the prompt twice). Raises
+        ``TurnInProgress`` if another turn of the chat is running, ``ChatNotFound`` if
+        the chat does not exist.
+        """
+        created_at = parse_ts(ts)
+        async with self._db.transaction(write=True) as conn:
+            # Allocating the seq first locks the chat row (its UPDATE), so two start_turns
+            # of one chat run one after the other and the checks below cannot both pass
+            # (PostgreSQL; SQLite is already serialised by BEGIN IMMEDIATE); it also tells
+            # whether the chat exists. When no turn is created the transaction is rolled
+            # back, which gives the seq back: still gap-free. Four statements, not six:
+            # this is on the path from the prompt to the model.
+            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt))
+            existing = [turn_from_row(row) for row in await conn.execute(
+                select(turns).where(turns.c.chat_id == chat_id, _running_or_same_message(
+                    client_message_id)))]
+            repeated = [turn for turn in existing if client_message_id is not None
+                        and turn.client_message_id == client_message_id]
+            if repeated:
+                turn = repeated[0]
+                event = await _event_at(conn, chat_id, turn.user_prompt_seq)
+                await conn.rollback()
+                return turn, event, False
+            if existing:
+                raise TurnInProgress(existing[0].id)
+
+            turn_id = uuid.uuid4().hex
+            payload = {"text": prompt, "client_message_id": client_message_id}
+            values: dict[str, Any] = dict(
+                id=turn_id,
+                chat_id=chat_id,
+                client_message_id=client_message_id,
+                prompt=prompt,
+                status="running",
+                final_text=None,
+                partial_text="",
+                current_agent=None,
+                usage=None,
+                created_at=created_at,
+                finished_at=None,
+                user_prompt_seq=seq,
+            )
+            # The unique indexes (one running turn, one client_message_id per chat) back
+            # this up in the database; with the row lock above they never fire here.
+            await conn.execute(_INSERT_TURN, values)
+            await conn.execute(_INSERT_EVENTS, [{
+                "chat_id": chat_id, "seq": seq, "turn_id": turn_id, "type": "user_prompt",
+                "payload": payload, "ts": ts}])
+        turn = TurnRecord(**values)
+        event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
+        return turn, event, True
+
+    async def append(
+        self,
+        chat_id: str,
+        events: list[NewEvent],
+        update: TurnUpdate | None = None,
+        *,
+        fence_turn: str | None = None,
+    ) -> list[EventRecord]:
+        """Persist ``events`` with consecutive seqs and apply ``update``, atomically.
+
+        Returns the stored events in order, with their seqs. Raises ``ChatNotFound`` if
+        the chat does not exist and ``ValueError`` if ``update`` names a turn that is not
+        in this chat (nothing is written then).
+        """
+        if not events and update is None:
+            return []
+        # A Core connection, not a Session: this runs once per batch of a turn's events.
+        async with self._db.transaction(write=True) as conn:
+            if fence_turn is not None:
+                # Fencing for several instances: a writer whose turn was closed elsewhere
+                # (its instance stalled past its lock) must not add to a finished turn.
+                status = await conn.scalar(
+                    select(turns.c.status).where(turns.c.id == fence_turn).with_for_update()
+                )
+                if status != "running":
+                    raise TurnFenced(fence_turn)
+            records = await _append(conn, chat_id, events)
+            if update is not None:
+                await _apply_update(conn, chat_id, update)
+        return records
+
+    async def list_after(
+        self, chat_id: str, after_seq: int, limit: int | None = None
+    ) -> list[EventRecord]:
+        """Events with ``seq > after_seq`` in seq order (at most ``limit``)."""
+        async with self._db.transaction() as conn:
+            return await select_events(conn, chat_id, after_seq, limit)
+
+    async def get_turn(self, turn_id: str) -> TurnRecord | None:
+        async with self._db.session() as session:
+            row = (await session.execute(select(turns).where(turns.c.id == turn_id))).one_or_none()
+        return turn_from_row(row) if row is not None else None
+
+    async def running_turn(self, chat_id: str) -> TurnRecord | None:
+        async with self._db.session() as session:
+            return await _running_turn(session, chat_id)
+
+    async def close_interrupted_turns(self, ts: str) -> int:
+        """Fail every turn still marked ``running``; returns how many.
+
+        Call once at start-up, before accepting sockets: a running turn then can only be
+        one that a crash or restart cut short. Each gets an ``end_of_stream`` ``failed``
+        event (so clients see the turn end) and keeps the text it had reached as its
+        final text. With several instances on one database, run it only where no turn
+        can be live (e.g. under the deployment's start-up lock).
+        """
+        async with self._db.session() as session:
+            candidates = (
+                await session.execute(
+                    select(turns.c.id, turns.c.chat_id).where(turns.c.status == "running")
+                )
+            ).all()
+        closed = 0
+        for turn_id, chat_id in candidates:
+            closed += await self._close_turn(chat_id, turn_id, ts) is not None
+        return closed
+
+    async def running_turns(self) -> list[tuple[str, str]]:
+        """``(chat_id, turn_id)`` of every turn marked running."""
+        async with self._db.session() as session:
+            rows = (
+                await session.execute(
+                    select(turns.c.chat_id, turns.c.id).where(turns.c.status == "running")
+                )
+            ).all()
+        return [(chat_id, turn_id) for chat_id, turn_id in rows]
+
+    async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> EventRecord | None:
+        """Fail one running turn whose runner is gone: its ``end_of_stream`` ``failed``,
+        or None if the turn had already ended."""
+        return await self._close_turn(chat_id, turn_id, ts)
+
+    async def _close_turn(self, chat_id: str, turn_id: str, ts: str) -> EventRecord | None:
+        async with self._db.session(write=True) as session:
+            # Chat row first, then the turn: the same lock order as start_turn and append,
+            # so this cannot deadlock with them.
+            await session.execute(select(chats.c.id).where(chats.c.id == chat_id).with_for_update())
+            row = (
+                await session.execute(
+                    select(turns.c.partial_text, turns.c.usage).where(
+                        turns.c.id == turn_id, turns.c.status == "running"
+                    )
+                )
+            ).one_or_none()
+            if row is None:  # finished (or deleted) since we looked
+                return None
+            end = NewEvent(
+                type="end_of_stream",
+                turn_id=turn_id,
+                payload={"status": "failed", "usage": dict(ZERO_USAGE)},
+                ts=ts,
+            )
+            (record,) = await _append(session, chat_id, [end])
+            await session.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(
+                    status="failed",
+                    final_text=row.partial_text,
+                    usage=row.usage if row.usage is not None else dict(ZERO_USAGE),
+                    finished_at=utcnow(),
+                )
+            )
+            await session.commit()
+        return record
+
+
+def parse_ts(ts: str) -> datetime:
+    """An RFC 3339 timestamp (as ``websocket.protocol.now_ts()`` makes) as aware UTC."""
+    try:
+        value = datetime.fromisoformat(ts)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"invalid timestamp {ts!r}: expected RFC 3339, e.g. 2025-01-31T12:00:00.000Z"
+        ) from None
+    if value.tzinfo is None:
+        raise ValueError(f"timestamp {ts!r} has no time zone; end it with Z or an offset")
+    return value.astimezone(UTC)
+
+
+def make_preview(prompt: str) -> str:
+    """The chat list's one-line preview: whitespace collapsed, about 120 characters."""
+    flat = " ".join(prompt.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+async def select_events(
+    session: Executor, chat_id: str, after_seq: int = 0, limit: int | None = None
+) -> list[EventRecord]:
+    query = (
+        select(chat_events)
+        .where(chat_events.c.chat_id == chat_id, chat_events.c.seq > after_seq)
+        .order_by(chat_events.c.seq)
+    )
+    if limit is not None:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        query = query.limit(limit)
+    return [event_from_row(row) for row in await session.execute(query)]
+
+
+async def select_turns(session: AsyncSession, chat_id: str) -> list[TurnRecord]:
+    query = select(turns).where(turns.c.chat_id == chat_id).order_by(turns.c.user_prompt_seq)
+    return [turn_from_row(row) for row in await session.execute(query)]
+
+
+# The statements of every turn, built once: constructing a statement and computing its
+# cache key costs about as much CPU as running it (bench/storage.py measures appends).
+_ALLOCATE = (
+    update(chats)
+    .where(chats.c.id == bindparam("b_chat_id"))
+    .values(
+        last_seq=chats.c.last_seq + bindparam("b_n"),
+        updated_at=bindparam("b_now", type_=chats.c.updated_at.type),
+    )
+    .returning(chats.c.last_seq)
+)
+_ALLOCATE_WITH_PREVIEW = _ALLOCATE.values(preview=bindparam("b_preview"))
+_INSERT_EVENTS = insert(chat_events)
+_INSERT_TURN = insert(turns)
+
+
+def _running_or_same_message(client_message_id: str | None) -> Any:
+    running = turns.c.status == "running"
+    if client_message_id is None:
+        return running
+    return or_(running, turns.c.client_message_id == client_message_id)
+
+
+async def _allocate_seqs(
+    conn: Executor, chat_id: str, n: int, *, preview: str | None = None
+) -> int:
+    """Reserve ``n`` seqs for the chat in this transaction; returns the first one."""
+    params: dict[str, Any] = {"b_chat_id": chat_id, "b_n": n, "b_now": utcnow()}
+    statement = _ALLOCATE
+    if preview is not None:
+        statement, params["b_preview"] = _ALLOCATE_WITH_PREVIEW, preview
+    last = await conn.scalar(statement, params)
+    if last is None:
+        raise ChatNotFound(chat_id)
+    return int(last) - n + 1
+
+
+async def _append(conn: Executor, chat_id: str, events: list[NewEvent]) -> list[EventRecord]:
+    if not events:
+        return []
+    first = await _allocate_seqs(conn, chat_id, len(events))
+    records = [
+        EventRecord(chat_id, first + i, e.turn_id, e.type, e.payload, e.ts)
+        for i, e in enumerate(events)
+    ]
+    await conn.execute(
+        _INSERT_EVENTS,
+        [
+            {
+                "chat_id": r.chat_id,
+                "seq": r.seq,
+                "turn_id": r.turn_id,
+                "type": r.type,
+                "payload": r.payload,
+                "ts": r.ts,
+            }
+            for r in records
+        ],
+    )
+    return records
+
+
+async def _apply_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:
+    values: dict[str, Any] = {
+        name: value
+        for name in ("partial_text", "status", "final_text", "usage", "current_agent")
+        if (value := getattr(change, name)) is not None
+    }
+    if change.status in FINAL_STATUSES:
+        values["finished_at"] = utcnow()
+    if change.items:
+        now = utcnow()
+        await session.execute(
+            insert(conversation_items),
+            [{"chat_id": chat_id, "item": dict(item), "created_at": now} for item in change.items],
+        )
+    if not values:
+        return
+    result = await session.execute(
+        update(turns)
+        .where(turns.c.id == change.turn_id, turns.c.chat_id == chat_id)
+        .values(**values)
+    )
+    if result.rowcount == 0:  # type: ignore[attr-defined]
+        raise ValueError(f"turn {change.turn_id!r} does not exist in chat {chat_id!r}")
+
+
+async def _running_turn(session: AsyncSession, chat_id: str) -> TurnRecord | None:
+    row = (
+        await session.execute(
+            select(turns).where(turns.c.chat_id == chat_id, turns.c.status == "running").limit(1)
+        )
+    ).one_or_none()
+    return turn_from_row(row) if row is not None else None
+
+
+async def _event_at(session: Executor, chat_id: str, seq: int) -> EventRecord:
+    row = (
+        await session.execute(
+            select(chat_events).where(chat_events.c.chat_id == chat_id, chat_events.c.seq == seq)
+        )
+    ).one()
+    return event_from_row(row)

@@ -1,0 +1,85 @@
+"""Run and check Alembic migrations from code.
+
+``upgrade(url)`` is synchronous and runs its own event loop (Alembic's async env uses
+``asyncio.run``). From async code call it in a thread::
+
+    await asyncio.to_thread(storage.migrate.upgrade, url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+from alembic import command
+from storage.engine import Database
+from storage.models import Base
+
+ALEMBIC_INI = Path(__file__).resolve().parents[1] / "alembic.ini"
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic ``Config`` for ``url`` that leaves the caller's logging alone."""
+    if not ALEMBIC_INI.is_file():
+        raise RuntimeError(f"alembic.ini not found at {ALEMBIC_INI}; is the checkout complete?")
+    config = Config(str(ALEMBIC_INI))
+    # Passed as an attribute, not through the ini: ConfigParser would treat a "%" in a
+    # URL-encoded password as interpolation.
+    config.attributes["url"] = url
+    config.attributes["configure_logger"] = False
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Bring the database at ``url`` to ``revision`` (``alembic upgrade head``).
+
+    Safe to call from any thread that is not running an event loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "storage.migrate.upgrade() blocks and runs its own event loop; from async code "
+            "call it as `await asyncio.to_thread(upgrade, url)`"
+        )
+    command.upgrade(alembic_config(url), revision)
+
+
+def _script_heads(url: str) -> set[str]:
+    return set(ScriptDirectory.from_config(alembic_config(url)).get_heads())
+
+
+def _current_heads(connection: Connection) -> set[str]:
+    return set(MigrationContext.configure(connection).get_current_heads())
+
+
+async def check_current(db: Database) -> bool:
+    """True when the database is at the latest migration (``alembic current`` == head)."""
+    # Reading the migration scripts touches the file system: keep it off the loop.
+    heads = await asyncio.to_thread(_script_heads, db.url)
+    async with db.engine.connect() as conn:
+        current = await conn.run_sync(_current_heads)
+    return current == heads
+
+
+def _diff(connection: Connection) -> list[Any]:
+    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    return list(compare_metadata(context, Base.metadata))
+
+
+async def schema_diff(db: Database) -> list[Any]:
+    """Differences between the live schema and ``storage.models`` (empty when in step).
+
+    The list holds Alembic autogenerate operations, as ``compare_metadata`` returns them.
+    """
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(_diff)

@@ -1,0 +1,258 @@
+"""SQLAlchemy table definitions: the one description of the schema.
+
+Alembic migrations (``alembic/versions``) create and change the real schema; a test checks
+that a freshly migrated database and these models agree. Change both together.
+
+Repositories use the tables through Core statements (``Chat.__table__`` …): explicit SQL,
+no identity-map surprises, and the same statements on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# Deterministic constraint names, so migrations can refer to them on both engines.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+TURN_STATUSES = ("running", "completed", "cancelled", "failed")
+
+# JSONB on PostgreSQL (indexable, compact), plain JSON text on SQLite. none_as_null: a
+# Python None is SQL NULL (not the JSON text 'null'), so "IS NULL" means what it says.
+JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+# SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+BigIntPK = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every engine.
+
+    PostgreSQL stores ``timestamptz``; SQLite has no time zones, so values are stored as
+    naive UTC and given ``tzinfo=UTC`` again when read. Naive input is refused: it is
+    always a bug (local time mistaken for UTC).
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}; pass a timezone-aware datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    # sha256 hex of the token: a database leak does not leak usable tokens.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(200), server_default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class Chat(Base):
+    __tablename__ = "chats"
+
+    # Chosen by the client (it opens /ws/chats/{id}), hence a bounded string.
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), ForeignKey("users.id", ondelete="CASCADE"))
+    title: Mapped[str | None] = mapped_column(Text, nullable=True)
+    preview: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Highest seq handed out; bumped with UPDATE … RETURNING, which serialises writers.
+    last_seq: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+    __table_args__ = (
+        # Serves "my chats, newest first" and its keyset pagination: a backward scan of
+        # (user_id, updated_at, id) is exactly ORDER BY updated_at DESC, id DESC, and plain
+        # columns (unlike DESC expressions) let Alembic compare the index on SQLite too.
+        Index("ix_chats_user_updated", "user_id", "updated_at", "id"),
+    )
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    client_message_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    prompt: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    final_text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    partial_text: Mapped[str] = mapped_column(Text, server_default="")
+    current_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    user_prompt_seq: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (
+        # A retried prompt (same client_message_id) must not start a second turn.
+        UniqueConstraint("chat_id", "client_message_id"),
+        CheckConstraint("status IN ('running', 'completed', 'cancelled', 'failed')", name="status"),
+        Index("ix_turns_chat_seq", "chat_id", "user_prompt_seq"),
+        # At most one running turn per chat, enforced by the database as a last line of
+        # defence behind start_turn's row lock; also serves running_turn() and the
+        # start-up scan of close_interrupted_turns().
+        Index(
+            "uq_turns_one_running",
+            "chat_id",
+            unique=True,
+            sqlite_where=text("status = 'running'"),
+            postgresql_where=text("status = 'running'"),
+        ),
+    )
+
+
+class ChatEvent(Base):
+    __tablename__ = "chat_events"
+
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    # No foreign key: events are only ever deleted with their chat, and an FK would need
+    # an extra index on this column for PostgreSQL's cascade checks.
+    turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    type: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    ts: Mapped[str] = mapped_column(String(40))
+
+    __table_args__ = (PrimaryKeyConstraint("chat_id", "seq"),)
+
+
+class ConversationItem(Base):
+    __tablename__ = "conversation_items"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    item: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (Index("ix_conversation_items_chat", "chat_id", "id"),)
+
+
+class ConnectedAccountRow(Base):
+    __tablename__ = "connected_accounts"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(64), ForeignKey("users.id", ondelete="CASCADE"))
+    connector: Mapped[str] = mapped_column(String(64))
+    # Fernet token of the credentials JSON; never stored in clear.
+    credentials: Mapped[bytes] = mapped_column(LargeBinary)
+    meta: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (UniqueConstraint("user_id", "connector"),)
+
+
+class RapSubscription(Base):
+    """A RAP tool call that started a subscription (seed 001: ``subscription: true``),
+    kept in the chat's metadata so the agent or the user can later cancel it."""
+
+    __tablename__ = "rap_subscriptions"
+
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    call_id: Mapped[str] = mapped_column(String(200))  # the invocation's ``id``
+    connector: Mapped[str] = mapped_column(String(64))  # the SWITCHBOARD_RAP_TOOLS entry
+    operation: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (PrimaryKeyConstraint("chat_id", "call_id"),)
+
+
+class OpenResponse(Base):
+    """An Open Responses ``Response`` (``POST /v1/responses``): the turn that produced it.
+
+    ``last_item_id`` is the newest ``conversation_items.id`` of the chat once the turn
+    ended, so a later ``previous_response_id`` replays exactly the conversation up to
+    this response, even when the chat went on without it.
+    """
+
+    __tablename__ = "open_responses"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    turn_id: Mapped[str] = mapped_column(String(64))
+    previous_response_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    last_item_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    body: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        CheckConstraint("status IN ('completed', 'incomplete', 'failed')",
+                        name="status"),
+    )
+
+
+# Core tables for the repositories' statements (cast: the ORM types them as FromClause).
+users = cast(Table, User.__table__)
+api_tokens = cast(Table, ApiToken.__table__)
+chats = cast(Table, Chat.__table__)
+turns = cast(Table, Turn.__table__)
+chat_events = cast(Table, ChatEvent.__table__)
+conversation_items = cast(Table, ConversationItem.__table__)
+connected_accounts = cast(Table, ConnectedAccountRow.__table__)
+rap_subscriptions = cast(Table, RapSubscription.__table__)
+open_responses = cast(Table, OpenResponse.__table__)

@@ -1,0 +1,96 @@
+"""Open Responses ids → the chat and turn behind each response, and its final object.
+
+A response continues a conversation through ``previous_response_id``. Its context is the
+chat's conversation items up to ``last_item_id`` (the newest item once its turn ended):
+when the chat went on since (another response, a socket prompt), the conversation is
+forked into a new chat holding exactly those items (``fork``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from storage.chats import ChatRepository
+from storage.engine import Database
+from storage.models import chats, conversation_items, open_responses, utcnow
+from storage.session import ChatSession
+
+STATUSES = ("completed", "incomplete", "failed")
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    id: str
+    chat_id: str
+    turn_id: str
+    previous_response_id: str | None
+    status: str
+    last_item_id: int | None
+    body: dict[str, Any] | None
+    created_at: datetime
+
+
+def _record(row: Any) -> StoredResponse:
+    return StoredResponse(row.id, row.chat_id, row.turn_id, row.previous_response_id,
+                          row.status, row.last_item_id, row.body, row.created_at)
+
+
+class ResponseRepository:
+    """One user's responses: another user's id is looked up as if it did not exist."""
+
+    def __init__(self, db: Database, user_id: str) -> None:
+        self._db = db
+        self.user_id = user_id
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        table = open_responses
+        query = (select(table).join(chats, chats.c.id == table.c.chat_id)
+                 .where(table.c.id == response_id, chats.c.user_id == self.user_id))
+        async with self._db.session() as session:
+            row = (await session.execute(query)).one_or_none()
+        return _record(row) if row is not None else None
+
+    async def save(self, response_id: str, chat_id: str, turn_id: str,
+                   previous_response_id: str | None, status: str,
+                   body: dict[str, Any]) -> int | None:
+        """Record a finished response with the chat's newest item id (returned).
+
+        Called when its turn has ended and before the chat's next turn can start, so the
+        newest item is this response's last one.
+        """
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+        async with self._db.session(write=True) as session:
+            newest = await session.scalar(select(func.max(conversation_items.c.id))
+                                          .where(conversation_items.c.chat_id == chat_id))
+            await session.execute(open_responses.insert().values(
+                id=response_id, chat_id=chat_id, turn_id=turn_id,
+                previous_response_id=previous_response_id, status=status,
+                last_item_id=newest, body=body, created_at=utcnow()))
+            await session.commit()
+        return newest
+
+    async def newest_item_id(self, chat_id: str) -> int | None:
+        async with self._db.session() as session:
+            return await session.scalar(select(func.max(conversation_items.c.id))
+                                        .where(conversation_items.c.chat_id == chat_id))
+
+    async def fork(self, source: StoredResponse, new_chat_id: str) -> None:
+        """A new chat of this user holding the conversation up to ``source``."""
+        chat = await ChatRepository(self._db, self.user_id).get(source.chat_id)
+        await ChatRepository(self._db, self.user_id).get_or_create(new_chat_id)
+        if chat is not None and chat.title:
+            await ChatRepository(self._db, self.user_id).set_title(new_chat_id, chat.title)
+        if source.last_item_id is None:
+            return
+        table = conversation_items
+        query = (select(table.c.item)
+                 .where(table.c.chat_id == source.chat_id, table.c.id <= source.last_item_id)
+                 .order_by(table.c.id))
+        async with self._db.session() as session:
+            items = list((await session.scalars(query)).all())
+        await ChatSession(self._db, new_chat_id).add_items(items)

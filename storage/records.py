@@ -1,0 +1,172 @@
+"""Plain, frozen records the repositories return: no SQLAlchemy objects leak out.
+
+Timestamps are timezone-aware UTC ``datetime``s; event ``ts`` stays the RFC 3339 string
+that was sent on the socket, so a replayed event carries exactly the live ``ts``. (On
+PostgreSQL, JSONB does not keep object key order: a replayed payload equals the live one
+as JSON, not necessarily byte for byte.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+TurnStatus = Literal["running", "completed", "cancelled", "failed"]
+
+# Keys of the socket envelope; a payload must not shadow them.
+ENVELOPE_KEYS = frozenset({"type", "chat_id", "turn_id", "seq", "ts"})
+
+
+@dataclass(frozen=True)
+class UserRecord:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ChatRecord:
+    id: str
+    user_id: str
+    title: str | None
+    created_at: datetime
+    updated_at: datetime
+    last_seq: int
+    preview: str | None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    id: str
+    chat_id: str
+    client_message_id: str | None
+    prompt: str
+    status: TurnStatus
+    final_text: str | None
+    partial_text: str
+    usage: dict[str, Any] | None
+    created_at: datetime
+    finished_at: datetime | None
+    user_prompt_seq: int
+    # The agent active at the last checkpoint (for the resume delta of a running turn).
+    current_agent: str | None = None
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    chat_id: str
+    seq: int
+    turn_id: str | None
+    type: str
+    payload: dict[str, Any]
+    ts: str
+
+    def to_wire(self, include_debug: bool = False) -> dict[str, Any]:
+        """The event exactly as the socket sends it (PROTOCOL.md §3).
+
+        ``debug_info`` of a tool output is persisted but only shown when asked for; the
+        stored payload is never mutated.
+        """
+        payload = self.payload
+        output = payload.get("output")
+        if not include_debug and isinstance(output, Mapping) and "debug_info" in output:
+            payload = {
+                **payload,
+                "output": {k: v for k, v in output.items() if k != "debug_info"},
+            }
+        return {
+            "type": self.type,
+            "chat_id": self.chat_id,
+            "turn_id": self.turn_id,
+            "seq": self.seq,
+            "ts": self.ts,
+            **payload,
+        }
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event before it is persisted and given its seq."""
+
+    type: str
+    turn_id: str | None
+    payload: dict[str, Any]
+    ts: str
+
+    def __post_init__(self) -> None:
+        clash = ENVELOPE_KEYS & self.payload.keys()
+        if clash:
+            # to_wire spreads the payload after the envelope; a clash would corrupt it.
+            raise ValueError(
+                f"{self.type} event payload must not contain envelope keys {sorted(clash)}"
+            )
+
+
+@dataclass(frozen=True)
+class TurnUpdate:
+    """Changes to a turn applied with an append; ``None`` leaves a field unchanged.
+
+    Setting a final ``status`` (anything but ``running``) also sets ``finished_at``.
+    """
+
+    turn_id: str
+    partial_text: str | None = None
+    status: TurnStatus | None = None
+    final_text: str | None = None
+    usage: dict[str, Any] | None = None
+    current_agent: str | None = None
+    # Model-side items (``conversation_items``) to append in the same transaction, so a
+    # turn's history lands together with its ``end_of_stream``.
+    items: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ConnectedAccount:
+    connector: str
+    meta: dict[str, Any]
+    connected_at: datetime
+
+
+def user_from_row(row: Any) -> UserRecord:
+    return UserRecord(id=row.id, name=row.name)
+
+
+def chat_from_row(row: Any) -> ChatRecord:
+    return ChatRecord(
+        id=row.id,
+        user_id=row.user_id,
+        title=row.title,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        last_seq=row.last_seq,
+        preview=row.preview,
+    )
+
+
+def turn_from_row(row: Any) -> TurnRecord:
+    return TurnRecord(
+        id=row.id,
+        chat_id=row.chat_id,
+        client_message_id=row.client_message_id,
+        prompt=row.prompt,
+        status=row.status,
+        final_text=row.final_text,
+        partial_text=row.partial_text,
+        usage=row.usage,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        user_prompt_seq=row.user_prompt_seq,
+        current_agent=row.current_agent,
+    )
+
+
+def event_from_row(row: Any) -> EventRecord:
+    return EventRecord(
+        chat_id=row.chat_id,
+        seq=row.seq,
+        turn_id=row.turn_id,
+        type=row.type,
+        payload=row.payload,
+        ts=row.ts,
+    )

@@ -1,0 +1,142 @@
+"""The Agents SDK ``Session`` protocol over ``conversation_items``.
+
+The SDK reads the history before a run and appends the run's new items after it, so the
+next turn of a chat sees everything the model saw and said before. One ``ChatSession``
+per chat; it holds no state beyond its ids, so creating one per turn is cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, func, insert, select
+
+from storage.engine import Database
+from storage.errors import ChatNotFound
+from storage.models import chats, conversation_items, utcnow
+
+if TYPE_CHECKING:  # the SDK is heavy to import and only needed for the types
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionSettings
+
+
+class ChatSession:
+    """Conversation history of one chat (``session_id`` is the chat id)."""
+
+    def __init__(
+        self, db: Database, chat_id: str, session_settings: SessionSettings | None = None
+    ) -> None:
+        self._db = db
+        self.session_id: str = chat_id
+        self.session_settings: SessionSettings | None = session_settings
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """All items oldest first, or the latest ``limit`` items (still oldest first).
+
+        Without ``limit``, ``session_settings.limit`` applies, as in the SDK's sessions.
+        """
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        table = conversation_items
+        query = select(table.c.item).where(table.c.chat_id == self.session_id)
+        if limit is None or limit < 0:  # negative: everything, like SQLiteSession
+            query = query.order_by(table.c.id)
+            async with self._db.session() as session:
+                return list((await session.scalars(query)).all())
+        if limit == 0:
+            return []
+        query = query.order_by(table.c.id.desc()).limit(limit)
+        async with self._db.session() as session:
+            newest_first = list((await session.scalars(query)).all())
+        newest_first.reverse()
+        return newest_first
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        if not items:
+            return
+        now = utcnow()
+        rows: list[dict[str, Any]] = [
+            {"chat_id": self.session_id, "item": dict(item), "created_at": now} for item in items
+        ]
+        async with self._db.session(write=True) as session:
+            exists = await session.scalar(select(chats.c.id).where(chats.c.id == self.session_id))
+            if exists is None:
+                raise ChatNotFound(self.session_id)
+            # Rows go in in list order and ids ascend, so ORDER BY id replays the items in
+            # the order the SDK produced them.
+            await session.execute(insert(conversation_items), rows)
+            await session.commit()
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (the SDK uses this to undo a failed step)."""
+        table = conversation_items
+        async with self._db.session(write=True) as session:
+            # Lock the chat row so two pops cannot both return the same newest item
+            # (PostgreSQL; SQLite serialises writers anyway).
+            await session.execute(
+                select(chats.c.id).where(chats.c.id == self.session_id).with_for_update()
+            )
+            newest = await session.scalar(
+                select(func.max(table.c.id)).where(table.c.chat_id == self.session_id)
+            )
+            if newest is None:
+                return None
+            item = await session.scalar(select(table.c.item).where(table.c.id == newest))
+            await session.execute(delete(table).where(table.c.id == newest))
+            await session.commit()
+        return item
+
+    async def clear_session(self) -> None:
+        async with self._db.session(write=True) as session:
+            await session.execute(
+                delete(conversation_items).where(conversation_items.c.chat_id == self.session_id)
+            )
+            await session.commit()
+
+
+class TurnSession:
+    """A ``ChatSession`` whose writes wait for the end of the turn.
+
+    The SDK saves items after every model step; writing each batch would put a database
+    round trip on the turn's critical path several times per turn. Instead the items are
+    kept here and written with the turn's ``end_of_stream`` (``TurnUpdate.items``), in
+    the same transaction. Reads see the stored history plus what is pending.
+    """
+
+    def __init__(self, stored: ChatSession) -> None:
+        self._stored = stored
+        self.session_id: str = stored.session_id
+        self.session_settings: SessionSettings | None = stored.session_settings
+        self.pending: list[dict[str, Any]] = []
+        # How many pending items are the turn's input (the SDK saves the input first):
+        # a turn that fails or is cancelled keeps only those, never a half-finished step.
+        self.input_count: int | None = None
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        if limit is not None and limit >= 0:
+            # Before each save the SDK reads the last few items (to make saving
+            # idempotent); when the pending items cover them, the database is not asked.
+            missing = limit - len(self.pending)
+            stored = await self._stored.get_items(missing) if missing > 0 else []
+            return (stored + self.pending)[-limit:] if limit else []  # type: ignore[operator]
+        stored = await self._stored.get_items(limit)
+        return stored + self.pending  # type: ignore[operator]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        self.pending.extend(dict(item) for item in items)
+        if self.input_count is None:
+            self.input_count = len(self.pending)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        if self.pending:
+            return self.pending.pop()  # type: ignore[return-value]
+        return await self._stored.pop_item()
+
+    async def clear_session(self) -> None:
+        self.pending.clear()
+        await self._stored.clear_session()
+
+    def items_to_keep(self, completed: bool) -> tuple[dict[str, Any], ...]:
+        if completed:
+            return tuple(self.pending)
+        return tuple(self.pending[: self.input_count or 0])
