@@ -1,0 +1,174 @@
+"""Who is calling, and from which page.
+
+``local`` mode: every request is the single local user. ``token`` mode: an API token from
+``Authorization: Bearer``, else the ``token`` query parameter (browsers cannot set headers
+on a WebSocket), else the ``sb_session`` cookie of the bundled UI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from starlette.requests import HTTPConnection
+
+from app.settings import Settings
+from storage.records import UserRecord
+from storage.users import UserRepository
+
+if TYPE_CHECKING:
+    from app.services import Services
+
+SESSION_COOKIE = "sb_session"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class TokenCache:
+    """A small LRU of recent successful token lookups, so a request needs no DB round trip.
+
+    Keyed by the token's sha256, never the token itself. Only positive answers are kept, for
+    ``ttl`` seconds, so a revoked token stops working within that time.
+    """
+
+    def __init__(self, max_size: int = 1024, ttl: float = 30.0) -> None:
+        self.max_size = max_size
+        self.ttl = ttl
+        self._entries: OrderedDict[str, tuple[float, UserRecord]] = OrderedDict()
+
+    @staticmethod
+    def key(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def get(self, token: str) -> UserRecord | None:
+        key = self.key(token)
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        expires, user = entry
+        if expires <= time.monotonic():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return user
+
+    def put(self, token: str, user: UserRecord) -> None:
+        key = self.key(token)
+        self._entries[key] = (time.monotonic() + self.ttl, user)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def token_from(conn: HTTPConnection) -> str | None:
+    """The token the client sent, by precedence: Bearer header, ``?token=``, cookie."""
+    header = conn.headers.get("authorization")
+    if header:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return value.strip()
+    return conn.query_params.get("token") or conn.cookies.get(SESSION_COOKIE) or None
+
+
+async def authenticate(conn: HTTPConnection, services: Services) -> UserRecord | None:
+    """The user behind this request or socket, or None when it is not authenticated."""
+    if services.settings.resolved_auth_mode == "local":
+        if services.local_user is None:
+            services.local_user = await UserRepository(services.db).ensure_local_user()
+        return services.local_user
+    token = token_from(conn)
+    if token is None:
+        return None
+    user = services.token_cache.get(token)
+    if user is None:
+        user = await UserRepository(services.db).user_for_token(token)
+        if user is not None:
+            services.token_cache.put(token, user)
+    return user
+
+
+def _normalise_origin(scheme: str, netloc: str) -> str | None:
+    scheme = scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not netloc:
+        return None
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def _origin_of(url: str) -> str | None:
+    parts = urlsplit(url.strip())
+    return _normalise_origin(parts.scheme, parts.netloc)
+
+
+def own_origin(conn: HTTPConnection) -> str | None:
+    """``scheme://host[:port]`` of this server as the client addressed it (Host header)."""
+    scheme = {"ws": "http", "wss": "https"}.get(conn.url.scheme, conn.url.scheme)
+    return _normalise_origin(scheme, conn.headers.get("host", ""))
+
+
+def _is_loopback_name(hostname: str) -> bool:
+    hostname = hostname.lower().rstrip(".")
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(hostname.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_host(conn: HTTPConnection, settings: Settings) -> bool:
+    """In local mode, the ``Host`` must be a loopback name (or an allowed origin's host).
+
+    Local mode has no token, so this is what stops DNS rebinding: a page on
+    ``evil.example`` whose name is re-pointed at 127.0.0.1 is same-origin with itself and
+    sends no useful ``Origin``, but its requests carry ``Host: evil.example``.
+    """
+    if settings.resolved_auth_mode != "local":
+        return True
+    host = conn.headers.get("host")
+    if host is None:  # HTTP/1.0 tools; every browser sends Host
+        return True
+    hostname = urlsplit(f"//{host}").hostname or ""
+    if _is_loopback_name(hostname):
+        return True
+    return hostname in {urlsplit(item).hostname for item in settings.allowed_origins}
+
+
+def check_origin(conn: HTTPConnection, settings: Settings) -> bool:
+    """Whether a browser page at this request's ``Origin`` may use the server.
+
+    No ``Origin`` header: not a browser (CLI, SDK, bench), allowed. Otherwise the origin must
+    be the server's own or listed in ``SWITCHBOARD_ALLOWED_ORIGINS``. In local mode the
+    ``Host`` must also pass ``check_host`` (DNS rebinding).
+    """
+    if not check_host(conn, settings):
+        return False
+    origin_header = conn.headers.get("origin")
+    if origin_header is None:
+        return True
+    origin = _origin_of(origin_header)
+    if origin is None:  # "null" (sandboxed iframe, file://) or garbage
+        return False
+    if origin == own_origin(conn):
+        return True
+    allowed = {_origin_of(item) for item in settings.allowed_origins}
+    return origin in allowed

@@ -1,0 +1,121 @@
+"""The REST error shape ``{"error": {"code", "message"}}`` and the handlers that produce it.
+
+Codes are those of PROTOCOL.md §5. Messages are short and never carry secrets, SQL or
+stack traces; an unexpected exception is logged here with its traceback and answered with
+a generic 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from storage.errors import ChatForbidden, ChatNotFound
+
+logger = logging.getLogger("switchboard.errors")
+
+_CODE_BY_STATUS = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "turn_in_progress",
+    429: "rate_limited",
+}
+_DEFAULT_MESSAGES = {
+    401: "authentication required: send 'Authorization: Bearer <token>'",
+    404: "not found",
+    405: "method not allowed",
+}
+
+
+class ApiError(Exception):
+    """Raise from a handler to answer ``{"error": {"code", "message"}}`` with ``status``."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def api_error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
+
+
+def code_for_status(status: int) -> str:
+    if status >= 500:
+        return "server_error"
+    return _CODE_BY_STATUS.get(status, "invalid_request")
+
+
+async def _api_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return api_error(exc.status, exc.code, exc.message)
+
+
+async def _http_exception_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in {204, 304}:
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        message = f"method {request.method} not allowed here; allowed: {allowed}"
+    else:
+        message = _DEFAULT_MESSAGES.get(exc.status_code) or exc.detail
+    return api_error(exc.status_code, code_for_status(exc.status_code), message, exc.headers)
+
+
+async def _not_found_handler(request: Request, exc: Exception) -> Response:
+    return api_error(404, "not_found", "not found")
+
+
+# What an unreachable or restarting database raises: a pooled connection found dead, a
+# refused reconnect, a pool with no connection to give.
+DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, ConnectionError)
+
+
+async def _unavailable_handler(request: Request, exc: Exception) -> Response:
+    # Temporary, so 503 and a hint to retry (clients retry 503, not 500); the cause goes
+    # to the log by name only: driver messages can hold addresses and SQL.
+    logger.warning(
+        "database unavailable: %s",
+        type(exc).__name__,
+        extra={"method": request.method, "path": request.url.path},
+    )
+    return api_error(503, "server_error", "the database is unavailable; try again in a moment",
+                     headers={"Retry-After": "5"})
+
+
+async def _server_error_handler(request: Request, exc: Exception) -> Response:
+    # The traceback stays in the server log; the client only learns that it failed.
+    logger.error(
+        "unhandled error",
+        exc_info=exc,
+        extra={"method": request.method, "path": request.url.path},
+    )
+    return api_error(500, "server_error", "internal server error")
+
+
+def exception_handlers() -> dict[Any, Any]:
+    """Handlers for ``Starlette(exception_handlers=...)``."""
+    return {
+        ApiError: _api_error_handler,
+        HTTPException: _http_exception_handler,
+        # Another user's chat answers exactly like a chat that does not exist.
+        ChatNotFound: _not_found_handler,
+        ChatForbidden: _not_found_handler,
+        **dict.fromkeys(DATABASE_UNAVAILABLE, _unavailable_handler),
+        Exception: _server_error_handler,
+    }

@@ -1,0 +1,1 @@
+"""Model providers: the offline demo model and OpenAI-compatible providers."""

@@ -1,0 +1,312 @@
+"""``POST /v1/responses`` bodies: validated at the edge, turned into what a turn runs.
+
+Pure: no I/O. What Switchboard does with each field (docs/open-responses.md):
+
+- ``input``: a string (one user message) or items: messages (``user``, ``assistant``,
+  ``system``, ``developer``; text, image and file parts), and ``function_call`` /
+  ``function_call_output`` pairs round-tripped from an earlier output. The last user
+  message is the turn's prompt (what the chat history shows).
+- ``instructions``: added to every agent's instructions for this response only (they are
+  not carried over by ``previous_response_id``, as in the spec).
+- ``tools`` / ``tool_choice``: the model may only use Switchboard's own tools; ``tools``
+  (function tools naming some of them) and ``allowed_tools`` restrict them, ``none``,
+  ``required`` and a named function steer the agents (see ``app.openresponses.agents``).
+- ``temperature``, ``top_p``, ``max_output_tokens``, ``parallel_tool_calls``: passed to the
+  model on every agent. ``metadata``, ``user``, ``model``: echoed.
+
+Unknown fields are ignored (forward compatibility); known fields with a wrong shape, and
+features this server does not offer (``background``, ``conversation``, structured
+``text`` formats, hosted tools), are refused with a 400 that names the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+)
+
+from app.openresponses.errors import OpenResponsesError, invalid
+
+MAX_INSTRUCTIONS = 32_000
+MAX_ITEMS = 1000
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class InputText(_Part):
+    type: Literal["input_text"]
+    text: str
+
+
+class OutputText(_Part):
+    type: Literal["output_text"]
+    text: str
+
+
+class Refusal(_Part):
+    type: Literal["refusal"]
+    refusal: str
+
+
+class InputImage(_Part):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: Literal["low", "high", "auto"] = "auto"
+
+
+class InputFile(_Part):
+    type: Literal["input_file"]
+    file_data: str | None = None
+    file_url: str | None = None
+    file_id: str | None = None
+    filename: str | None = None
+
+
+ContentPart = Annotated[InputText | OutputText | Refusal | InputImage | InputFile,
+                        Field(discriminator="type")]
+
+
+class MessageItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "developer"]
+    content: str | list[ContentPart]
+
+
+class FunctionCallItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["function_call"]
+    call_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str
+
+
+class FunctionCallOutputItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["function_call_output"]
+    call_id: str = Field(min_length=1, max_length=200)
+    output: str | list[ContentPart]
+
+
+def _item_kind(value: Any) -> str | None:
+    # A message may leave out its type ({"role": "user", "content": "hi"}).
+    if isinstance(value, dict):
+        return value.get("type", "message")
+    return getattr(value, "type", None)
+
+
+InputItem = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallItem, Tag("function_call")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    Discriminator(_item_kind),
+]
+
+
+class FunctionToolRef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["function"]
+    name: str = Field(min_length=1, max_length=200)
+
+
+class AllowedTools(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"] = "auto"
+    tools: list[FunctionToolRef] = Field(min_length=1, max_length=256)
+
+
+ToolChoice = (Literal["auto", "none", "required"]
+              | Annotated[FunctionToolRef | AllowedTools, Field(discriminator="type")])
+
+
+class TextFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text"] = "text"
+
+
+class TextConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    format: TextFormat = Field(default_factory=TextFormat)
+
+
+class CreateResponse(BaseModel):
+    """The request body. Unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(min_length=1, max_length=200)
+    input: str | list[InputItem] = Field(max_length=MAX_ITEMS)
+    instructions: str | None = Field(None, max_length=MAX_INSTRUCTIONS)
+    previous_response_id: str | None = Field(None, min_length=1, max_length=64)
+    tools: list[FunctionToolRef] | None = Field(None, max_length=256)
+    tool_choice: ToolChoice = "auto"
+    stream: bool = False
+    store: bool = True
+    metadata: dict[str, Annotated[str, Field(max_length=512)]] | None = Field(
+        None, max_length=16)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_output_tokens: int | None = Field(None, ge=16, le=1_000_000)
+    parallel_tool_calls: bool = True
+    user: str | None = Field(None, max_length=256)
+    text: TextConfig | None = None
+    truncation: Literal["auto", "disabled"] = "disabled"
+    background: Literal[False] = False
+    conversation: None = None
+
+
+# Fields of the body whose refusal deserves a message of its own.
+_UNSUPPORTED = {
+    "background": "background responses are not supported: omit background or set it to "
+                  "false, and use stream: true for long answers",
+    "conversation": "conversation objects are not supported: chain responses with "
+                    "previous_response_id instead",
+    "text": "only plain text output is supported (text.format.type \"text\")",
+    "tools": "Switchboard runs its own tools (its connectors): tools may only list some of "
+             "them as {\"type\": \"function\", \"name\": …}, to restrict the model to those",
+}
+
+
+_TYPE_BRANCHES = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+
+
+def _param(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as the body path (``input[2].content[0]``): union branch
+    names and discriminator tags are pydantic's, not the client's, and are left out."""
+    out, skip_tag = "", False
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = str(part)
+        if "[" in text or text in _TYPE_BRANCHES:
+            skip_tag = skip_tag or "tagged-union" in text
+            continue
+        if skip_tag:
+            skip_tag = False
+            continue
+        out += f".{text}" if out else text
+    return out or "body"
+
+
+def parse_request(body: object) -> CreateResponse:
+    """The validated request; ``OpenResponsesError`` (400) naming the first bad field."""
+    if not isinstance(body, dict):
+        raise invalid("the body must be a JSON object", code="invalid_json")
+    if "model" not in body:
+        raise invalid("model is required (any name, e.g. \"switchboard\": the server's "
+                      "configured models answer)", "model", "missing_required_parameter")
+    if "input" not in body:
+        raise invalid("input is required: a string or a list of input items", "input",
+                      "missing_required_parameter")
+    try:
+        return CreateResponse.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors()
+        # A union reports one error per branch; the most specific (longest path) says most.
+        first = max(errors, key=lambda e: len(e["loc"]))
+        param = _param(first["loc"])
+        top = param.split(".")[0].split("[")[0]
+        message = _UNSUPPORTED.get(top)
+        if message is None and first["type"] == "union_tag_invalid":
+            context = first.get("ctx") or {}
+            message = (f"{param}: type {context.get('tag')!r} is not supported here; "
+                       f"expected {context.get('expected_tags')}")
+        if message is None:
+            message = f"{param}: {first['msg']}"
+        raise invalid(message, param) from None
+
+
+# ----------------------------------------------------------------------------- to a turn
+
+@dataclass(frozen=True)
+class TurnInput:
+    prompt: str  # the last user message's text: the turn's prompt in the chat history
+    items: list[dict[str, Any]]  # the model input items for the SDK
+
+
+def _text_of(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content if isinstance(part, InputText | OutputText))
+
+
+def _part(part: Any, role: str) -> dict[str, Any]:
+    if isinstance(part, InputText | OutputText):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, Refusal):
+        return {"type": "input_text", "text": part.refusal}
+    if role != "user":
+        raise invalid(f"{role} messages may only contain text", "input")
+    return part.model_dump(exclude_none=True)
+
+
+def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
+    """The SDK input items and the prompt; ``OpenResponsesError`` for what cannot run."""
+    items = ([MessageItem(role="user", content=request.input)]
+             if isinstance(request.input, str) else list(request.input))
+    called: set[str] = set()
+    answered: set[str] = set()
+    out: list[dict[str, Any]] = []
+    prompt: str | None = None
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if isinstance(item, MessageItem):
+            if item.role == "user":
+                prompt = _text_of(item.content)
+            if isinstance(item.content, str) or item.role == "assistant":
+                # Assistant turns go back as plain text: every provider accepts that.
+                out.append({"type": "message", "role": item.role,
+                            "content": _text_of(item.content)})
+            else:
+                try:
+                    parts = [_part(part, item.role) for part in item.content]
+                except OpenResponsesError as exc:
+                    exc.param = f"{where}.content"
+                    raise
+                out.append({"type": "message", "role": item.role, "content": parts})
+        elif isinstance(item, FunctionCallItem):
+            if item.call_id in called:
+                raise invalid(f"function_call {item.call_id!r} appears twice", where)
+            called.add(item.call_id)
+            out.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
+                        "arguments": item.arguments})
+        else:
+            if item.call_id not in called:
+                raise invalid(f"function_call_output for {item.call_id!r} has no function_call "
+                              "before it in input: Switchboard runs its tools itself, so no "
+                              "call ever waits for a client's result", where)
+            answered.add(item.call_id)
+            output = item.output if isinstance(item.output, str) else _text_of(item.output)
+            out.append({"type": "function_call_output", "call_id": item.call_id,
+                        "output": output})
+    unanswered = sorted(called - answered)
+    if unanswered:
+        raise invalid(f"function_call {unanswered[0]!r} has no function_call_output in input; "
+                      "send each replayed call with its output", "input")
+    if prompt is None or not prompt.strip():
+        raise invalid("input must contain a user message with text: it is the new turn's "
+                      "prompt", "input")
+    if len(prompt) > max_prompt_chars:
+        raise invalid(f"the user message is over {max_prompt_chars} characters", "input",
+                      "string_above_max_length")
+    return TurnInput(prompt=prompt, items=out)

@@ -1,0 +1,141 @@
+"""``POST /v1/responses`` (Open Responses, seed 002) and ``GET /v1/responses/{id}``.
+
+Same authentication as the REST API (``Authorization: Bearer <token>`` in token mode, the
+local user in local mode). Errors use the spec's shape and statuses
+(``app.openresponses.errors``); a streamed response ends with ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from app.errors import DATABASE_UNAVAILABLE, ApiError
+from app.openresponses.errors import OpenResponsesError, invalid
+from app.openresponses.request import parse_request
+from app.openresponses.service import StartedResponse, http_error, start_response
+from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
+from app.rest import current_user, services_of
+from storage.errors import TurnInProgress
+from storage.open_responses import ResponseRepository
+from storage.records import UserRecord
+
+logger = logging.getLogger("switchboard.openresponses")
+
+MAX_BODY_BYTES = 8 * 1024 * 1024  # room for a few inline images
+KEEPALIVE_SECONDS = 15.0  # an SSE comment while tools run, so proxies keep the stream open
+
+
+async def _user(request: Request) -> UserRecord:
+    try:
+        return await current_user(request)
+    except ApiError as exc:
+        raise OpenResponsesError("invalid_request", exc.message, code=exc.code,
+                                 status=exc.status) from None
+
+
+async def _json_body(request: Request) -> object:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise OpenResponsesError("invalid_request", f"the body is over {MAX_BODY_BYTES} bytes",
+                                 code="request_too_large", status=413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise OpenResponsesError("invalid_request", f"the body is over {MAX_BODY_BYTES} "
+                                     "bytes", code="request_too_large", status=413)
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise invalid("the body is not valid JSON", code="invalid_json") from None
+
+
+LOST = "the response stopped unexpectedly; try again"
+
+
+async def _stream(started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
+                  ) -> AsyncIterator[str]:
+    while True:
+        try:
+            event = await asyncio.wait_for(started.events.get(), keepalive)
+        except TimeoutError:
+            if started.lost and started.events.empty():
+                yield sse(started.builder.error_event(LOST))
+                yield SSE_DONE
+                return
+            yield SSE_KEEPALIVE
+            continue
+        if event is None:
+            yield SSE_DONE
+            return
+        yield sse(event)
+
+
+def _unexpected(exc: Exception, request: Request) -> Response:
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        logger.warning("database unavailable: %s", type(exc).__name__)
+        return OpenResponsesError("server_error", "the database is unavailable; try again in "
+                                  "a moment", status=503, headers={"Retry-After": "5"}
+                                  ).response()
+    logger.error("open responses request failed", exc_info=exc,
+                 extra={"path": request.url.path})
+    return OpenResponsesError("server_error", "internal server error").response()
+
+
+async def create_response(request: Request) -> Response:
+    services = services_of(request)
+    try:
+        user = await _user(request)
+        parsed = parse_request(await _json_body(request))
+        started = await start_response(services, user, parsed)
+    except OpenResponsesError as exc:
+        return exc.response()
+    except TurnInProgress:
+        return OpenResponsesError("invalid_request", "this conversation is busy with another "
+                                  "turn; try again when it ends", code="conversation_busy",
+                                  status=409).response()
+    except Exception as exc:
+        return _unexpected(exc, request)
+    if parsed.stream:
+        return StreamingResponse(_stream(started), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache",
+                                          "X-Accel-Buffering": "no"})
+    ended = await started.outcome()
+    if ended is None:
+        logger.error("a response's turn ended without finishing it",
+                     extra={"response_id": started.id})
+        return OpenResponsesError("server_error", LOST).response()
+    outcome, body = ended
+    if outcome.status != "completed":
+        return http_error(started.id, outcome).response()
+    return JSONResponse(body)
+
+
+async def get_response(request: Request) -> Response:
+    try:
+        user = await _user(request)
+    except OpenResponsesError as exc:
+        return exc.response()
+    response_id = request.path_params["response_id"]
+    try:
+        stored = await ResponseRepository(services_of(request).db, user.id).get(response_id)
+    except Exception as exc:
+        return _unexpected(exc, request)
+    if stored is None or stored.body is None:
+        return OpenResponsesError("not_found", f"no response {response_id!r}",
+                                  param="response_id").response()
+    return JSONResponse(stored.body)
+
+
+def open_responses_routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/responses", create_response, methods=["POST"]),
+        Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
+    ]

@@ -1,0 +1,270 @@
+"""Agents SDK stream events → Open Responses streaming events and Response objects.
+
+Pure, like ``websocket.stream`` (no I/O, no asyncio): one ``ResponseBuilder`` per response.
+``start()`` gives ``response.created`` and ``response.in_progress``; ``feed(sdk_event)``
+the item events; ``finish(...)`` closes what is open and gives the terminal event
+(``response.completed`` / ``.failed`` / ``.incomplete``). Every event carries a
+``sequence_number`` increasing from 0 and, for item events, ``output_index`` and
+``item_id`` (seed 002, "State Machines and Event Emission").
+
+What becomes an output item:
+
+- each assistant message (of whichever agent spoke): ``message`` with one
+  ``output_text`` part, streamed as ``response.output_text.delta`` events;
+- each call of a Switchboard tool: a ``function_call`` item (status ``completed``: the
+  server ran it) followed, once it returned, by its ``function_call_output`` item holding
+  exactly the text the model read. Clients see the agent's work and need not run anything.
+- Hand-offs between agents (``transfer_to_*``) are internal routing, not tools: not shown.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import ItemHelpers
+from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
+from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
+
+from connectors.adapters import coerce_tool_output, to_function_call_output
+
+HANDOFF_PREFIX = "transfer_to_"
+Event = dict[str, Any]
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+@dataclass
+class _Message:
+    index: int
+    id: str
+    text: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ResponseBuilder:
+    """Builds one response; ``echo`` holds the request fields the object reports back."""
+
+    id: str
+    created_at: int
+    model: str
+    echo: dict[str, Any]
+    sequence: int = 0
+    output: list[dict[str, Any]] = field(default_factory=list)
+    _open: dict[str, _Message] = field(default_factory=dict)  # SDK message id → message
+    _calls: dict[str, int] = field(default_factory=dict)  # call_id → output index
+    _answered: set[str] = field(default_factory=set)
+    status: str = "in_progress"
+
+    # ---------------------------------------------------------------- the object
+
+    def resource(self, *, usage: dict[str, int] | None = None,
+                 error: dict[str, Any] | None = None,
+                 incomplete: dict[str, Any] | None = None,
+                 completed_at: int | None = None) -> dict[str, Any]:
+        """The Response object now (every field the spec requires)."""
+        body: dict[str, Any] = {
+            "id": self.id, "object": "response", "created_at": self.created_at,
+            "completed_at": completed_at, "status": self.status,
+            "incomplete_details": incomplete, "model": self.model,
+            "previous_response_id": None, "instructions": None,
+            "output": [dict(item) for item in self.output], "error": error,
+            "tools": [], "tool_choice": "auto", "truncation": "disabled",
+            "parallel_tool_calls": True, "text": {"format": {"type": "text"}},
+            "top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+            "top_logprobs": 0, "temperature": 1.0, "reasoning": None, "user": None,
+            "usage": _usage(usage) if usage is not None else None,
+            "max_output_tokens": None, "max_tool_calls": None, "store": True,
+            "background": False, "service_tier": "default", "metadata": {},
+            "safety_identifier": None, "prompt_cache_key": None,
+        }
+        body.update({key: value for key, value in self.echo.items() if value is not None})
+        return body
+
+    def _event(self, type_: str, **fields: Any) -> Event:
+        event = {"type": type_, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return event
+
+    def _lifecycle(self, type_: str, **fields: Any) -> Event:
+        return self._event(type_, response=self.resource(**fields))
+
+    def error_event(self, message: str, code: str = "server_error") -> Event:
+        """The spec's ``error`` event, for a stream that cannot reach its terminal event."""
+        return self._event("error", code=code, message=message, param=None)
+
+    def start(self) -> list[Event]:
+        return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
+
+    # ---------------------------------------------------------------- SDK events
+
+    def feed(self, event: object) -> list[Event]:
+        if isinstance(event, RawResponsesStreamEvent):
+            data = event.data
+            if _get(data, "type") == "response.output_text.delta":
+                delta = _get(data, "delta")
+                if isinstance(delta, str) and delta:
+                    return self._delta(str(_get(data, "item_id") or ""), delta)
+            return []
+        if not isinstance(event, RunItemStreamEvent):
+            return []
+        item = event.item
+        if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
+            return self._message_done(str(_get(item.raw_item, "id") or ""),
+                                      ItemHelpers.text_message_output(item))
+        if event.name == "tool_called" and isinstance(item, ToolCallItem):
+            return self._call(item)
+        if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
+            return self._call_output(item)
+        return []
+
+    def _open_message(self, key: str) -> tuple[_Message, list[Event]]:
+        message = _Message(index=len(self.output), id=new_id("msg"))
+        self._open[key] = message
+        self.output.append({"type": "message", "id": message.id, "status": "in_progress",
+                            "role": "assistant", "content": []})
+        where = {"output_index": message.index, "item_id": message.id}
+        return message, [
+            self._event("response.output_item.added", output_index=message.index,
+                        item=dict(self.output[message.index])),
+            self._event("response.content_part.added", **where, content_index=0,
+                        part=_text_part("")),
+        ]
+
+    def _delta(self, key: str, delta: str) -> list[Event]:
+        events: list[Event] = []
+        message = self._open.get(key)
+        if message is None:
+            message, events = self._open_message(key)
+        message.text.append(delta)
+        events.append(self._event("response.output_text.delta", output_index=message.index,
+                                  item_id=message.id, content_index=0, delta=delta,
+                                  logprobs=[]))
+        return events
+
+    def _close(self, key: str, text: str, status: str) -> list[Event]:
+        message = self._open.pop(key)
+        item = {"type": "message", "id": message.id, "status": status, "role": "assistant",
+                "content": [_text_part(text)]}
+        self.output[message.index] = item
+        where = {"output_index": message.index, "item_id": message.id}
+        return [
+            self._event("response.output_text.done", **where, content_index=0, text=text,
+                        logprobs=[]),
+            self._event("response.content_part.done", **where, content_index=0,
+                        part=_text_part(text)),
+            self._event("response.output_item.done", output_index=message.index,
+                        item=dict(item)),
+        ]
+
+    def _message_done(self, key: str, text: str) -> list[Event]:
+        events: list[Event] = []
+        if key not in self._open:
+            # Providers without item ids: the oldest open message is this one.
+            key = next(iter(self._open), key)
+        if key not in self._open:
+            # Nothing was streamed (a provider that does not stream): all at once.
+            _, events = self._open_message(key)
+            if text:
+                events += self._delta(key, text)
+        return events + self._close(key, text, "completed")
+
+    def _call(self, item: ToolCallItem) -> list[Event]:
+        raw = item.raw_item
+        name, call_id = _get(raw, "name"), _get(raw, "call_id")
+        if _get(raw, "type") != "function_call" or not name or not call_id:
+            return []  # hosted tools and the like are not function calls
+        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls:
+            return []
+        arguments = _get(raw, "arguments")
+        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+        index = len(self.output)
+        item_id = new_id("fc")
+        self._calls[call_id] = index
+        done = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+                "arguments": arguments, "status": "completed"}
+        self.output.append(done)
+        where = {"output_index": index, "item_id": item_id}
+        return [
+            self._event("response.output_item.added", output_index=index,
+                        item={**done, "arguments": "", "status": "in_progress"}),
+            self._event("response.function_call_arguments.delta", **where, delta=arguments),
+            self._event("response.function_call_arguments.done", **where, name=name,
+                        arguments=arguments),
+            self._event("response.output_item.done", output_index=index, item=dict(done)),
+        ]
+
+    def _call_output(self, item: ToolCallOutputItem) -> list[Event]:
+        call_id = _get(item.raw_item, "call_id")
+        if call_id not in self._calls or call_id in self._answered:
+            return []
+        self._answered.add(call_id)
+        # Exactly what the model read; a structured output becomes the adapter's text.
+        text = _get(item.raw_item, "output")
+        if not isinstance(text, str):
+            agent = getattr(item.agent, "name", "Tool")
+            text = to_function_call_output(call_id, coerce_tool_output(item.output, agent))[
+                "output"]
+        index = len(self.output)
+        done = {"type": "function_call_output", "id": new_id("fco"), "call_id": call_id,
+                "output": text, "status": "completed"}
+        self.output.append(done)
+        return [
+            self._event("response.output_item.added", output_index=index,
+                        item={**done, "output": "", "status": "in_progress"}),
+            self._event("response.output_item.done", output_index=index, item=dict(done)),
+        ]
+
+    # ---------------------------------------------------------------- the end
+
+    def finish(self, status: str, *, usage: dict[str, int], completed_at: int,
+               error: dict[str, Any] | None = None,
+               incomplete_reason: str | None = None) -> list[Event]:
+        """Close open messages and end: ``completed``, ``failed`` (with ``error``) or
+        ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``)."""
+        if status not in ("completed", "failed", "incomplete"):
+            raise ValueError(f"a response ends completed, failed or incomplete, not {status!r}")
+        events: list[Event] = []
+        ended = "completed" if status == "completed" else "incomplete"
+        for key in list(self._open):
+            events += self._close(key, "".join(self._open[key].text), ended)
+        self.status = status
+        if status == "completed":
+            events.append(self._lifecycle("response.completed", usage=usage,
+                                          completed_at=completed_at))
+        elif status == "failed":
+            events.append(self._lifecycle("response.failed", usage=usage, error=error))
+        else:
+            events.append(self._lifecycle("response.incomplete", usage=usage,
+                                          incomplete={"reason": incomplete_reason}))
+        return events
+
+
+def _usage(usage: Mapping[str, int]) -> dict[str, Any]:
+    return {"input_tokens": int(usage.get("input_tokens", 0)),
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": int(usage.get("output_tokens", 0)),
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": int(usage.get("total_tokens", 0))}
+
+
+def sse(event: Event) -> str:
+    """One SSE message; its ``event:`` line matches the body's ``type`` (seed 002)."""
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+SSE_DONE = "data: [DONE]\n\n"
+SSE_KEEPALIVE = ": keep-alive\n\n"

@@ -1,0 +1,209 @@
+"""REST API for chat history (PROTOCOL.md §7). Same auth as the socket.
+
+A chat that belongs to another user answers 404 exactly like one that does not exist:
+the repositories enforce ownership and raise ``ChatNotFound``, which ``app.errors`` maps.
+
+``GET /api/chats/{id}/events?debug=true`` returns tool outputs' ``debug_info`` only when the
+server runs with ``SWITCHBOARD_EXPOSE_DEBUG_INFO=true``; otherwise asking for it is a 400
+(rather than silently ignored), so a developer knows why it is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from app.auth import authenticate, check_origin
+from app.errors import ApiError
+from app.services import Services
+from storage.chats import ChatRepository
+from storage.events import EventStore
+from storage.records import ChatRecord, TurnRecord, UserRecord
+
+CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def rfc3339(value: datetime | None) -> str | None:
+    """UTC with milliseconds and a ``Z``, the same shape as event ``ts``."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+async def current_user(request: Request) -> UserRecord:
+    services = services_of(request)
+    if not check_origin(request, services.settings):
+        raise ApiError(
+            403, "forbidden", "this Origin is not allowed; add it to SWITCHBOARD_ALLOWED_ORIGINS"
+        )
+    user = await authenticate(request, services)
+    if user is None:
+        raise ApiError(
+            401,
+            "unauthorized",
+            "missing or invalid token: send 'Authorization: Bearer <token>' "
+            "(create one with `switchboard users create NAME`)",
+        )
+    return user
+
+
+def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise ApiError(400, "invalid_request", f"{name} must be an integer from {low} to {high}")
+    return value
+
+
+def bool_param(request: Request, name: str) -> bool:
+    raw = request.query_params.get(name, "").lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ApiError(400, "invalid_request", f"{name} must be true or false")
+
+
+def chat_id_param(request: Request) -> str:
+    chat_id: str = request.path_params["chat_id"]
+    if not CHAT_ID.fullmatch(chat_id):
+        # No chat can have this id, so it does not exist.
+        raise ApiError(404, "not_found", "chat not found")
+    return chat_id
+
+
+def chat_json(chat: ChatRecord) -> dict[str, Any]:
+    return {
+        "id": chat.id,
+        "title": chat.title,
+        "created_at": rfc3339(chat.created_at),
+        "updated_at": rfc3339(chat.updated_at),
+        "preview": chat.preview,
+    }
+
+
+def turn_json(turn: TurnRecord) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "prompt": turn.prompt,
+        "final_text": turn.final_text,
+        "status": turn.status,
+        "usage": turn.usage,
+        "created_at": rfc3339(turn.created_at),
+        "finished_at": rfc3339(turn.finished_at),
+        "client_message_id": turn.client_message_id,
+    }
+
+
+def usage_totals(turns: list[TurnRecord]) -> dict[str, int]:
+    totals = dict.fromkeys(USAGE_KEYS, 0)
+    for turn in turns:
+        for key in USAGE_KEYS:
+            value = (turn.usage or {}).get(key)
+            if isinstance(value, int):
+                totals[key] += value
+    return totals
+
+
+async def me(request: Request) -> Response:
+    user = await current_user(request)
+    mode = services_of(request).settings.resolved_auth_mode
+    return JSONResponse({"id": user.id, "name": user.name, "auth_mode": mode})
+
+
+async def list_chats(request: Request) -> Response:
+    user = await current_user(request)
+    limit = int_param(request, "limit", default=50, low=1, high=100)
+    cursor = request.query_params.get("cursor") or None
+    repo = ChatRepository(services_of(request).db, user.id)
+    try:
+        chats, next_cursor = await repo.list(limit=limit, cursor=cursor)
+    except ValueError:
+        raise ApiError(
+            400, "invalid_request", "cursor is not valid; pass the next_cursor of a previous page"
+        ) from None
+    return JSONResponse({"chats": [chat_json(c) for c in chats], "next_cursor": next_cursor})
+
+
+async def get_chat(request: Request) -> Response:
+    user = await current_user(request)
+    chat_id = chat_id_param(request)
+    repo = ChatRepository(services_of(request).db, user.id)
+    chat = await repo.get(chat_id)
+    if chat is None:
+        raise ApiError(404, "not_found", "chat not found")
+    turns = await repo.turns(chat_id)
+    body = chat_json(chat) | {
+        "turns": [turn_json(t) for t in turns],
+        "usage": usage_totals(turns),
+    }
+    return JSONResponse(body)
+
+
+async def chat_events(request: Request) -> Response:
+    user = await current_user(request)
+    chat_id = chat_id_param(request)
+    after_seq = int_param(request, "after_seq", default=0, low=0, high=2**31 - 1)
+    limit = int_param(request, "limit", default=500, low=1, high=1000)
+    debug = bool_param(request, "debug")
+    services = services_of(request)
+    if debug and not services.settings.expose_debug_info:
+        raise ApiError(
+            400,
+            "invalid_request",
+            "debug_info is not exposed by this server; start it with "
+            "SWITCHBOARD_EXPOSE_DEBUG_INFO=true",
+        )
+    events = await ChatRepository(services.db, user.id).events(chat_id, after_seq, limit)
+    return JSONResponse({"events": [e.to_wire(include_debug=debug) for e in events]})
+
+
+async def delete_chat(request: Request) -> Response:
+    user = await current_user(request)
+    chat_id = chat_id_param(request)
+    services = services_of(request)
+    repo = ChatRepository(services.db, user.id)
+    if await repo.get(chat_id) is None:
+        raise ApiError(404, "not_found", "chat not found")
+    running = await EventStore(services.db).running_turn(chat_id)
+    if running is not None:
+        raise ApiError(
+            409, "turn_in_progress", "a turn is running in this chat; cancel it, then delete"
+        )
+    if not await repo.delete(chat_id):
+        raise ApiError(404, "not_found", "chat not found")
+    return Response(status_code=204)
+
+
+async def chat(request: Request) -> Response:
+    # One route per path, so a 405 lists every allowed method in its Allow header.
+    if request.method == "DELETE":
+        return await delete_chat(request)
+    return await get_chat(request)
+
+
+def rest_routes() -> list[BaseRoute]:
+    return [
+        Route("/api/me", me, methods=["GET"]),
+        Route("/api/chats", list_chats, methods=["GET"]),
+        Route("/api/chats/{chat_id}", chat, methods=["GET", "DELETE"]),
+        Route("/api/chats/{chat_id}/events", chat_events, methods=["GET"]),
+    ]

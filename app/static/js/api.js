@@ -1,0 +1,102 @@
+// The REST API (PROTOCOL.md §7) with the same auth as the socket: nothing in local mode,
+// "Authorization: Bearer <token>" in token mode.
+
+const TIMEOUT_MS = 15_000;
+const EVENTS_PAGE = 1000;
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export class Api {
+  constructor(getToken) {
+    this.getToken = getToken;
+  }
+
+  async request(method, path, body = undefined) {
+    const headers = { Accept: "application/json" };
+    const token = this.getToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "same-origin",
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
+    } catch (error) {
+      const timedOut = error?.name === "TimeoutError";
+      throw new ApiError(0, "network", timedOut
+        ? "The server did not answer in time."
+        : "Cannot reach the server. Check that it is running.");
+    }
+    if (response.status === 204) return null;
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      // Non-JSON error pages (a proxy's 502, …) are described by their status below.
+    }
+    if (!response.ok) {
+      const error = data?.error || {};
+      throw new ApiError(response.status, error.code || `http_${response.status}`,
+        error.message || `The server answered ${response.status} ${response.statusText}.`);
+    }
+    return data;
+  }
+
+  me() {
+    return this.request("GET", "/api/me");
+  }
+
+  listChats(cursor = null) {
+    const query = new URLSearchParams({ limit: "50" });
+    if (cursor) query.set("cursor", cursor);
+    return this.request("GET", `/api/chats?${query}`);
+  }
+
+  chat(chatId) {
+    return this.request("GET", `/api/chats/${encodeURIComponent(chatId)}`);
+  }
+
+  /** Every persisted event of a chat, paging through the API. */
+  async events(chatId) {
+    const events = [];
+    let after = 0;
+    for (;;) {
+      const query = new URLSearchParams({ after_seq: String(after), limit: String(EVENTS_PAGE) });
+      const page = await this.request("GET", `/api/chats/${encodeURIComponent(chatId)}/events?${query}`);
+      const batch = page?.events || [];
+      events.push(...batch);
+      if (batch.length < EVENTS_PAGE) return events;
+      after = batch[batch.length - 1].seq;
+    }
+  }
+
+  deleteChat(chatId) {
+    return this.request("DELETE", `/api/chats/${encodeURIComponent(chatId)}`);
+  }
+
+  connectors() {
+    return this.request("GET", "/api/connectors");
+  }
+
+  connect(name) {
+    return this.request("POST", `/api/connectors/${encodeURIComponent(name)}/connect`);
+  }
+
+  disconnect(name) {
+    return this.request("DELETE", `/api/connectors/${encodeURIComponent(name)}`);
+  }
+
+  plaidExchange(publicToken) {
+    return this.request("POST", "/api/connectors/plaid/exchange", { public_token: publicToken });
+  }
+}

@@ -1,0 +1,204 @@
+// Connected accounts: the connections panel and the connect flow that connect cards use.
+// POST /api/connectors/{name}/connect answers one of:
+//   {"status": "connected"}                     demo mode: done at once
+//   {"status": "redirect", "url": …}            live OAuth (Google): a sign-in popup whose
+//                                               callback page posts the outcome back
+//   {"status": "link_token", "link_token": …}   live Plaid: run Plaid Link, then exchange
+import { ApiError } from "./api.js";
+import { asList, asText, clear, h, isObject, safeUrl } from "./dom.js";
+import { icon } from "./icons.js";
+
+const PLAID_LINK_SCRIPT = "https://cdn.plaid.com/link/v2/stable/link-initialize.js";
+
+export class Connections {
+  constructor(api, { dialog, list, status, onChange }) {
+    this.api = api;
+    this.dialog = dialog;
+    this.list = list;
+    this.statusEl = status;
+    this.onChange = onChange;
+    this.connectors = [];
+    this.available = true;
+  }
+
+  displayName(name) {
+    return this.connectors.find((c) => c.name === name)?.display_name || name;
+  }
+
+  /** Load the connectors; false when this server has no connections API. */
+  async load() {
+    try {
+      const data = await this.api.connectors();
+      this.connectors = asList(data?.connectors).filter(isObject);
+      this.available = true;
+    } catch (error) {
+      if (error instanceof ApiError && (error.status === 404 || error.status === 405)) {
+        this.connectors = [];
+        this.available = false;
+      } else {
+        throw error;
+      }
+    }
+    return this.available;
+  }
+
+  async open() {
+    this.statusEl.textContent = "Loading…";
+    clear(this.list);
+    if (!this.dialog.open) this.dialog.showModal();
+    try {
+      await this.load();
+      this.render();
+    } catch (error) {
+      this.statusEl.textContent = error.message;
+    }
+  }
+
+  render() {
+    clear(this.list);
+    if (!this.available) {
+      this.statusEl.textContent = "This server does not offer account connections.";
+      return;
+    }
+    this.statusEl.textContent = this.connectors.length ? "" : "No connectors are installed.";
+    for (const connector of this.connectors) this.list.append(this.item(connector));
+  }
+
+  item(connector) {
+    const name = asText(connector.name);
+    const account = accountLabel(connector.account);
+    const state = h("span", { class: `connector-state ${connector.connected ? "on" : "off"}`,
+      text: connector.connected ? (account ? `Connected: ${account}` : "Connected") : "Not connected" });
+    const button = h("button", { type: "button", class: `button ${connector.connected ? "" : "primary"}`,
+      "aria-label": `${connector.connected ? "Disconnect" : "Connect"} ${asText(connector.display_name) || name}` },
+    icon(connector.connected ? "close" : "plug"),
+    h("span", { text: connector.connected ? "Disconnect" : "Connect" }));
+    const note = h("p", { class: "connector-note small", role: "status" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      note.textContent = connector.connected ? "Disconnecting…" : "Connecting…";
+      try {
+        if (connector.connected) {
+          await this.api.disconnect(name);
+          note.textContent = "";
+        } else {
+          const result = await this.connect(name);
+          if (result !== "connected") {
+            note.textContent = result;
+            return;
+          }
+        }
+        await this.load();
+        this.render();
+        this.onChange?.();
+      } catch (error) {
+        note.textContent = error.message;
+        button.disabled = false;
+      }
+    });
+    const tools = asList(connector.tools)
+      .map((tool) => asText(isObject(tool) ? tool.description || tool.name : tool)).filter(Boolean);
+    // A connector that runs on the server's own keys has no per-user account to manage.
+    const managed = connector.needs_account !== false;
+    return h("li", { class: "connector", dataset: { connector: name } },
+      h("div", { class: "connector-info" },
+        h("p", {},
+          h("strong", { text: asText(connector.display_name) || name }),
+          h("span", { class: `badge mode-${asText(connector.mode).replace(/[^a-z]/g, "")}`,
+            text: asText(connector.mode) || "?" })),
+        managed ? state : h("span", { class: "connector-state on", text: "Always available" }),
+        tools.length ? h("details", { class: "small muted" },
+          h("summary", { text: `${tools.length} tool${tools.length === 1 ? "" : "s"}` }),
+          h("ul", { class: "tool-list" }, tools.map((t) => h("li", { text: t })))) : null,
+        note),
+      managed ? button : null);
+  }
+
+  /** Run the connect flow for one connector: "connected", or a note on what happens next. */
+  async connect(name) {
+    const result = await this.api.connect(name);
+    const status = asText(result?.status);
+    if (status === "connected") {
+      this.onChange?.();
+      return "connected";
+    }
+    if (status === "redirect") {
+      const url = safeUrl(result.url);
+      if (!url) throw new Error("The server gave an unusable sign-in address.");
+      // A popup keeps the chat open; the callback page tells us how it went (postMessage).
+      const popup = window.open(url, "switchboard-connect", "popup,width=520,height=700");
+      if (!popup) {
+        window.location.assign(url);
+        return "Opening the sign-in page…";
+      }
+      await waitForCallback(popup, name);
+      this.onChange?.();
+      return "connected";
+    }
+    if (status === "link_token") {
+      await runPlaidLink(asText(result.link_token), (token) => this.api.plaidExchange(token));
+      this.onChange?.();
+      return "connected";
+    }
+    throw new Error(`Unexpected answer from the server (${status || "no status"}).`);
+  }
+}
+
+function accountLabel(account) {
+  if (!isObject(account)) return asText(account);
+  const institutions = asList(account.institutions).map((i) => asText(isObject(i) ? i.name : i));
+  return asText(account.email || institutions.filter(Boolean).join(", ") || account.name || "");
+}
+
+/** Resolve when the OAuth callback page in ``popup`` reports success; reject otherwise. */
+function waitForCallback(popup, name) {
+  return new Promise((resolve, reject) => {
+    const done = (fn, value) => {
+      window.removeEventListener("message", onMessage);
+      clearInterval(watch);
+      fn(value);
+    };
+    const onMessage = (event) => {
+      if (event.origin !== location.origin || event.source !== popup) return;
+      const data = event.data;
+      if (!isObject(data) || data.type !== "switchboard:connector" || data.name !== name) return;
+      if (data.status === "connected") done(resolve);
+      else done(reject, new Error(asText(data.message) || "The account was not connected."));
+    };
+    const watch = setInterval(() => {
+      if (popup.closed) done(reject, new Error("The sign-in window was closed before it finished."));
+    }, 500);
+    window.addEventListener("message", onMessage);
+  });
+}
+
+let plaidScript = null;
+
+function loadPlaid() {
+  if (window.Plaid) return Promise.resolve(window.Plaid);
+  plaidScript ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = PLAID_LINK_SCRIPT;
+    script.async = true;
+    script.addEventListener("load", () => resolve(window.Plaid));
+    script.addEventListener("error", () => {
+      plaidScript = null;
+      reject(new Error("Could not load Plaid Link. Check the network and try again."));
+    });
+    document.head.append(script);
+  });
+  return plaidScript;
+}
+
+async function runPlaidLink(linkToken, exchange) {
+  if (!linkToken) throw new Error("The server did not send a Plaid link token.");
+  const Plaid = await loadPlaid();
+  await new Promise((resolve, reject) => {
+    const handler = Plaid.create({
+      token: linkToken,
+      onSuccess: (publicToken) => exchange(publicToken).then(resolve, reject),
+      onExit: (error) => reject(new Error(error?.display_message || "Bank connection cancelled.")),
+    });
+    handler.open();
+  });
+}

@@ -1,0 +1,512 @@
+// The page: wires the chat list, the transcript, the socket, connections and sign-in.
+import { Api, ApiError } from "./api.js";
+import { askForToken, tokenStore } from "./auth.js";
+import { Connections } from "./connections.js";
+import { h } from "./dom.js";
+import { icon } from "./icons.js";
+import { CHAT_ID, newChatId, uuid } from "./ids.js";
+import { ChatList, chatTitle } from "./sidebar.js";
+import { ChatSocket } from "./socket.js";
+import { Transcript } from "./transcript.js";
+
+const EXAMPLES = [
+  "Find sushi in Boston and email the list to bob@example.com",
+  "What's in my inbox?",
+  "What are my account balances?",
+  "How much did I spend by category?",
+  "Find coffee near me",
+  "Search the web for python asyncio",
+];
+const TOAST_MS = 6000;
+const STICK_PX = 80;
+const TITLE_CHECKS = 4;
+
+const $ = (id) => document.getElementById(id);
+
+class App {
+  constructor() {
+    this.token = tokenStore.get();
+    this.authMode = null;
+    this.api = new Api(() => this.token);
+    this.chatId = null;
+    this.fresh = true; // the open chat has no events on the server yet
+    this.socket = null;
+    this.outbox = new Map(); // client_message_id -> {text, sent}
+    this.opening = 0;
+    this.stick = true;
+    this.countdown = null;
+    this.scroller = $("scroller");
+    this.prompt = $("prompt");
+
+    this.transcript = new Transcript($("transcript"), {
+      onChip: (text) => this.send(text),
+      onRetry: (text) => this.send(text),
+      connect: (name) => this.connections.connect(name),
+      displayName: (name) => this.connections.displayName(name),
+      onRunning: (turnId) => this.showRunning(turnId),
+      changed: () => this.afterChange(),
+    });
+    this.chats = new ChatList(this.api,
+      { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status") },
+      { onDelete: (chat) => this.confirmDelete(chat), onOpen: () => this.closeSidebar() });
+    this.connections = new Connections(this.api, {
+      dialog: $("connections-dialog"), list: $("connector-list"), status: $("connections-status"),
+    });
+  }
+
+  // ---------------------------------------------------------------------- start-up
+
+  async start() {
+    for (const el of document.querySelectorAll("[data-icon]")) el.prepend(icon(el.dataset.icon));
+    this.bindControls();
+    this.renderExamples();
+    const me = await this.signIn();
+    this.showUser(me);
+    this.connections.load().catch(() => {});
+    this.chats.refresh();
+    window.addEventListener("hashchange", () => this.route());
+    await this.route();
+  }
+
+  async signIn(message = "") {
+    for (;;) {
+      try {
+        const me = await this.api.me();
+        this.authMode = me?.auth_mode || "local";
+        return me;
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status !== 401) {
+          this.showBanner(`${error.message} Retrying…`, null);
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+          continue;
+        }
+      }
+      this.token = null;
+      tokenStore.clear();
+      const { token, user } = await askForToken($("token-dialog"), (candidate) => {
+        const probe = new Api(() => candidate);
+        return probe.me().catch((error) => {
+          throw new Error(error.status === 401 ? "That token was not accepted." : error.message);
+        });
+      }, message);
+      this.token = token;
+      tokenStore.set(token);
+      this.authMode = user?.auth_mode || "token";
+      return user;
+    }
+  }
+
+  showUser(me) {
+    const tokenMode = this.authMode === "token";
+    $("whoami").textContent = tokenMode ? `Signed in as ${me?.name ?? "?"}` : "Local mode: no sign-in needed";
+    $("sign-out").hidden = !tokenMode;
+    this.hideBanner();
+  }
+
+  bindControls() {
+    $("composer").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.sendFromComposer();
+    });
+    this.prompt.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.sendFromComposer();
+      }
+    });
+    this.prompt.addEventListener("input", () => this.fitComposer());
+    $("cancel").addEventListener("click", () => this.cancel());
+    $("new-chat").addEventListener("click", () => {
+      this.closeSidebar();
+      this.goToNewChat();
+    });
+    $("open-connections").addEventListener("click", () => this.connections.open());
+    this.connections.onChange = async () => {
+      await this.connections.load().catch(() => {});
+      if ($("connections-dialog").open) this.connections.render();
+    };
+    $("sign-out").addEventListener("click", () => {
+      tokenStore.clear();
+      this.token = null;
+      location.hash = "";
+      location.reload();
+    });
+    $("open-sidebar").addEventListener("click", () => this.openSidebar());
+    $("close-sidebar").addEventListener("click", () => this.closeSidebar());
+    $("backdrop").addEventListener("click", () => this.closeSidebar());
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) this.closeSidebar();
+    });
+    this.scroller.addEventListener("scroll", () => {
+      const el = this.scroller;
+      this.stick = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+    }, { passive: true });
+    $("banner-action").addEventListener("click", () => this.bannerAction?.());
+    window.addEventListener("offline", () => this.showConnection("offline"));
+  }
+
+  renderExamples() {
+    for (const text of EXAMPLES) {
+      const chip = h("button", { type: "button", class: "chip", text });
+      chip.addEventListener("click", () => this.send(text));
+      $("examples").append(chip);
+    }
+  }
+
+  // ---------------------------------------------------------------------- routing
+
+  async route() {
+    const match = /^#\/chat\/([^/?#]+)$/.exec(location.hash);
+    const chatId = match ? decodeURIComponent(match[1]) : null;
+    if (chatId && CHAT_ID.test(chatId)) {
+      if (chatId !== this.chatId) await this.openChat(chatId);
+    } else if (!this.chatId || !this.fresh || !this.transcript.isEmpty) {
+      this.newChat();
+    }
+  }
+
+  /** "New chat": through the address bar when it names a chat, so Back returns to it. */
+  goToNewChat() {
+    if (location.hash && location.hash !== "#") location.hash = "";
+    else this.newChat();
+  }
+
+  newChat() {
+    this.leaveChat();
+    this.chatId = newChatId();
+    this.fresh = true;
+    this.setTitle("New chat");
+    this.chats.setActive(null);
+    this.updateEmptyState();
+    this.prompt.focus();
+  }
+
+  leaveChat() {
+    this.opening += 1;
+    this.socket?.close();
+    this.socket = null;
+    this.outbox.clear();
+    this.transcript.reset();
+    this.showRunning(null);
+    this.showConnection("idle");
+    this.hideBanner();
+  }
+
+  async openChat(chatId) {
+    this.leaveChat();
+    const opening = this.opening;
+    this.chatId = chatId;
+    this.fresh = false;
+    this.chats.setActive(chatId);
+    this.setTitle(chatTitle(this.chats.find(chatId)));
+    $("transcript").setAttribute("aria-busy", "true");
+    let events;
+    let detail;
+    try {
+      [events, detail] = await Promise.all([this.api.events(chatId), this.api.chat(chatId)]);
+    } catch (error) {
+      if (opening !== this.opening) return;
+      $("transcript").removeAttribute("aria-busy");
+      if (error instanceof ApiError && error.status === 404) {
+        // An id nobody has used yet (a link to a new chat): start it fresh.
+        this.fresh = true;
+        this.updateEmptyState();
+        return;
+      }
+      this.toast(`Could not open the chat: ${error.message}`);
+      return;
+    }
+    if (opening !== this.opening) return;
+    const interrupted = new Map((detail?.turns || [])
+      .filter((t) => (t.status === "cancelled" || t.status === "failed") && t.final_text)
+      .map((t) => [t.id, t.final_text]));
+    this.transcript.setInterruptedTexts(interrupted);
+    for (const event of events) this.transcript.apply(event, { live: false });
+    $("transcript").removeAttribute("aria-busy");
+    this.setTitle(chatTitle(detail));
+    this.updateEmptyState();
+    this.stick = true;
+    this.scrollToEnd();
+    this.connect();
+  }
+
+  setTitle(title) {
+    $("chat-title").textContent = title;
+    document.title = title === "New chat" ? "Switchboard" : `${title} · Switchboard`;
+  }
+
+  // ---------------------------------------------------------------------- socket
+
+  connect() {
+    if (this.socket) return;
+    this.socket = new ChatSocket({
+      chatId: this.chatId,
+      token: this.authMode === "token" ? this.token : null,
+      lastSeq: () => this.transcript.lastSeq,
+      onOpen: () => {
+        this.transcript.beginResume();
+        this.flushOutbox();
+      },
+      onEvent: (event) => this.onEvent(event),
+      onStatus: (status, info) => this.showConnection(status, info),
+    });
+    this.socket.start();
+  }
+
+  onEvent(event) {
+    if (event.type === "pong") return;
+    if (event.type === "error" && (event.seq === null || event.seq === undefined)) {
+      this.onEphemeralError(event);
+      return;
+    }
+    const applied = this.transcript.apply(event, { live: true });
+    if (!applied) return;
+    if (event.type === "user_prompt") {
+      this.outbox.delete(event.client_message_id);
+      if (this.fresh) {
+        this.fresh = false;
+        this.refreshTitle(this.chatId);
+      }
+    } else if (event.type === "end_of_stream" || event.type === "suggested_prompts") {
+      this.refreshTitle(this.chatId);
+    }
+  }
+
+  /** Refresh the chat list; the server names a chat after its first turn, so until the
+   *  chat has a title, look again a few times (a model-written title can take seconds). */
+  async refreshTitle(chatId, attempt = 0) {
+    await this.chats.refresh();
+    if (chatId !== this.chatId) return;
+    const chat = this.chats.find(chatId);
+    if (chat) this.setTitle(chatTitle(chat));
+    this.chats.setActive(chatId);
+    if (chat && !chat.title && attempt < TITLE_CHECKS) {
+      clearTimeout(this.titleTimer);
+      this.titleTimer = setTimeout(() => this.refreshTitle(chatId, attempt + 1), 1000 * 2 ** attempt);
+    }
+  }
+
+  onEphemeralError(event) {
+    const message = event.message || "The server refused that.";
+    const cancelError = /no such turn/i.test(message);
+    if (!cancelError) {
+      // The oldest prompt in flight is the one refused (frames are answered in order).
+      const [id, entry] = [...this.outbox.entries()].find(([, e]) => e.sent) || [];
+      if (id) {
+        this.outbox.delete(id);
+        this.transcript.dropPending(id);
+        if (!this.prompt.value) {
+          this.prompt.value = entry.text;
+          this.fitComposer();
+        }
+      }
+    }
+    const text = event.code === "turn_in_progress"
+      ? "An answer is still running in this chat. Wait for it or press Stop."
+      : cancelError ? "Nothing is running to stop." : message;
+    this.toast(text);
+  }
+
+  flushOutbox() {
+    for (const [id, entry] of this.outbox) {
+      if (this.socket?.send({ type: "prompt", text: entry.text, client_message_id: id })) {
+        entry.sent = true;
+        this.transcript.notePending(id, "Sending…");
+      } else {
+        this.transcript.notePending(id, "Waiting for the connection…");
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------- prompts
+
+  sendFromComposer() {
+    if (this.send(this.prompt.value)) {
+      this.prompt.value = "";
+      this.fitComposer();
+    }
+  }
+
+  /** Send a prompt (from the box, a chip or "try again"); false if it cannot go now. */
+  send(raw) {
+    const text = String(raw ?? "").trim();
+    if (!text) return false;
+    if (this.transcript.runningTurnId || this.outbox.size) {
+      this.toast("Wait for the current answer, or press Stop.");
+      return false;
+    }
+    if (!this.chatId) this.chatId = newChatId();
+    if (this.fresh && location.hash !== `#/chat/${this.chatId}`) {
+      history.replaceState(null, "", `#/chat/${this.chatId}`);
+    }
+    const id = uuid();
+    this.outbox.set(id, { text, sent: false });
+    this.transcript.addPending(id, text);
+    this.updateEmptyState();
+    this.stick = true;
+    this.scrollToEnd();
+    if (this.socket) this.flushOutbox();
+    else this.connect();
+    this.closeSidebar();
+    return true;
+  }
+
+  cancel() {
+    if (!this.transcript.runningTurnId) return;
+    if (this.socket?.send({ type: "cancel" })) {
+      $("cancel").disabled = true;
+      $("cancel").querySelector("span:last-child").textContent = "Stopping…";
+    } else {
+      this.toast("Not connected: the answer can be stopped once the connection is back.");
+    }
+  }
+
+  showRunning(turnId) {
+    const running = Boolean(turnId);
+    const cancel = $("cancel");
+    cancel.hidden = !running;
+    cancel.disabled = false;
+    cancel.querySelector("span:last-child").textContent = "Stop";
+    $("send").disabled = running;
+    $("composer").classList.toggle("running", running);
+  }
+
+  fitComposer() {
+    // Empty, it keeps its one-line height (a long placeholder would otherwise grow it).
+    if (!this.prompt.value) {
+      this.prompt.style.height = "";
+      return;
+    }
+    this.prompt.style.height = "auto";
+    this.prompt.style.height = `${Math.min(this.prompt.scrollHeight, 220)}px`;
+  }
+
+  // ---------------------------------------------------------------------- chats
+
+  confirmDelete(chat) {
+    const dialog = $("confirm-dialog");
+    $("confirm-text").textContent = `“${chatTitle(chat)}” and its whole history will be deleted.`;
+    dialog.returnValue = "";
+    dialog.addEventListener("close", async () => {
+      if (dialog.returnValue !== "confirm") return;
+      try {
+        await this.api.deleteChat(chat.id);
+      } catch (error) {
+        this.toast(error.code === "turn_in_progress"
+          ? "This chat is answering right now: stop it first, then delete it."
+          : `Could not delete the chat: ${error.message}`);
+        return;
+      }
+      if (chat.id === this.chatId) this.goToNewChat();
+      await this.chats.refresh();
+      this.toast("Chat deleted.");
+    }, { once: true });
+    dialog.showModal();
+  }
+
+  openSidebar() {
+    document.body.classList.add("sidebar-open");
+    $("backdrop").hidden = false;
+    $("open-sidebar").setAttribute("aria-expanded", "true");
+    $("new-chat").focus();
+  }
+
+  closeSidebar() {
+    if (!document.body.classList.contains("sidebar-open")) return;
+    document.body.classList.remove("sidebar-open");
+    $("backdrop").hidden = true;
+    $("open-sidebar").setAttribute("aria-expanded", "false");
+  }
+
+  // ---------------------------------------------------------------------- status
+
+  showConnection(status, info = {}) {
+    const el = $("conn-status");
+    clearInterval(this.countdown);
+    this.countdown = null;
+    const offline = navigator.onLine === false;
+    if (status === "open") {
+      el.dataset.state = "online";
+      $("conn-label").textContent = "Connected";
+      this.hideBanner();
+    } else if (status === "connecting") {
+      el.dataset.state = "connecting";
+      $("conn-label").textContent = "Connecting…";
+    } else if (status === "reconnecting" || status === "offline") {
+      el.dataset.state = offline || status === "offline" ? "offline" : "reconnecting";
+      $("conn-label").textContent = offline ? "Offline" : "Reconnecting…";
+      if (status === "offline") {
+        this.showBanner("You are offline. The chat reconnects when the network is back.", null);
+        return;
+      }
+      const due = Date.now() + (info.delayMs || 0);
+      const tick = () => {
+        const seconds = Math.max(0, Math.ceil((due - Date.now()) / 1000));
+        this.showBanner(offline
+          ? "You are offline. The chat reconnects when the network is back."
+          : `Connection lost. Reconnecting${seconds ? ` in ${seconds} s` : "…"}`,
+        () => this.socket?.retryNow(), "Retry now");
+      };
+      tick();
+      this.countdown = setInterval(tick, 1000);
+    } else if (status === "failed") {
+      el.dataset.state = "offline";
+      $("conn-label").textContent = "Disconnected";
+      if (info.code === 4401) {
+        this.reauthenticate(info.message);
+      } else {
+        this.showBanner(info.message || "Disconnected.", () => location.reload(), "Reload");
+      }
+    } else {
+      el.dataset.state = "idle";
+      $("conn-label").textContent = "";
+    }
+  }
+
+  async reauthenticate(message) {
+    const me = await this.signIn(message);
+    this.showUser(me);
+    const chatId = this.chatId;
+    this.socket?.close();
+    this.socket = null;
+    if (chatId && !this.fresh) this.connect();
+  }
+
+  showBanner(text, action, actionLabel = "Retry now") {
+    $("banner").hidden = false;
+    $("banner-text").textContent = text;
+    this.bannerAction = action;
+    $("banner-action").hidden = !action;
+    $("banner-action").textContent = actionLabel;
+  }
+
+  hideBanner() {
+    $("banner").hidden = true;
+    this.bannerAction = null;
+  }
+
+  toast(text) {
+    const el = h("div", { class: "toast", text });
+    $("toasts").append(el);
+    setTimeout(() => el.remove(), TOAST_MS);
+  }
+
+  updateEmptyState() {
+    $("welcome").hidden = !this.transcript.isEmpty;
+  }
+
+  afterChange() {
+    this.updateEmptyState();
+    if (this.stick) this.scrollToEnd();
+  }
+
+  scrollToEnd() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+}
+
+const app = new App();
+app.start().catch((error) => {
+  console.error(error);
+  app.showBanner(`The page failed to start: ${error.message}`, () => location.reload(), "Reload");
+});

@@ -1,0 +1,125 @@
+"""Wire the streaming core into the app: connectors, orchestrator, model, turns, hub."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from agents import Agent
+from cryptography.fernet import MultiFernet
+
+from app.models.providers import ConfiguredModels, build_models, describe
+from app.models.suggest import Suggester
+from app.services import Services
+from app.settings import Settings
+from connectors.context import ChatContext, DemoStore
+from connectors.orchestrator import build_orchestrator
+from connectors.registry import Connector, load_connectors
+from storage.accounts import AccountRepository
+from storage.chats import ChatRepository
+from storage.events import EventStore
+from websocket.cluster import build_cluster
+from websocket.handler import ConnectionCounter
+from websocket.hub import Hub
+from websocket.limits import PromptRateLimiter
+from websocket.protocol import now_ts
+from websocket.turn import TurnEngine, TurnManager
+
+logger = logging.getLogger("switchboard.app")
+
+
+def build_engine(settings: Settings, db: Any, connectors: list[Connector],
+                 demo: DemoStore, models: ConfiguredModels | None = None, *,
+                 fernet: MultiFernet | None = None,
+                 http: httpx.AsyncClient | None = None) -> TurnEngine:
+    """The turn engine; ``models`` (``build_models(settings)`` when omitted) picks the models,
+    and its ``aclose()`` is the caller's to await on shutdown."""
+    models = models if models is not None else build_models(settings)
+    orchestrator = build_orchestrator(settings, connectors, model=models.orchestrator,
+                                      connector_model=models.connector)
+    specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
+    suggester = Suggester(models.suggest, models.run_config(suggest=True),
+                          settings.suggest_timeout,
+                          [f"{agent.name}: {agent.handoff_description}" for agent in specialists])
+
+    def make_context(user_id: str, chat_id: str, turn_id: str) -> ChatContext:
+        # The user's accounts (encrypted credentials) and the app's outbound HTTP client:
+        # live connectors need both; demo connectors check that the user is connected.
+        accounts = AccountRepository(db, user_id, fernet) if fernet is not None else None
+        return ChatContext(user_id=user_id, chat_id=chat_id, turn_id=turn_id,
+                           settings=settings, demo=demo.for_user(user_id),
+                           accounts=accounts, http=http)
+
+    async def store_title(user_id: str, chat_id: str, title: str) -> None:
+        chats = ChatRepository(db, user_id)
+        chat = await chats.get(chat_id)
+        if chat is not None and not chat.title:
+            await chats.set_title(chat_id, title)
+
+    async def title_chat(user_id: str, chat_id: str, prompt: str) -> None:
+        if suggester.model is None:  # offline: instant, so done in line
+            await store_title(user_id, chat_id, await suggester.title(prompt))
+            return
+
+        async def generate() -> None:
+            try:
+                await store_title(user_id, chat_id, await suggester.title(prompt))
+            except Exception:
+                logger.exception("could not store the chat title", extra={"chat_id": chat_id})
+
+        # A model call can take seconds: off the turn task, so the next prompt never waits.
+        models.spawn(generate(), name=f"title-{chat_id}")
+
+    descriptions: dict[str, str] = {}
+    display_names: dict[str, str] = {orchestrator.name: orchestrator.name}
+    for connector in connectors:
+        descriptions.update(connector.tool_descriptions)
+        display_names[connector.agent_name] = connector.display_name
+
+    return TurnEngine(
+        orchestrator=orchestrator,
+        run_config=models.run_config(),
+        tool_descriptions=descriptions,
+        agent_display_names=display_names,
+        make_context=make_context,
+        suggest=suggester.suggest if models.suggestions_enabled else None,
+        on_first_turn=title_chat,
+    )
+
+
+@asynccontextmanager
+async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
+    """Plug the live parts into the services; on shutdown let running turns finish."""
+    settings = services.settings
+    services.connectors = load_connectors(settings)
+    if services.rap is not None:  # RAP remote tools (app.rap_api.rap_lifespan)
+        services.connectors += services.rap.connectors(services.connectors)
+    services.demo = DemoStore()
+    services.store = EventStore(services.db)
+    services.connections = ConnectionCounter()
+    services.model_provider = models = build_models(settings)
+    logger.info("models configured", extra=describe(models))
+    engine = build_engine(settings, services.db, services.connectors, services.demo, models,
+                          fernet=services.fernet, http=services.http)
+
+    def cancel_here(chat_id: str, turn_id: str | None) -> None:
+        services.turns.cancel(chat_id, turn_id)
+
+    cluster = await build_cluster(settings.redis_url, settings.turn_lease_seconds, cancel_here)
+    services.hub = Hub(cluster)
+    services.turns = TurnManager(services.store, services.hub, engine, services.db,
+                                 cluster=cluster, lease_ttl=settings.turn_lease_seconds,
+                                 metrics=services.metrics)
+    services.prompt_limiter = PromptRateLimiter(settings.prompts_per_minute)
+    closed = await services.turns.close_orphans(now_ts())
+    if closed:
+        logger.warning("closed turns interrupted by a restart", extra={"turns": closed})
+    try:
+        yield
+    finally:
+        await services.turns.shutdown(settings.shutdown_grace_seconds)
+        await cluster.stop()
+        await models.aclose()

@@ -1,0 +1,1 @@
+"""WebSocket layer: wire protocol, stream translation, fan-out hub, turn runner, endpoint."""

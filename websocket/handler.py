@@ -1,0 +1,335 @@
+"""The chat WebSocket endpoint: ``/ws/chats/{chat_id}`` (PROTOCOL.md §1–§4).
+
+A socket is two loops: this receive loop, which must always stay responsive (``ping``,
+``cancel``, malformed frames) and a sender task that writes the socket's queue, so the
+turn (its own task, see ``websocket.turn``) never waits on a slow browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import Counter
+from typing import Any
+
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from app.auth import authenticate, check_origin
+from storage.chats import ChatRepository
+from storage.errors import ChatForbidden, TurnInProgress
+from websocket.hub import Frame, Mark, Snapshot, Subscription, SubscriptionOverflow
+from websocket.protocol import (
+    MAX_SEQ,
+    CancelFrame,
+    FrameError,
+    PingFrame,
+    PromptFrame,
+    ResumeFrame,
+    encode,
+    envelope,
+    now_ts,
+    parse_client_frame,
+)
+
+logger = logging.getLogger(__name__)
+
+CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_TOO_MANY = 4429
+CLOSE_TOO_BIG = 1009
+CLOSE_GOING_AWAY = 1001
+CLOSE_SERVER_ERROR = 1011
+
+
+class ConnectionCounter:
+    """Open sockets: per user, to enforce ``max_connections_per_user``, and all of them,
+    to close them with 1001 when the server shuts down."""
+
+    def __init__(self) -> None:
+        self._open: Counter[str] = Counter()
+        self._sessions: set[_Session] = set()
+
+    def try_open(self, user_id: str, limit: int) -> bool:
+        if self._open[user_id] >= limit:
+            return False
+        self._open[user_id] += 1
+        return True
+
+    def close(self, user_id: str) -> None:
+        self._open[user_id] -= 1
+        if self._open[user_id] <= 0:
+            del self._open[user_id]
+
+    def track(self, session: _Session) -> None:
+        self._sessions.add(session)
+
+    def untrack(self, session: _Session) -> None:
+        self._sessions.discard(session)
+
+    @property
+    def total(self) -> int:
+        return sum(self._open.values())
+
+    async def close_all(self, code: int, reason: str) -> None:
+        sessions = list(self._sessions)
+        await asyncio.gather(*(session.close(code, reason) for session in sessions),
+                             return_exceptions=True)
+
+
+async def _refuse(websocket: WebSocket, code: int, reason: str) -> None:
+    # Accept first: a close before accept becomes an HTTP 403 and the client never
+    # learns the protocol's close code. No data frame is exchanged either way.
+    await websocket.accept()
+    await websocket.close(code=code, reason=reason)
+
+
+def _parse_after_seq(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) > MAX_SEQ:
+        raise ValueError(raw)
+    return int(raw)
+
+
+async def chat_socket(websocket: WebSocket) -> None:
+    services = websocket.app.state.services
+    settings = services.settings
+    chat_id = websocket.path_params["chat_id"]
+
+    if not CHAT_ID.fullmatch(chat_id):
+        return await _refuse(websocket, CLOSE_BAD_REQUEST, "chat id must match [A-Za-z0-9_-]{1,64}")
+    if not check_origin(websocket, settings):
+        return await _refuse(websocket, CLOSE_FORBIDDEN, "origin not allowed")
+    try:
+        after_seq = _parse_after_seq(websocket.query_params.get("after_seq"))
+    except ValueError:
+        return await _refuse(websocket, CLOSE_BAD_REQUEST,
+                             f"after_seq must be an integer from 0 to {MAX_SEQ}")
+    user = await authenticate(websocket, services)
+    if user is None:
+        return await _refuse(websocket, CLOSE_UNAUTHENTICATED, "authentication required")
+    try:
+        await ChatRepository(services.db, user.id).get_or_create(chat_id)
+    except ChatForbidden:
+        return await _refuse(websocket, CLOSE_FORBIDDEN, "not your chat")
+    connections: ConnectionCounter = services.connections
+    if not connections.try_open(user.id, settings.max_connections_per_user):
+        return await _refuse(websocket, CLOSE_TOO_MANY, "too many connections")
+
+    await websocket.accept()
+    session = _Session(websocket, services, user.id, chat_id)
+    connections.track(session)
+    services.metrics.sockets_open.inc()
+    try:
+        await session.serve(after_seq)
+    finally:
+        services.metrics.sockets_open.dec()
+        connections.untrack(session)
+        connections.close(user.id)
+
+
+class _Session:
+    """One accepted socket on one chat."""
+
+    def __init__(self, websocket: WebSocket, services: Any, user_id: str, chat_id: str) -> None:
+        self.websocket = websocket
+        self.services = services
+        self.settings = services.settings
+        self.user_id = user_id
+        self.chat_id = chat_id
+        self.subscription: Subscription | None = None
+        self.sender: asyncio.Task[None] | None = None
+
+    async def serve(self, after_seq: int | None) -> None:
+        await self._follow(after_seq)
+        try:
+            await self._receive_loop()
+        finally:
+            await self._stop_sender()
+
+    # -- outbound ---------------------------------------------------------------------
+
+    async def _follow(self, after_seq: int | None) -> None:
+        """(Re)subscribe: replay persisted events after ``after_seq``, then go live."""
+        subscription, snapshot = await self.services.hub.subscribe(self.chat_id)
+        self.subscription = subscription
+        self.sender = asyncio.create_task(self._send_loop(subscription, snapshot, after_seq))
+
+    async def _stop_sender(self) -> None:
+        if self.sender is not None:
+            self.sender.cancel()
+            await asyncio.gather(self.sender, return_exceptions=True)
+            self.sender = None
+        if self.subscription is not None:
+            self.subscription.close()
+            self.subscription = None
+
+    async def _send_loop(self, subscription: Subscription, snapshot: Snapshot,
+                         after_seq: int | None) -> None:
+        send = self.websocket.send_text
+        sent = self.services.metrics.events_sent
+        last_sent = -1
+        # Deltas the snapshot already holds (a turn running on another instance).
+        covered = snapshot.mark if after_seq is not None else None
+        try:
+            if after_seq is not None:
+                last_sent = await self._replay(snapshot, after_seq)
+            while True:
+                frame = await subscription.get()
+                if frame.seq is not None:
+                    if frame.seq <= last_sent:
+                        continue  # already replayed from storage
+                    last_sent = frame.seq
+                elif covered is not None and frame.mark is not None and _covers(covered,
+                                                                                frame.mark):
+                    continue
+                await send(frame.text)
+                sent.inc()
+        except SubscriptionOverflow:
+            logger.warning("socket too slow, closing", extra={"chat_id": self.chat_id})
+            await self._close(CLOSE_SERVER_ERROR, "too slow: reconnect and resume")
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass  # the receive loop notices the drop and cleans up
+
+    async def _replay(self, snapshot: Snapshot, after_seq: int) -> int:
+        """Send persisted events after ``after_seq`` exactly once, then the text so far.
+
+        The snapshot was taken atomically with the subscription: storage is replayed up to
+        where it ends, then the frames it holds, then the message text streamed so far;
+        everything later is in the live queue. Returns the highest seq sent (-1 if none):
+        the live queue skips only what was replayed, so an ``after_seq`` past the chat's
+        end (a chat deleted and created again under its id) cannot hide new events.
+        """
+        send = self.websocket.send_text
+        upper = snapshot.db_upto
+        last_sent = after_seq
+        highest_sent = -1
+        if upper is None or after_seq < upper:
+            for record in await self.services.store.list_after(self.chat_id, after_seq):
+                if upper is not None and record.seq > upper:
+                    break
+                await send(encode(record.to_wire()))
+                last_sent = highest_sent = record.seq
+        for frame in snapshot.frames:
+            if frame.seq is not None and frame.seq > last_sent:
+                await send(frame.text)
+                last_sent = highest_sent = frame.seq
+        if snapshot.turn_id is not None and snapshot.current_text:
+            await send(encode(envelope(
+                "llm_response_delta", self.chat_id, snapshot.turn_id, None,
+                {"delta": snapshot.current_text, "current_agent": snapshot.current_agent},
+                now_ts())))
+        return highest_sent
+
+    def _reply(self, type_: str, payload: dict[str, Any], turn_id: str | None = None) -> None:
+        """An ephemeral frame for this socket only, in order with its other frames."""
+        if self.subscription is not None:
+            frame = encode(envelope(type_, self.chat_id, turn_id, None, payload, now_ts()))
+            self.services.hub.send_to(self.subscription, Frame(None, frame))
+
+    def _error(self, code: str, message: str, retryable: bool = False,
+               turn_id: str | None = None) -> None:
+        self._reply("error", {"code": code, "message": message, "retryable": retryable}, turn_id)
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close from the server side; the receive loop then ends."""
+        await self._stop_sender()
+        await self._close(code, reason)
+
+    async def _close(self, code: int, reason: str) -> None:
+        if self.websocket.application_state == WebSocketState.CONNECTED:
+            try:
+                await self.websocket.close(code=code, reason=reason)
+            except RuntimeError:
+                pass
+
+    # -- inbound ----------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        max_bytes = self.settings.max_frame_bytes
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is None:
+                data = message.get("bytes") or b""
+                if len(data) > max_bytes:
+                    return await self._close(CLOSE_TOO_BIG, "frame too big")
+                self._error("invalid_request", "send text frames holding JSON objects")
+                continue
+            if len(text) > max_bytes or len(text.encode()) > max_bytes:
+                return await self._close(CLOSE_TOO_BIG, "frame too big")
+            try:
+                frame = parse_client_frame(text, max_prompt_chars=self.settings.max_prompt_chars)
+            except FrameError as exc:
+                self._error("invalid_request", str(exc))
+                continue
+            await self._handle(frame)
+
+    async def _handle(self, frame: Any) -> None:
+        if isinstance(frame, PingFrame):
+            self._reply("pong", {})
+        elif isinstance(frame, PromptFrame):
+            await self._prompt(frame)
+        elif isinstance(frame, CancelFrame):
+            turns = self.services.turns
+            if not await turns.cancel_anywhere(self.chat_id, frame.turn_id):
+                self._error("invalid_request", "no such turn is running")
+        elif isinstance(frame, ResumeFrame):
+            await self._stop_sender()
+            await self._follow(frame.after_seq)
+
+    def _within_limits(self) -> bool:
+        services = self.services
+        if services.turns.running_for(self.user_id) >= self.settings.max_turns_per_user:
+            services.metrics.rate_limited.labels("turns").inc()
+            self._error("rate_limited", "too many turns running at once; wait for one to end",
+                        retryable=True)
+            return False
+        wait = services.prompt_limiter.allow(self.user_id)
+        if wait is not None:
+            services.metrics.rate_limited.labels("prompts").inc()
+            self._error("rate_limited",
+                        f"too many prompts; try again in {max(1, round(wait))} s",
+                        retryable=True)
+            return False
+        return True
+
+    async def _prompt(self, frame: PromptFrame) -> None:
+        turns = self.services.turns
+        if turns.draining:
+            self._error("server_error", "the server is restarting; reconnect and send again",
+                        retryable=True)
+            return
+        if not self._within_limits():
+            return
+        try:
+            submitted = await turns.submit(self.user_id, self.chat_id, frame.text,
+                                           frame.client_message_id, now_ts())
+        except TurnInProgress as exc:
+            self._error("turn_in_progress", "a turn is already running in this chat",
+                        retryable=True, turn_id=exc.turn_id)
+            return
+        except Exception:
+            logger.exception("could not start turn", extra={"chat_id": self.chat_id})
+            self._error("server_error", "could not start the turn; try again", retryable=True)
+            return
+        if not submitted.created and self.subscription is not None:
+            record = submitted.user_prompt
+            self.services.hub.send_to(self.subscription, Frame(None, encode(record.to_wire())))
+
+
+def _covers(snapshot: Mark, mark: Mark) -> bool:
+    """Whether a delta at ``mark`` is already part of the snapshot's text."""
+    turn_id, message, end = snapshot
+    return mark[0] == turn_id and (mark[1] < message or (mark[1] == message and mark[2] <= end))
+
+
+def websocket_routes() -> list[WebSocketRoute]:
+    return [WebSocketRoute("/ws/chats/{chat_id}", chat_socket)]

@@ -1,0 +1,224 @@
+"""Fan-out of a chat's events to every socket watching it, in this process and others.
+
+Each socket owns one ``Subscription``: a queue of ready-to-send frames. The turn's writer
+publishes a batch only after it is committed, so a subscriber that reads the database and
+then its queue sees every event exactly once (see ``Hub.subscribe``).
+
+For a turn running in this process the channel keeps what a socket joining mid-turn needs
+to redraw it exactly: the frames published so far and the text of the message being
+streamed. For a turn running in another instance the ``Cluster`` (Redis) provides the same
+snapshot, and marks every delta with its position so the live queue can skip what the
+snapshot already holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from websocket.cluster import Cluster
+
+# (turn_id, message index in the turn, length of that message's text after this delta)
+Mark = tuple[str, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    seq: int | None  # None for ephemeral events
+    text: str  # the encoded JSON
+    delta: str | None = None  # for llm_response_delta: the text it adds
+    agent: str | None = None  # the event's current_agent
+    message_done: bool = False  # an llm_response: the next delta starts a new message
+    mark: Mark | None = None  # set by the publishing hub on deltas
+
+
+# A socket that falls this far behind is disconnected rather than slowing the turn down
+# for everyone else; it reconnects and resumes from its last seq.
+MAX_QUEUED_FRAMES = 50_000
+
+
+class SubscriptionOverflow(Exception):
+    """The socket did not keep up; it must reconnect and resume."""
+
+
+class Subscription:
+    def __init__(self, hub: Hub, chat_id: str) -> None:
+        self.hub = hub
+        self.chat_id = chat_id
+        self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self.overflowed = False
+
+    def put(self, frame: Frame) -> None:
+        if self.overflowed:
+            return
+        if self._queue.qsize() >= MAX_QUEUED_FRAMES:
+            self.overflowed = True
+            self._queue.put_nowait(None)
+            return
+        self._queue.put_nowait(frame)
+
+    async def get(self) -> Frame:
+        frame = await self._queue.get()
+        if frame is None:
+            raise SubscriptionOverflow(self.chat_id)
+        return frame
+
+    def close(self) -> None:
+        self.hub._unsubscribe(self)
+
+
+@dataclass
+class RunningTurn:
+    """A turn running in this process, as a socket joining mid-turn needs it."""
+
+    turn_id: str
+    first_seq: int
+    frames: list[Frame] = field(default_factory=list)
+    current_agent: str = ""
+    message_index: int = 0
+    last_seq: int = 0
+    # The streamed message as its deltas (joined on demand): ``+=`` on an attribute
+    # would copy the whole text per delta.
+    text_parts: list[str] = field(default_factory=list)
+    text_length: int = 0
+
+    @property
+    def current_text(self) -> str:
+        if len(self.text_parts) > 1:
+            self.text_parts[:] = ["".join(self.text_parts)]
+        return self.text_parts[0] if self.text_parts else ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a new subscription starts.
+
+    Replay storage up to ``db_upto`` (all of it when None), then ``frames``, then one
+    delta with ``current_text`` if a turn is running; then the live queue, skipping
+    persisted frames already sent and deltas at or before ``mark``.
+    """
+
+    turn_id: str | None = None
+    db_upto: int | None = None
+    frames: tuple[Frame, ...] = ()
+    current_text: str = ""
+    current_agent: str = ""
+    mark: Mark | None = None
+
+
+@dataclass
+class _Channel:
+    subscribers: set[Subscription] = field(default_factory=set)
+    turn: RunningTurn | None = None
+
+
+class Hub:
+    def __init__(self, cluster: Cluster | None = None) -> None:
+        self._channels: dict[str, _Channel] = {}
+        self.cluster = cluster
+
+    async def subscribe(self, chat_id: str) -> tuple[Subscription, Snapshot]:
+        channel = self._channels.setdefault(chat_id, _Channel())
+        subscription = Subscription(self, chat_id)
+        if self.cluster is not None and self.cluster.remote and not channel.subscribers:
+            # Listen to other instances before reading their snapshot, so nothing they
+            # publish in between is missed (duplicates are dropped by seq and mark).
+            await self.cluster.watch(chat_id, self)
+        channel.subscribers.add(subscription)
+        turn = channel.turn
+        if turn is not None:  # running here: the exact local snapshot, taken without awaiting
+            return subscription, Snapshot(
+                turn_id=turn.turn_id, db_upto=turn.first_seq - 1, frames=tuple(turn.frames),
+                current_text=turn.current_text, current_agent=turn.current_agent,
+                mark=(turn.turn_id, turn.message_index, turn.text_length))
+        if self.cluster is not None and self.cluster.remote:
+            remote = await self.cluster.snapshot(chat_id)
+            if remote is not None:
+                return subscription, remote
+        return subscription, Snapshot()
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        channel = self._channels.get(subscription.chat_id)
+        if channel is None or subscription not in channel.subscribers:
+            return
+        channel.subscribers.discard(subscription)
+        if not channel.subscribers and self.cluster is not None and self.cluster.remote:
+            self.cluster.unwatch(subscription.chat_id)
+        self._drop_if_idle(subscription.chat_id, channel)
+
+    def begin_turn(self, chat_id: str, turn_id: str, first_seq: int) -> RunningTurn:
+        channel = self._channels.setdefault(chat_id, _Channel())
+        channel.turn = RunningTurn(turn_id=turn_id, first_seq=first_seq)
+        return channel.turn
+
+    def end_turn(self, chat_id: str) -> None:
+        channel = self._channels.get(chat_id)
+        if channel is not None:
+            channel.turn = None
+            self._drop_if_idle(chat_id, channel)
+        if self.cluster is not None:
+            self.cluster.turn_ended(chat_id)
+
+    def publish(self, chat_id: str, frames: Iterable[Frame]) -> None:
+        """Deliver committed (or ephemeral) frames of this process's turn, in order."""
+        channel = self._channels.get(chat_id)
+        turn = channel.turn if channel is not None else None
+        marked: list[Frame] = []
+        for frame in frames:
+            if turn is not None:
+                frame = _track(turn, frame)
+            marked.append(frame)
+            if channel is not None:
+                for subscription in channel.subscribers:
+                    subscription.put(frame)
+        if self.cluster is not None and self.cluster.remote:
+            self.cluster.publish(chat_id, turn, marked)
+
+    def deliver_remote(self, chat_id: str, frames: Iterable[Frame]) -> None:
+        """Frames another instance published for a chat this process watches."""
+        channel = self._channels.get(chat_id)
+        if channel is None:
+            return
+        for frame in frames:
+            for subscription in channel.subscribers:
+                subscription.put(frame)
+
+    def send_to(self, subscription: Subscription, frame: Frame) -> None:
+        """A frame for one socket only (pong, errors about its own frames)."""
+        subscription.put(frame)
+
+    def running_turn(self, chat_id: str) -> RunningTurn | None:
+        channel = self._channels.get(chat_id)
+        return channel.turn if channel else None
+
+    def subscriber_count(self, chat_id: str | None = None) -> int:
+        if chat_id is None:
+            return sum(len(channel.subscribers) for channel in self._channels.values())
+        channel = self._channels.get(chat_id)
+        return len(channel.subscribers) if channel else 0
+
+    def _drop_if_idle(self, chat_id: str, channel: _Channel) -> None:
+        if not channel.subscribers and channel.turn is None:
+            self._channels.pop(chat_id, None)
+
+
+def _track(turn: RunningTurn, frame: Frame) -> Frame:
+    """Update the running turn's snapshot with ``frame``; marks deltas with their position."""
+    if frame.agent is not None:
+        turn.current_agent = frame.agent
+    if frame.seq is not None:
+        turn.frames.append(frame)
+        turn.last_seq = frame.seq
+    if frame.delta is not None:
+        turn.text_parts.append(frame.delta)
+        turn.text_length += len(frame.delta)
+        frame = Frame(frame.seq, frame.text, frame.delta, frame.agent, False,
+                      (turn.turn_id, turn.message_index, turn.text_length))
+    if frame.message_done:
+        turn.text_parts.clear()
+        turn.text_length = 0
+        turn.message_index += 1
+    return frame

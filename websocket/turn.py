@@ -1,0 +1,407 @@
+"""Running turns: one task per turn, independent of the sockets that watch it.
+
+A turn outlives the socket that started it: when the browser drops, the turn finishes,
+is persisted, and the client resumes later. ``TurnManager`` owns the running tasks so
+``cancel`` from any socket and a graceful shutdown can reach them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agents import Agent, RunConfig, Runner
+from agents.result import RunResultStreaming
+
+from app.metrics import Metrics
+from app.models.errors import classify_model_error, log_model_failure
+from storage.errors import TurnInProgress
+from storage.events import EventStore
+from storage.records import EventRecord, TurnUpdate
+from storage.session import ChatSession, TurnSession
+from websocket.cluster import Cluster, LocalCluster
+from websocket.hub import Frame, Hub
+from websocket.protocol import encode
+from websocket.stream import OutEvent, StreamTranslator, usage_payload
+from websocket.writer import EventWriter, WriterFailed
+
+logger = logging.getLogger(__name__)
+
+EMPTY_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "requests": 0}
+STORAGE_FAILED = {
+    "code": "server_error",
+    "message": "The database became unavailable, so this turn was stopped. "
+               "Try again in a moment.",
+    "retryable": True,
+}
+
+# (prompt, final text, response_types shown) -> follow-up prompts
+Suggester = Callable[[str, str, list[str]], Awaitable[list[str]]]
+# (user_id, chat_id, turn_id) -> the run context handed to tools
+ContextFactory = Callable[[str, str, str], Any]
+# (user_id, chat_id, prompt) -> called once after the first turn of a chat completes
+TitleHook = Callable[[str, str, str], Awaitable[None]]
+
+
+@dataclass
+class TurnEngine:
+    """Everything a turn needs that does not change between turns."""
+
+    orchestrator: Agent[Any]
+    run_config: RunConfig
+    tool_descriptions: dict[str, str]
+    agent_display_names: dict[str, str]
+    make_context: ContextFactory
+    suggest: Suggester | None = None
+    on_first_turn: TitleHook | None = None
+    max_model_turns: int = 12
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How a turn ended, for ``TurnPlan.finished``."""
+
+    status: str  # completed | cancelled | failed
+    usage: dict[str, int]
+    final_text: str
+    error: dict[str, Any] | None = None  # the ``error`` event's payload of a failed turn
+
+
+@dataclass
+class TurnPlan:
+    """A turn started by another front end than the socket (the Open Responses API).
+
+    ``agent``, ``input`` (model input items) and ``run_config`` replace the orchestrator,
+    the prompt text and the engine's run config. ``observe`` sees every SDK stream event
+    as it comes (it must neither block nor raise; errors are logged). ``finished`` runs
+    once the turn's end is committed and before another turn of the chat can start here.
+    No suggested prompts are made for such turns.
+    """
+
+    agent: Agent[Any] | None = None
+    input: list[Any] | None = None
+    run_config: RunConfig | None = None
+    observe: Callable[[object], None] | None = None
+    finished: Callable[[TurnOutcome], Awaitable[None]] | None = None
+
+
+@dataclass
+class _Active:
+    turn_id: str
+    user_id: str
+    task: asyncio.Task[None]
+    result: RunResultStreaming | None = None
+    cancel_requested: bool = False
+    # After end_of_stream the turn may still be writing its suggestions; a new prompt
+    # cancels their generation so the next turn's events never interleave with them.
+    suggestion: asyncio.Task[list[str]] | None = None
+    finishing: bool = False
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """The outcome of a prompt: a new turn, or the existing one for a repeated id."""
+
+    user_prompt: EventRecord
+    created: bool
+    task: asyncio.Task[None] | None = None  # the running turn, when one was started
+
+
+class TurnManager:
+    def __init__(self, store: EventStore, hub: Hub, engine: TurnEngine, db: Any,
+                 cluster: Cluster | None = None, lease_ttl: float = 30.0,
+                 metrics: Metrics | None = None) -> None:
+        self.store = store
+        self.hub = hub
+        self.engine = engine
+        self.db = db
+        self.cluster: Cluster = cluster or LocalCluster()
+        self.lease_ttl = lease_ttl
+        self.draining = False
+        self.metrics = metrics or Metrics()
+        self._active: dict[str, _Active] = {}
+
+    @property
+    def running_count(self) -> int:
+        return len(self._active)
+
+    def running_for(self, user_id: str) -> int:
+        # A finishing turn (writing its suggestions) no longer counts: its user may go on.
+        return sum(1 for active in self._active.values()
+                   if active.user_id == user_id and not active.finishing)
+
+    async def submit(self, user_id: str, chat_id: str, text: str,
+                     client_message_id: str | None, ts: str,
+                     plan: TurnPlan | None = None) -> Submitted:
+        """Persist the prompt and start the turn (raises ``TurnInProgress``)."""
+        previous = self._active.get(chat_id)
+        if previous is not None and previous.finishing:
+            if previous.suggestion is not None:
+                previous.suggestion.cancel()
+            await asyncio.wait([previous.task])
+        try:
+            turn, event, created = await self.store.start_turn(chat_id, text,
+                                                               client_message_id, ts)
+        except TurnInProgress as exc:
+            if not await self._is_orphan(chat_id, exc.turn_id):
+                raise
+            # Its instance died (no lease) or, alone, this process restarted: close it so
+            # the chat is usable again, then start ours.
+            logger.warning("closing an orphaned turn", extra={"chat_id": chat_id,
+                                                              "turn_id": exc.turn_id})
+            await self._close_orphan(chat_id, exc.turn_id, ts)
+            turn, event, created = await self.store.start_turn(chat_id, text,
+                                                               client_message_id, ts)
+        if not created:
+            return Submitted(event, created=False)
+        self.metrics.events_persisted.inc()  # the user_prompt
+        self.hub.begin_turn(chat_id, turn.id, event.seq)
+        self.hub.publish(chat_id, [Frame(event.seq, encode(event.to_wire()))])
+        task = asyncio.create_task(self._run(user_id, chat_id, turn.id, text, event.seq, plan),
+                                   name=f"turn-{turn.id}")
+        self._active[chat_id] = _Active(turn_id=turn.id, user_id=user_id, task=task)
+        await self.cluster.hold_lease(chat_id, turn.id)
+        return Submitted(event, created=True, task=task)
+
+    async def _is_orphan(self, chat_id: str, turn_id: str) -> bool:
+        """A running turn in storage that no live instance runs."""
+        if chat_id in self._active:
+            return False
+        if not self.cluster.remote:
+            return True  # one process, and not ours: a crash left it
+        if await self.cluster.lease_held(chat_id):
+            return False
+        turn = await self.store.get_turn(turn_id)
+        if turn is None or turn.status != "running":
+            return False
+        # A turn just started elsewhere may not hold its lease yet.
+        age = (datetime.now(UTC) - turn.created_at).total_seconds()
+        return age > self.lease_ttl
+
+    async def close_orphans(self, ts: str) -> int:
+        """At start-up: close the turns no live instance runs."""
+        closed = 0
+        for chat_id, turn_id in await self.store.running_turns():
+            if await self._is_orphan(chat_id, turn_id):
+                closed += await self._close_orphan(chat_id, turn_id, ts)
+        return closed
+
+    async def _close_orphan(self, chat_id: str, turn_id: str, ts: str) -> bool:
+        """Close the turn in storage and tell every socket of the chat it ended."""
+        end = await self.store.close_turn(chat_id, turn_id, ts)
+        if end is None:
+            return False
+        self.hub.publish(chat_id, [Frame(end.seq, encode(end.to_wire()))])
+        self.hub.end_turn(chat_id)
+        return True
+
+    def cancel(self, chat_id: str, turn_id: str | None = None) -> bool:
+        """Cancel a turn running in this process."""
+        active = self._active.get(chat_id)
+        if active is None or (turn_id is not None and turn_id != active.turn_id):
+            return False
+        if active.finishing:
+            return False  # its end_of_stream is out: for the client nothing runs any more
+        active.cancel_requested = True
+        if active.result is not None:
+            active.result.cancel()
+        return True
+
+    async def cancel_anywhere(self, chat_id: str, turn_id: str | None = None) -> bool:
+        """Cancel the chat's running turn, whichever instance runs it."""
+        if self.cancel(chat_id, turn_id):
+            return True
+        if not self.cluster.remote:
+            return False
+        running = await self.store.running_turn(chat_id)
+        if running is None or (turn_id is not None and running.id != turn_id):
+            return False
+        await self.cluster.request_cancel(chat_id, running.id)
+        return True
+
+    def running_turn_id(self, chat_id: str) -> str | None:
+        active = self._active.get(chat_id)
+        return active.turn_id if active else None
+
+    async def wait_idle(self, within: float | None = None) -> bool:
+        """Wait for every running turn to end; False if some still run after ``within`` s."""
+        tasks = [active.task for active in self._active.values()]
+        if not tasks:
+            return True
+        _, pending = await asyncio.wait(tasks, timeout=within)
+        return not pending
+
+    async def shutdown(self, grace: float) -> None:
+        """Let turns finish within ``grace`` seconds, then cancel them (persisted as cancelled)."""
+        if await self.wait_idle(grace):
+            return
+        for chat_id in list(self._active):
+            self.cancel(chat_id)
+        await self.wait_idle(5.0)
+
+    async def _run(self, user_id: str, chat_id: str, turn_id: str, prompt: str,
+                   prompt_seq: int, plan: TurnPlan | None = None) -> None:
+        engine = self.engine
+        active = self._active[chat_id]
+        writer = EventWriter(self.store, self.hub, chat_id, turn_id,
+                             fenced=self.cluster.remote, metrics=self.metrics)
+        metrics = self.metrics
+        metrics.turns_running.inc()
+        started = time.monotonic()
+        tools = ToolTally()
+        translator = StreamTranslator(engine.orchestrator.name, engine.tool_descriptions,
+                                      engine.agent_display_names)
+        status, usage = "completed", dict(EMPTY_USAGE)
+        shown_types: list[str] = []
+        final_text = partial_text = ""
+        log_extra = {"chat_id": chat_id, "turn_id": turn_id}
+        session = TurnSession(ChatSession(self.db, chat_id))
+        external, plan = plan is not None, plan or TurnPlan()
+        failed_with: dict[str, Any] | None = None  # the error event of a failed turn
+        try:
+            result = Runner.run_streamed(
+                plan.agent or engine.orchestrator,
+                input=plan.input if plan.input is not None else prompt,
+                context=engine.make_context(user_id, chat_id, turn_id),
+                run_config=plan.run_config or engine.run_config,
+                max_turns=engine.max_model_turns, session=session,
+            )
+            active.result = result
+            if active.cancel_requested:
+                result.cancel()
+            async for sdk_event in result.stream_events():
+                if plan.observe is not None:
+                    _observe(plan.observe, sdk_event, log_extra)
+                for event in translator.translate(sdk_event):
+                    tools.see(event)
+                    if event.type == "tool_output":
+                        shown_types.append(event.payload["output"].get("response_type", ""))
+                    elif event.type == "llm_response_delta":
+                        partial_text += event.payload["delta"]
+                    elif event.type == "llm_response":
+                        final_text, partial_text = event.payload["text"], ""
+                    writer.put(event)
+                if writer.error is not None:
+                    raise WriterFailed("could not persist the turn") from writer.error
+            usage = usage_payload(result.context_wrapper.usage)
+            if active.cancel_requested:
+                status = "cancelled"
+        except WriterFailed:
+            status = "failed"
+            logger.error("turn aborted: storage unavailable", extra=log_extra)
+            if active.result is not None:
+                active.result.cancel()  # no more tool calls for a turn that has stopped
+                usage = usage_payload(active.result.context_wrapper.usage)
+            # Written with the end_of_stream once the store is back (websocket.writer).
+            failed_with = dict(STORAGE_FAILED)
+            writer.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
+        except Exception as exc:
+            status = "cancelled" if active.cancel_requested else "failed"
+            if status == "failed":
+                # Provider failures are logged by their facts only; other errors with a trace.
+                failure = log_model_failure(logger, exc, log_extra)
+                error = failed_with = failure.payload()
+                metrics.model_errors.labels(error["code"]).inc()
+                writer.put(OutEvent("error", error, persisted=True))
+            if active.result is not None:
+                usage = usage_payload(active.result.context_wrapper.usage)
+
+        if status != "completed" and partial_text:
+            final_text = partial_text  # what the user saw before the turn stopped
+        writer.put(
+            OutEvent("end_of_stream", {"status": status, "usage": usage}, persisted=True),
+            TurnUpdate(turn_id=turn_id, status=status, final_text=final_text, usage=usage,
+                       items=session.items_to_keep(status == "completed")),
+        )
+        try:
+            await writer.close()
+        except WriterFailed:
+            logger.error("turn could not be closed in storage", extra=log_extra)
+        finally:
+            self.hub.end_turn(chat_id)
+            metrics.turns_running.dec()
+            metrics.turns.labels(status).inc()
+            metrics.turn_seconds.observe(time.monotonic() - started)
+            tools.record(metrics)
+        try:
+            if plan.finished is not None:
+                # Its end is out: a new prompt for this chat now waits for this task.
+                active.finishing = True
+                try:
+                    await plan.finished(TurnOutcome(status, usage, final_text, failed_with))
+                except Exception:
+                    logger.exception("the turn's finish hook failed", extra=log_extra)
+            if status == "completed" and writer.error is None:
+                active.finishing = True
+                await self._after_turn(active, user_id, chat_id, turn_id, prompt, final_text,
+                                       shown_types, prompt_seq,
+                                       suggest=not external)
+        finally:
+            self._active.pop(chat_id, None)
+            await self.cluster.release_lease(chat_id)
+
+    async def _after_turn(self, active: _Active, user_id: str, chat_id: str, turn_id: str,
+                          prompt: str, final_text: str, shown_types: list[str],
+                          prompt_seq: int, suggest: bool = True) -> None:
+        """Suggestions and the chat title: useful, never allowed to fail the turn."""
+        engine = self.engine
+        log_extra = {"chat_id": chat_id, "turn_id": turn_id}
+        if engine.suggest is not None and suggest:
+            active.suggestion = asyncio.ensure_future(
+                engine.suggest(prompt, final_text, shown_types))
+            try:
+                prompts = (await active.suggestion)[:4]
+                writer = EventWriter(self.store, self.hub, chat_id, turn_id,
+                                     metrics=self.metrics)
+                writer.put(OutEvent("suggested_prompts", {"prompts": prompts}, persisted=True))
+                await writer.close()
+            except asyncio.CancelledError:
+                if not active.suggestion.cancelled():
+                    raise  # the turn task itself is being cancelled
+            except Exception:
+                logger.exception("suggested prompts failed", extra=log_extra)
+        if engine.on_first_turn is not None and prompt_seq == 1:
+            try:
+                await engine.on_first_turn(user_id, chat_id, prompt)
+            except Exception:
+                logger.exception("chat title failed", extra=log_extra)
+
+
+def _observe(observe: Callable[[object], None], sdk_event: object,
+             log_extra: dict[str, Any]) -> None:
+    try:
+        observe(sdk_event)
+    except Exception:
+        # An observer's bug must not end the turn that everyone else is watching.
+        logger.exception("a turn observer failed", extra=log_extra)
+
+
+class ToolTally:
+    """Tool calls of one turn by agent and outcome, for the metrics."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, str] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def see(self, event: OutEvent) -> None:
+        if event.type == "tool_call":
+            self.agents[event.payload["call_id"]] = event.payload.get("current_agent", "")
+        elif event.type == "tool_output":
+            failed = event.payload["output"].get("response_type") == "error"
+            self.outcomes[event.payload["call_id"]] = "error" if failed else "ok"
+
+    def record(self, metrics: Metrics) -> None:
+        for call_id, agent in self.agents.items():
+            # No tool_output: a hidden result, which is a success.
+            metrics.tool_calls.labels(agent, self.outcomes.get(call_id, "ok")).inc()
+
+
+def model_error_payload(exc: BaseException) -> dict[str, Any]:
+    """A short, secret-free description of a model failure (details stay in the log):
+    ``rate_limited`` / ``model_unavailable`` (retryable) or ``model_error``."""
+    return classify_model_error(exc).payload()

@@ -1,0 +1,291 @@
+"""The per-turn event writer: persist in order, in batches, then publish.
+
+Everything a turn emits goes through one queue, so events are committed and published
+in exactly the order they were produced. A batch is whatever is queued when the writer
+wakes up (a few ms of events under load, one event when idle): it costs one
+transaction, and only after that commit are its frames published, so a socket never
+sees a seq that a crash could lose. Ephemeral deltas travel the same queue to keep
+their place between persisted events; they are never written one by one, instead the
+text of the message in progress is checkpointed at least every ``checkpoint_interval``.
+
+When the store fails (after ``_WRITE_ATTEMPTS`` quick tries) the writer sets ``error``,
+which stops the turn, and keeps every event it could not write. Closing then retries, for
+about half a minute (``final_retry_delays``), to write them all with the turn's end: if the
+database comes back in time nothing is lost and every socket sees the turn end. Otherwise
+the turn stays ``running`` in storage (closed as an orphan by the next prompt or restart)
+and the chat's sockets get a connection-level ``server_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, replace
+
+from app.metrics import Metrics
+from storage.errors import TurnFenced
+from storage.events import EventStore
+from storage.records import EventRecord, NewEvent, TurnUpdate
+from websocket.hub import Frame, Hub
+from websocket.protocol import encode, envelope, now_ts
+from websocket.stream import OutEvent
+
+logger = logging.getLogger(__name__)
+
+_WRITE_ATTEMPTS = 3
+_RETRY_DELAYS = (0.05, 0.25, 1.0)
+# Waits before each try to write a failed turn's last events and end (~24 s in all).
+FINAL_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0)
+UNSAVED_TURN = {
+    "code": "server_error",
+    "message": "The database is unavailable, so this turn could not be saved. "
+               "Reconnect and resume in a moment.",
+    "retryable": True,
+}
+
+
+class WriterFailed(RuntimeError):
+    """The store kept failing; the turn cannot be persisted."""
+
+
+@dataclass
+class _Item:
+    event: OutEvent
+    ts: str
+    update: TurnUpdate | None
+
+
+_CLOSE = object()
+
+
+class EventWriter:
+    def __init__(self, store: EventStore, hub: Hub, chat_id: str, turn_id: str, *,
+                 checkpoint_interval: float = 0.25, max_batch: int = 512,
+                 fenced: bool = False, metrics: Metrics | None = None,
+                 final_retry_delays: tuple[float, ...] = FINAL_RETRY_DELAYS) -> None:
+        self.store = store
+        self.hub = hub
+        self.chat_id = chat_id
+        self.turn_id = turn_id
+        self.checkpoint_interval = checkpoint_interval
+        self.max_batch = max_batch
+        # With several instances, each write checks the turn still runs (see TurnFenced).
+        self.fence_turn = turn_id if fenced else None
+        self.metrics = metrics
+        self.final_retry_delays = final_retry_delays
+        self.error: BaseException | None = None
+        self._unwritten: list[_Item] = []  # since the store failed, in order
+        # The message in progress (or the last finished one) as its pieces: ``text +=
+        # delta`` on an attribute copies the whole text per delta, quadratic in a long
+        # message (bench/streaming.py).
+        self._text_parts: list[str] = []
+        self._text_changed = False  # since the last checkpoint
+        self._streaming = False
+        self._last_checkpoint = time.monotonic()
+        self._queue: asyncio.Queue[_Item | object] = asyncio.Queue()
+        self._task = asyncio.create_task(self._run(), name=f"writer-{turn_id}")
+
+    def put(self, event: OutEvent, update: TurnUpdate | None = None) -> None:
+        self._queue.put_nowait(_Item(event, now_ts(), update))
+
+    async def close(self) -> None:
+        """Write and publish everything queued so far, then stop."""
+        self._queue.put_nowait(_CLOSE)
+        await self._task
+        if self.error is not None:
+            raise WriterFailed("could not persist the turn") from self.error
+
+    async def _run(self) -> None:
+        closing = False
+        while not closing:
+            try:
+                first = await asyncio.wait_for(self._queue.get(), self._checkpoint_wait())
+            except TimeoutError:
+                await self._write([])
+                continue
+            batch: list[_Item] = []
+            item = first
+            while True:
+                if item is _CLOSE:
+                    closing = True
+                    break
+                assert isinstance(item, _Item)
+                batch.append(item)
+                if len(batch) >= self.max_batch or self._queue.empty():
+                    break
+                item = self._queue.get_nowait()
+            if batch and self.error is None:
+                await self._write(batch)
+            else:
+                self._track_text(batch)
+                self._unwritten += batch
+        if self.error is not None and self._unwritten:
+            await self._write_after_failure()
+
+    @property
+    def text(self) -> str:
+        if len(self._text_parts) > 1:
+            self._text_parts[:] = ["".join(self._text_parts)]
+        return self._text_parts[0] if self._text_parts else ""
+
+    def _checkpoint_wait(self) -> float | None:
+        if not self._text_changed or self.error is not None:
+            return None
+        return max(0.0, self._last_checkpoint + self.checkpoint_interval - time.monotonic())
+
+    def _track_text(self, batch: list[_Item]) -> None:
+        for item in batch:
+            if item.event.type == "llm_response_delta":
+                if not self._streaming:
+                    self._text_parts, self._streaming = [], True
+                self._text_parts.append(item.event.payload["delta"])
+                self._text_changed = True
+            elif item.event.type == "llm_response":
+                self._text_parts, self._streaming = [item.event.payload["text"]], False
+                self._text_changed = True
+
+    async def _write(self, batch: list[_Item]) -> None:
+        self._track_text(batch)
+        new_events = self._new_events(batch)
+        update = self._merged_update(batch)
+        records = []
+        if new_events or update is not None:
+            try:
+                started = time.monotonic()
+                records = await self._append(new_events, update)
+                if self.metrics is not None:
+                    self.metrics.persist_seconds.observe(time.monotonic() - started)
+                    self.metrics.events_persisted.inc(len(records))
+            except Exception as exc:  # the store is down: stop persisting, tell the runner
+                logger.exception("event write failed", extra={"chat_id": self.chat_id,
+                                                              "turn_id": self.turn_id})
+                self.error = exc
+                self._unwritten += batch  # written, if ever, by _write_after_failure
+                return
+        if update is not None and update.partial_text is not None:
+            self._text_changed = False
+            self._last_checkpoint = time.monotonic()
+        self._publish(batch, records)
+
+    async def _write_after_failure(self) -> None:
+        """Write the events the store refused, once it is back, so none is lost.
+
+        Only worth waiting for when they end the turn: without the ``end_of_stream`` in
+        storage the turn would stay ``running`` and its sockets would wait for it.
+        """
+        batch, self._unwritten = self._unwritten, []
+        if isinstance(self.error, TurnFenced):
+            return  # another instance closed the turn, and told the sockets
+        if not any(item.event.type == "end_of_stream" for item in batch):
+            return
+        new_events = self._new_events(batch)
+        update = self._merged_update(batch)
+        log_extra = {"chat_id": self.chat_id, "turn_id": self.turn_id}
+        for delay in self.final_retry_delays:
+            await asyncio.sleep(delay)
+            try:
+                records = await self.store.append(self.chat_id, new_events, update,
+                                                  fence_turn=self.fence_turn)
+            except TurnFenced:
+                return  # another instance closed the turn meanwhile
+            except Exception as exc:
+                logger.warning("turn end still not written: %s", type(exc).__name__,
+                               extra=log_extra)
+                continue
+            logger.warning("turn end written after the store came back", extra=log_extra)
+            self.error = None
+            self._publish(batch, records)
+            return
+        logger.error("turn end could not be written; the turn stays running in storage",
+                     extra=log_extra)
+        self.hub.publish(self.chat_id, [Frame(None, encode(envelope(
+            "error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())))])
+
+    def _publish(self, batch: list[_Item], records: list[EventRecord]) -> None:
+        published = iter(records)
+        frames = []
+        for item in _coalesce_deltas(batch):
+            event = item.event
+            payload = event.payload
+            if event.persisted:
+                record = next(published)
+                text, seq = encode(record.to_wire()), record.seq
+            else:
+                text, seq = encode(envelope(event.type, self.chat_id, self.turn_id, None,
+                                            payload, item.ts)), None
+            frames.append(Frame(
+                seq, text,
+                delta=payload["delta"] if event.type == "llm_response_delta" else None,
+                agent=payload.get("current_agent"),
+                message_done=event.type == "llm_response",
+            ))
+        self.hub.publish(self.chat_id, frames)
+
+    def _new_events(self, batch: list[_Item]) -> list[NewEvent]:
+        """The batch's persisted events, in order, before storage gives them seqs."""
+        return [NewEvent(type=item.event.type, turn_id=self.turn_id,
+                         payload=item.event.payload, ts=item.ts)
+                for item in batch if item.event.persisted]
+
+    def _merged_update(self, batch: list[_Item]) -> TurnUpdate | None:
+        explicit = [item.update for item in batch if item.update is not None]
+        update = explicit[-1] if explicit else None
+        due = (self._text_changed
+               and time.monotonic() - self._last_checkpoint >= self.checkpoint_interval)
+        if update is None and not due:
+            return None
+        if update is None:
+            return TurnUpdate(turn_id=self.turn_id, partial_text=self.text)
+        if update.partial_text is None:
+            update = replace(update, partial_text=self.text)
+        return update
+
+    async def _append(self, events: list[NewEvent],
+                      update: TurnUpdate | None) -> list[EventRecord]:
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                return await self.store.append(self.chat_id, events, update,
+                                               fence_turn=self.fence_turn)
+            except TurnFenced:
+                raise  # another instance closed the turn: retrying cannot help
+            except Exception:
+                if attempt == _WRITE_ATTEMPTS - 1:
+                    raise
+                logger.warning("event write failed, retrying",
+                               extra={"chat_id": self.chat_id, "turn_id": self.turn_id})
+                await asyncio.sleep(_RETRY_DELAYS[attempt])
+        raise AssertionError("unreachable")
+
+
+def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:
+    """Consecutive deltas of one agent in a batch become one delta frame.
+
+    PROTOCOL.md §3 only promises that a message's deltas join to its text; under load a
+    batch holds many, and one frame instead of dozens halves the per-delta cost.
+    """
+    out: list[_Item] = []
+    run: list[_Item] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            first = run[0]
+            payload = {**first.event.payload,
+                       "delta": "".join(item.event.payload["delta"] for item in run)}
+            out.append(_Item(OutEvent(first.event.type, payload, False), first.ts, None))
+        run.clear()
+
+    for item in batch:
+        event = item.event
+        if event.type == "llm_response_delta" and item.update is None:
+            if run and run[0].event.payload.get("current_agent") != \
+                    event.payload.get("current_agent"):
+                flush()
+            run.append(item)
+            continue
+        flush()
+        out.append(item)
+    flush()
+    return out
