@@ -1,0 +1,23 @@
+"""Gmail connector."""
+
+from __future__ import annotations
+
+from connectors.demo_data import ME
+from connectors.gmail.agent import build_agent
+from connectors.gmail.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
+from connectors.registry import Connector
+from connectors.responses import GoogleAccountNeededResponse
+
+connector = Connector(
+    name=CONNECTOR,
+    agent_name=AGENT_NAME,
+    display_name="Gmail",
+    build_agent=build_agent,
+    tool_descriptions=TOOL_DESCRIPTIONS,
+    response_types=RESPONSE_TYPES,
+    needs_account=True,
+    account_card=GoogleAccountNeededResponse,
+    demo_account={"email": ME},
+)
+
+__all__ = ["connector"]

@@ -1,0 +1,22 @@
+"""Plaid (banking) connector."""
+
+from __future__ import annotations
+
+from connectors.plaid.agent import build_agent
+from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
+from connectors.registry import Connector
+from connectors.responses import ConnectPlaidAccountResponse
+
+connector = Connector(
+    name=CONNECTOR,
+    agent_name=AGENT_NAME,
+    display_name="Plaid",
+    build_agent=build_agent,
+    tool_descriptions=TOOL_DESCRIPTIONS,
+    response_types=RESPONSE_TYPES,
+    needs_account=True,
+    account_card=ConnectPlaidAccountResponse,
+    demo_account={"institutions": ["Chase", "Ally Bank"]},
+)
+
+__all__ = ["connector"]

@@ -1,0 +1,67 @@
+"""A RAP callback message → the ToolResult the model and the UI get. Pure: no I/O.
+
+Seed 001: the model receives the tool's *full* ``text`` (never shortened, never a
+summary), while ``display_as`` only drives the card (the UI renders the first segment
+type it supports, then falls back to the text). A ``text`` starting with ``Error`` is the
+protocol's only error convention: it becomes an error card, the model still reads it as is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from connectors.rap.config import OAuthMessage, ToolResultMessage
+from connectors.responses import ErrorResponse, OpenWindowResponse, ToolResponse
+from connectors.tooling import ToolResult, error_result
+
+RESPONSE_TYPE = "rap_result"
+# The ``error`` event code websocket.stream gives an error result carrying it.
+TIMEOUT_CODE = "tool_timeout"
+_ERROR_TEXT = re.compile(r"\s*Error\b")
+OAUTH_TEXT = ("The tool needs the user's authorization before it can do this. A link to "
+              "authorize it is shown to the user in the chat: ask them to open it and "
+              "finish there, then try again.")
+
+
+class RapToolResult(ToolResult):
+    """A ToolResponse dict whose ``str()`` (what the SDK sends the model) is set verbatim."""
+
+    def __init__(self, response: dict[str, Any], model_text: str) -> None:
+        super().__init__(response)
+        self.model_text = model_text
+
+    def __str__(self) -> str:
+        return self.model_text
+
+
+def is_error_text(text: str) -> bool:
+    return bool(_ERROR_TEXT.match(text))
+
+
+def result_from_message(message: ToolResultMessage | OAuthMessage, *, agent_name: str,
+                        friendly_name: str, debug_info: dict[str, Any]) -> RapToolResult:
+    if isinstance(message, OAuthMessage):
+        card = OpenWindowResponse(agent_name, message.auth_url,
+                                  friendly_name=f"Authorize {agent_name}")
+        card.debug_info = dict(debug_info)
+        return RapToolResult(card.to_dict(include_debug=True), OAUTH_TEXT)
+    text = message.text
+    if is_error_text(text):
+        error = ErrorResponse(agent_name, text.strip(), friendly_name=friendly_name,
+                              debug_info=dict(debug_info))
+        return RapToolResult(error.to_dict(include_debug=True), text)
+    segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
+    response = ToolResponse(RESPONSE_TYPE, agent_name, friendly_name, text,
+                            display_as=segments or None, debug_info=dict(debug_info))
+    return RapToolResult(response.to_dict(include_debug=True), text)
+
+
+def timeout_result(*, agent_name: str, operation: str, seconds: float,
+                   debug_info: dict[str, Any]) -> ToolResult:
+    """No result in time: an error the model can act on, reported as ``tool_timeout``."""
+    return error_result(
+        agent_name,
+        f"{operation} did not send its result within {seconds:g} seconds, so it was given "
+        "up; it may still finish on its side. Tell the user, or try again later.",
+        {**debug_info, "error_code": TIMEOUT_CODE, "timeout_seconds": seconds})

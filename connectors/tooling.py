@@ -1,0 +1,190 @@
+"""``connector_tool``: the one way connector tools are declared.
+
+What it adds over ``agents.function_tool``:
+
+- A tool never raises into the SDK. A ``ToolError`` becomes an ``ErrorResponse`` with its
+  (user-safe) message; any other exception is logged with its stack trace and the model
+  and the UI get a generic ``Error: …`` card (PROTOCOL.md §5: no stack traces, no secrets).
+  Bad arguments from the model (schema validation, invalid JSON) also become an
+  ``ErrorResponse`` through the SDK's ``failure_error_function`` hook.
+- An optional per-tool timeout (``asyncio.timeout``) → ``Error: <tool> timed out …``.
+- The return value is a ``ToolResult``: a ``dict`` (the ToolResponse ``to_dict()``, which the
+  SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage) whose ``str()`` is the
+  compact ``connectors.adapters.to_plain_text`` rendering. The SDK builds the
+  ``function_call_output`` the model reads with ``str(value)`` for any return value that is
+  not one of its structured output types (``ItemHelpers.tool_call_output_item`` →
+  ``_convert_tool_output``; a dict only counts as structured when it has a ``"type"`` key,
+  which a ToolResponse dict never has), so the model reads plain text while every
+  consumer of ``item.output`` gets the full dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, cast, overload
+
+from agents import FunctionTool, RunContextWrapper, function_tool
+
+from connectors.adapters import to_plain_text
+from connectors.responses import ErrorResponse, ToolResponse
+
+logger = logging.getLogger(__name__)
+
+ToolFunc = Callable[..., Awaitable[ToolResponse | dict[str, Any]]]
+
+
+class ToolError(Exception):
+    """A tool failure whose message is safe to show and says what to do next.
+
+    ``raise ToolError("no email with id 123; search the inbox first")`` reaches the model
+    and the UI as ``Error: no email with id 123; search the inbox first``. ``debug_info``
+    (status codes, request ids; never secrets) is persisted for the chat's owner only.
+    """
+
+    def __init__(self, message: str, *, debug_info: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.debug_info = debug_info
+
+
+class NeedsAccount(Exception):
+    """The user must connect an account first; the tool answers with ``card``.
+
+    Raised from anywhere under a tool (typically while picking the backend), so every tool
+    of a connector shows the same "Connect" card without repeating the check.
+    """
+
+    def __init__(self, card: ToolResponse) -> None:
+        super().__init__(card.friendly_name)
+        self.card = card
+
+
+class ToolResult(dict[str, Any]):
+    """A ToolResponse dict whose ``str()`` is what the model reads (plain text, not JSON)."""
+
+    def __str__(self) -> str:
+        return render_for_model(self)
+
+
+def render_for_model(response: dict[str, Any]) -> str:
+    """``to_plain_text`` of a ToolResponse dict; compact JSON if the adapter fails.
+
+    Called by the SDK while it builds the model input, so it must never raise.
+    """
+    try:
+        return to_plain_text(dict(response))
+    except Exception:
+        logger.exception("to_plain_text failed for %s; sending JSON", response.get("response_type"))
+        visible = {key: value for key, value in response.items() if key != "debug_info"}
+        return json.dumps(visible, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def error_result(agent_name: str, message: str,
+                 debug_info: dict[str, Any] | None = None) -> ToolResult:
+    """An ``ErrorResponse`` dict; ``message`` gets the ``Error: `` prefix the model expects."""
+    text = message.strip() or "unknown error"
+    if not text.startswith("Error"):
+        text = f"Error: {text}"
+    return ToolResult(ErrorResponse(agent_name, text, debug_info=debug_info)
+                      .to_dict(include_debug=True))
+
+
+def _turn_id(args: tuple[Any, ...]) -> str | None:
+    # For the log line only: the first argument is the run context when the tool takes one.
+    context = getattr(args[0], "context", None) if args else None
+    return getattr(context, "turn_id", None)
+
+
+def _as_result(agent_name: str, tool_name: str, value: object) -> ToolResult:
+    try:
+        if isinstance(value, dict):
+            value = ToolResponse.from_dict(cast(dict[str, Any], value))  # validates it
+        if isinstance(value, ToolResponse):
+            # debug_info stays in the dict: it is persisted, and the socket layer strips it.
+            return ToolResult(value.to_dict(include_debug=True))
+    except (TypeError, ValueError):
+        logger.exception("tool %s returned an invalid ToolResponse dict", tool_name)
+    else:
+        logger.error("tool %s returned %s, not a ToolResponse", tool_name, type(value).__name__)
+    return error_result(agent_name, f"{tool_name} returned an invalid result; try another way")
+
+
+def _failure_function(agent_name: str, tool_name: str) -> Callable[..., Any]:
+    """The SDK calls this when it cannot run the tool at all (e.g. invalid arguments)."""
+
+    def failure(_ctx: RunContextWrapper[Any], error: Exception) -> ToolResult:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        return error_result(agent_name, f"could not call {tool_name}: {first_line}. "
+                                        "Check the arguments against the tool's schema.")
+
+    return failure
+
+
+@overload
+def connector_tool(
+    func: ToolFunc, *, agent_name: str, timeout: float | None = None, name: str | None = None
+) -> FunctionTool: ...
+
+
+@overload
+def connector_tool(
+    func: None = None, *, agent_name: str, timeout: float | None = None, name: str | None = None
+) -> Callable[[ToolFunc], FunctionTool]: ...
+
+
+def connector_tool(
+    func: ToolFunc | None = None,
+    *,
+    agent_name: str,
+    timeout: float | None = None,
+    name: str | None = None,
+) -> FunctionTool | Callable[[ToolFunc], FunctionTool]:
+    """Declare an async connector tool that returns a ``ToolResponse`` (or its dict).
+
+    The function's signature and Google-style docstring become the (strict) JSON schema,
+    exactly as with ``agents.function_tool``. ``agent_name`` labels error cards;
+    ``timeout`` (seconds) bounds each call.
+    """
+
+    def decorate(inner: ToolFunc) -> FunctionTool:
+        if not inspect.iscoroutinefunction(inner):
+            # A sync tool would run on the event loop (or a thread) with no timeout control.
+            raise TypeError(f"connector tool {inner.__name__} must be an async function")
+        tool_name = name or inner.__name__
+
+        @functools.wraps(inner)
+        async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+            try:
+                async with asyncio.timeout(timeout):
+                    value = await inner(*args, **kwargs)
+            except TimeoutError:
+                logger.warning("tool %s timed out after %ss (turn %s)", tool_name, timeout,
+                               _turn_id(args))
+                return error_result(agent_name, f"{tool_name} timed out; try again in a "
+                                                "moment or ask for less data",
+                                    {"tool": tool_name, "timeout_seconds": timeout})
+            except NeedsAccount as exc:
+                return ToolResult(exc.card.to_dict(include_debug=True))
+            except ToolError as exc:
+                return error_result(agent_name, str(exc), exc.debug_info)
+            except Exception as exc:
+                logger.exception("tool %s failed (turn %s)", tool_name, _turn_id(args))
+                # Only the exception's type: its message may hold secrets (URLs, tokens).
+                return error_result(agent_name, f"{tool_name} failed unexpectedly; try again "
+                                                "later or try something else",
+                                    {"tool": tool_name, "exception": type(exc).__name__})
+            return _as_result(agent_name, tool_name, value)
+
+        return function_tool(
+            wrapper,
+            name_override=tool_name,
+            failure_error_function=_failure_function(agent_name, tool_name),
+        )
+
+    if func is not None:
+        return decorate(func)
+    return decorate

@@ -1,0 +1,18 @@
+"""Yelp connector."""
+
+from __future__ import annotations
+
+from connectors.registry import Connector
+from connectors.yelp.agent import build_agent
+from connectors.yelp.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
+
+connector = Connector(
+    name=CONNECTOR,
+    agent_name=AGENT_NAME,
+    display_name="Yelp",
+    build_agent=build_agent,
+    tool_descriptions=TOOL_DESCRIPTIONS,
+    response_types=RESPONSE_TYPES,
+)
+
+__all__ = ["connector"]
