@@ -1,0 +1,1 @@
+"""Benchmarks (``make bench``): run on loopback, bounded in count and time, report ratios."""

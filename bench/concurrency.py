@@ -1,0 +1,115 @@
+"""3. Concurrency: 100, 500 and 1,000 chats running turns at the same time.
+
+One ``switchboard serve`` process (SQLite, fresh database per level, the offline model
+with simulated latency), client processes each holding a share of the sockets (one per
+chat). All sockets open first; then every chat runs its turns back to back, waiting for
+each turn's ``suggested_prompts``. Measured: turns/s over the whole run, latency from
+prompt to ``end_of_stream``, the server's CPU (share of one core) and peak RSS.
+
+Lost events are a failure, not a statistic: every socket must see seqs 1, 2, 3, … with
+no gap, every turn must complete with its deltas joining to its message, and what each
+socket received must equal what the database holds for its chat (read back through the
+REST API), turn by turn complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.clients import ClientPool
+from bench.common import PROMPT, Server, migrate, sqlite_url, start_switchboard, summary
+
+LEVELS: tuple[tuple[int, int], ...] = ((100, 3), (500, 1), (1000, 1))  # (chats, turns each)
+MODEL_DELAY = 0.01  # seconds between streamed words: a fast model, ~100 tokens/s
+REST_CONCURRENCY = 16
+
+
+async def sample_rss(server: Server, stop: asyncio.Event, peak: list[int]) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], server.rss_bytes())
+        try:
+            await asyncio.wait_for(stop.wait(), 0.2)
+        except TimeoutError:
+            pass
+
+
+async def verify_persisted(server: Server, reports: list[dict[str, Any]],
+                           turns: int) -> list[str]:
+    """Compare what every socket received with what the server stored."""
+    problems: list[str] = []
+    gate = asyncio.Semaphore(REST_CONCURRENCY)
+
+    async def check(client: httpx.AsyncClient, report: dict[str, Any]) -> None:
+        chat_id = report["chat_id"]
+        async with gate:
+            events = (await client.get(f"/api/chats/{chat_id}/events",
+                                       params={"limit": 1000})).json()["events"]
+            chat = (await client.get(f"/api/chats/{chat_id}")).json()
+        stored = [(event["seq"], event["type"]) for event in events]
+        received = [tuple(pair) for pair in report["events"]]
+        if stored != received:
+            problems.append(f"{chat_id}: socket saw {len(received)} events, "
+                            f"database holds {len(stored)}")
+        statuses = [turn["status"] for turn in chat["turns"]]
+        if statuses != ["completed"] * turns or not all(t["final_text"] for t in chat["turns"]):
+            problems.append(f"{chat_id}: persisted turns {statuses}")
+
+    async with httpx.AsyncClient(base_url=server.http, timeout=30) as client:
+        await asyncio.gather(*(check(client, report) for report in reports))
+    return problems
+
+
+async def run_level(work_dir: Path, chats: int, turns: int, processes: int,
+                    delay: float) -> dict[str, Any]:
+    directory = work_dir / f"concurrency-{chats}"
+    directory.mkdir()
+    url = sqlite_url(directory)
+    await migrate(url)
+    server = start_switchboard(url, directory, offline_delta_delay=delay)
+    pool: ClientPool | None = None
+    try:
+        idle_rss = server.rss_bytes()
+        pool = ClientPool(processes, server.port, [f"load{chats}x{i}" for i in range(chats)],
+                          prompt=PROMPT, turns=turns)
+        opened, failures, failed = await asyncio.to_thread(pool.wait_ready, 300.0)
+        if failed:
+            raise RuntimeError(f"{failed} of {chats} sockets did not open, e.g. {failures}")
+        stop, peak = asyncio.Event(), [server.rss_bytes()]
+        sampler = asyncio.create_task(sample_rss(server, stop, peak))
+        cpu_before, started = server.cpu_seconds(), time.perf_counter()
+        reports = await asyncio.to_thread(pool.run_turns, 900.0)
+        wall = time.perf_counter() - started
+        cpu = server.cpu_seconds() - cpu_before
+        stop.set()
+        await sampler
+        problems = [f"{r['chat_id']}: {p}" for r in reports for p in r["problems"]]
+        gaps = sum(r["seq_gaps"] for r in reports)
+        problems += await verify_persisted(server, reports, turns)
+    finally:
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+        server.stop()
+    latencies = [latency for report in reports for latency in report["latencies"]]
+    done = sum(report["completed_turns"] for report in reports)
+    return {
+        "chats": chats, "turns": done, "turns_expected": chats * turns, "seconds": wall,
+        "turns_per_s": done / wall, "latency": summary(latencies) if latencies else None,
+        "server_cpu_share": cpu / wall, "server_rss_mib": peak[0] / 2**20,
+        "server_idle_rss_mib": idle_rss / 2**20, "seq_gaps": gaps,
+        "lost_or_incomplete": gaps + len(problems) + (chats * turns - done),
+        "problems": problems[:10],
+    }
+
+
+async def run(work_dir: Path, *, levels: tuple[tuple[int, int], ...] = LEVELS,
+              delay: float = MODEL_DELAY) -> list[dict[str, Any]]:
+    rows = []
+    for chats, turns in levels:
+        processes = 1 if chats <= 100 else 2
+        rows.append(await run_level(work_dir, chats, turns, processes, delay))
+    return rows

@@ -1,0 +1,102 @@
+"""Server processes the streaming benchmark needs besides ``switchboard serve``.
+
+    python -m bench.servers raw --port P                 # the raw Starlette baseline
+    python -m bench.servers long-message --port P --words N   # Switchboard, long answers
+
+``raw`` is the floor any WebSocket server on this stack pays: a Starlette endpoint that
+answers a prompt with a plain loop of ``send_text`` calls, each frame a delta event of
+the same shape and size as ours, serialised with orjson. ``long-message`` is the real
+app (``create_app``, every layer of the pipeline) whose model answers every prompt with
+one message of N words, streamed one word per delta; only the model differs from
+``switchboard serve``. Both run under uvicorn with the options ``switchboard serve``
+uses, one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from bench.long_model import LongMessageModel
+
+
+def _ts() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def raw_stream(websocket: WebSocket) -> None:
+    """Answer each text frame with ``words`` delta frames, then one ``llm_response``."""
+    await websocket.accept()
+    chat_id = websocket.path_params["chat_id"]
+    words = int(os.environ["BENCH_WORDS"])
+    try:
+        while True:
+            await websocket.receive_text()
+            text = []
+            for index in range(words):
+                delta = f"w{index} "
+                text.append(delta)
+                await websocket.send_text(orjson.dumps({
+                    "type": "llm_response_delta", "chat_id": chat_id, "turn_id": "raw",
+                    "seq": None, "ts": _ts(), "delta": delta, "current_agent": "Switchboard",
+                }).decode())
+            await websocket.send_text(orjson.dumps({
+                "type": "llm_response", "chat_id": chat_id, "turn_id": "raw", "seq": 1,
+                "ts": _ts(), "text": "".join(text), "current_agent": "Switchboard",
+            }).decode())
+    except WebSocketDisconnect:
+        pass
+
+
+def raw_app() -> Starlette:
+    return Starlette(routes=[WebSocketRoute("/ws/chats/{chat_id}", raw_stream)])
+
+
+def long_message_app() -> Any:
+    """The real app with a model that streams one ``BENCH_WORDS``-word message."""
+    from app.main import create_app
+    from app.services import Services
+
+    words = int(os.environ["BENCH_WORDS"])
+
+    @asynccontextmanager
+    async def long_model(services: Services) -> AsyncIterator[None]:
+        # RunConfig.model overrides every agent's own model, whatever the app configured.
+        turns = services.turns
+        run_config = dataclasses.replace(turns.engine.run_config, model=LongMessageModel(words))
+        turns.engine = dataclasses.replace(turns.engine, run_config=run_config)
+        yield
+
+    return create_app(lifespan_hooks=(long_model,))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("app", choices=("raw", "long-message"))
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--words", type=int, default=20_000)
+    args = parser.parse_args()
+    os.environ["BENCH_WORDS"] = str(args.words)
+    factory = "bench.servers:raw_app" if args.app == "raw" else "bench.servers:long_message_app"
+    if args.app == "long-message":
+        from app.logging import configure_logging
+        from app.settings import load_settings
+
+        configure_logging(load_settings().log_level)
+    uvicorn.run(factory, factory=True, host="127.0.0.1", port=args.port, log_config=None,
+                log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
