@@ -1,0 +1,85 @@
+"""A loopback TCP proxy that can cut every connection, to drop a browser's socket for real.
+
+The browser talks to the proxy as if it were the server (same origin for the page and the
+socket); ``drop()`` aborts every open connection, and while ``refusing`` is set new
+connections are closed at once, like a server that is unreachable for a moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+CHUNK = 65536
+
+
+class DroppingProxy:
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.refusing = False
+        self.accepted = 0
+        self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._server: asyncio.Server | None = None
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        self.drop()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def drop(self) -> None:
+        """Abort every open connection (no close handshake: the peer sees a reset)."""
+        for client, upstream in list(self._pairs):
+            client.transport.abort()
+            upstream.transport.abort()
+        self._pairs.clear()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.transport.abort()
+            return
+        self.accepted += 1
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", self.target_port), 5)
+        except (OSError, TimeoutError):
+            writer.transport.abort()
+            return
+        pair = (writer, up_writer)
+        self._pairs.add(pair)
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        finally:
+            self._pairs.discard(pair)
+            writer.transport.abort()
+            up_writer.transport.abort()
+
+    @staticmethod
+    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while data := await reader.read(CHUNK):
+                writer.write(data)
+                await writer.drain()
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+            writer.write_eof()
+
+
+@asynccontextmanager
+async def dropping_proxy(target_port: int) -> AsyncIterator[DroppingProxy]:
+    proxy = DroppingProxy(target_port)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.close()

@@ -1,0 +1,149 @@
+"""Take the README's screenshots of the chat UI: ``.venv/bin/python -m tests.browser.screenshots``.
+
+Runs the real server (offline demo model, demo connectors) on a temporary SQLite database
+and Debian's chromium, and writes ``docs/screenshots/*.png``. Not part of the test run:
+pictures change with every style tweak; the tests check behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Browser, Page, async_playwright
+
+from app.settings import load_settings
+from storage.migrate import upgrade
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.pages import open_ui, send, wait_chips
+from tests.browser.proxy import dropping_proxy
+from tests.ws.conftest import LiveServer, serve
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DESKTOP = {"width": 1280, "height": 820}
+PHONE = {"width": 390, "height": 844}
+
+
+async def new_page(browser: Browser, **options: Any) -> Page:
+    context = await browser.new_context(viewport=options.pop("viewport", DESKTOP),
+                                        bypass_csp=True, **options)
+    page = await context.new_page()
+    page.set_default_timeout(20_000)
+    return page
+
+
+async def chat(page: Page, *prompts: str) -> None:
+    for turn, prompt in enumerate(prompts, 1):
+        await send(page, prompt)
+        await wait_chips(page, turns=turn)
+
+
+async def shoot(page: Page, name: str) -> None:
+    await page.wait_for_timeout(250)  # let images and the last frame settle
+    await page.screenshot(path=str(OUT / name))
+    print(f"wrote docs/screenshots/{name}")
+
+
+async def fast_states(browser: Browser, live: LiveServer) -> None:
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    # A few chats for the sidebar, then the multi-agent turn.
+    await chat(page, "what are my account balances", "show my transactions from last week")
+    history_url = page.url
+    for prompt in ("search the web for python asyncio", "what's in my inbox"):
+        await page.click("#new-chat")
+        await chat(page, prompt)
+    await page.click("#new-chat")
+    await chat(page, "find sushi in Boston and email the list to bob@example.com")
+    await shoot(page, "multi-agent-turn.png")
+
+    await page.goto(history_url)
+    await page.wait_for_selector("#transcript .turn:nth-of-type(2) .chips .chip")
+    await page.evaluate("() => { document.getElementById('scroller').scrollTop = 0; }")
+    await shoot(page, "history.png")
+
+    await page.click("#open-connections")
+    await page.wait_for_selector("#connector-list .connector")
+    await shoot(page, "connections.png")
+    await page.keyboard.press("Escape")
+
+    async with live.client() as http:
+        (await http.delete("/api/connectors/plaid")).raise_for_status()
+    await page.click("#new-chat")
+    await send(page, "how much did I spend by category")
+    await page.wait_for_selector("#transcript .card-connect_plaid_account")
+    await page.wait_for_selector("#transcript .turn[class*='status-']")
+    await page.get_by_role("button", name="Connect bank").click()
+    await page.get_by_text("Connected.").wait_for()
+    await page.get_by_role("button", name="Ask again").click()
+    await wait_chips(page, turns=2)
+    await shoot(page, "connect-card.png")
+    await page.context.close()
+
+    dark = await new_page(browser, color_scheme="dark")
+    await open_ui(dark, live.http)
+    await chat(dark, "find coffee near me", "show reviews for Umi Sushi Bar in Boston")
+    await shoot(dark, "cards-dark.png")
+    await dark.context.close()
+
+    phone = await new_page(browser, viewport=PHONE, device_scale_factor=2, has_touch=True)
+    await open_ui(phone, live.http)
+    await chat(phone, "find sushi in Boston and email the list to bob@example.com")
+    await shoot(phone, "phone.png")
+    await phone.click("#open-sidebar")
+    await phone.wait_for_selector("#sidebar", state="visible")
+    await shoot(phone, "phone-chats.png")
+    await phone.context.close()
+
+
+async def slow_states(browser: Browser, live: LiveServer) -> None:
+    async with dropping_proxy(live.port) as proxy:
+        page = await new_page(browser)
+        await open_ui(page, proxy.http)
+        await send(page, "search the web for python asyncio")
+        await page.wait_for_function("""() => {
+            const el = document.querySelector('.message.assistant.streaming .markdown');
+            return el && el.textContent.length > 60;
+        }""")
+        await shoot(page, "streaming.png")
+        proxy.refusing = True
+        proxy.drop()
+        await page.wait_for_selector("#banner:not([hidden])")
+        await page.wait_for_timeout(600)
+        await shoot(page, "reconnecting.png")
+        proxy.refusing = False
+        await page.click("#banner-action")
+        await wait_chips(page)
+        await page.context.close()
+
+
+async def main() -> int:
+    if not CHROMIUM.exists():
+        print(f"{CHROMIUM} is missing: run `make browser-deps`", file=sys.stderr)
+        return 1
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        database = f"sqlite+aiosqlite:///{tmp}/screens.db"
+        await asyncio.to_thread(upgrade, database)
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            try:
+                settings = load_settings(database_url=database, data_dir=Path(tmp) / "data",
+                                         offline_delta_delay=0.002)
+                async with serve(settings) as live:
+                    await fast_states(browser, live)
+                slow = load_settings(database_url=database, data_dir=Path(tmp) / "data",
+                                     offline_delta_delay=0.08)
+                async with serve(slow) as live:
+                    await slow_states(browser, live)
+            finally:
+                await browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,125 @@
+"""Shared fixtures: a real, migrated database on SQLite and on PostgreSQL.
+
+- ``database_url`` (function scope, parametrized ``sqlite`` / ``postgresql``): the URL of a
+  migrated database. Every test that uses it, directly or through ``db``, runs once per
+  engine (ids ``[sqlite]`` and ``[postgresql]``; select one with ``-k sqlite``). Each
+  engine is migrated once per test session; after every test all rows are deleted, so
+  tests start empty. Pass the URL as is to ``Database(url)`` or to the app settings: the
+  PostgreSQL one carries ``?schema=sb_<random>`` (a schema created for this test session
+  and dropped at its end), which ``storage.engine.Database`` turns into the
+  ``search_path``.
+- ``db``: a ``storage.engine.Database`` on ``database_url``, disposed after the test.
+- ``fernet``: a ``MultiFernet`` with a fresh key, for ``AccountRepository``.
+
+PostgreSQL is expected at ``postgresql+asyncpg://postgres@127.0.0.1:5432/test``
+(override with ``SWITCHBOARD_TEST_POSTGRES_URL``). When it cannot be reached the
+``[postgresql]`` tests are skipped with the reason, except with ``CI=true``, where they
+fail: CI must test both engines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy import delete, text
+
+from storage.engine import Database
+from storage.migrate import upgrade
+from storage.models import Base
+
+POSTGRES_URL = os.environ.get(
+    "SWITCHBOARD_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+ENGINES = ["sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class MigratedDatabase:
+    url: str
+    # Kept open for the session, to empty the tables after each test.
+    admin: Database
+
+
+async def _postgres_unreachable_reason() -> str | None:
+    probe = Database(POSTGRES_URL)
+    try:
+        async with asyncio.timeout(5):
+            async with probe.engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        return f"PostgreSQL not reachable at {POSTGRES_URL}: {type(exc).__name__}: {exc}"
+    finally:
+        await probe.dispose()
+    return None
+
+
+async def _wipe(db: Database) -> None:
+    # Children before parents; DELETE is faster than TRUNCATE on tables this small.
+    async with db.session(write=True) as session:
+        for table in reversed(Base.metadata.sorted_tables):
+            await session.execute(delete(table))
+        await session.commit()
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+async def _migrated_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[MigratedDatabase]:
+    if request.param == "sqlite":
+        path: Path = tmp_path_factory.mktemp("sqlite") / "switchboard.db"
+        url = f"sqlite+aiosqlite:///{path}"
+        await asyncio.to_thread(upgrade, url)
+        admin = Database(url)
+        try:
+            yield MigratedDatabase(url, admin)
+        finally:
+            await admin.dispose()
+        return
+
+    reason = await _postgres_unreachable_reason()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " (CI=true: PostgreSQL tests must run)")
+        pytest.skip(reason)
+    schema = f"sb_{secrets.token_hex(6)}"
+    url = f"{POSTGRES_URL}?schema={schema}"
+    await asyncio.to_thread(upgrade, url)  # also creates the schema
+    admin = Database(url)
+    try:
+        yield MigratedDatabase(url, admin)
+    finally:
+        await admin.dispose()
+        owner = Database(POSTGRES_URL)
+        try:
+            async with owner.engine.begin() as conn:
+                await conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await owner.dispose()
+
+
+@pytest.fixture
+async def database_url(_migrated_database: MigratedDatabase) -> AsyncIterator[str]:
+    """URL of a migrated, empty database (see the module docstring)."""
+    yield _migrated_database.url
+    await _wipe(_migrated_database.admin)
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture
+def fernet() -> MultiFernet:
+    return MultiFernet([Fernet(Fernet.generate_key())])

@@ -1,0 +1,77 @@
+"""`switchboard connectors list` and `switchboard connectors new NAME`: the scaffold's own
+tests pass at once, run by pytest in a separate process as the author would run them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from connectors.scaffold import files_for, names_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_list_shows_each_connector_with_its_mode(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SWITCHBOARD_CONNECTOR_MODES", "yelp=live")
+    monkeypatch.setenv("SWITCHBOARD_YELP_API_KEY", "cli-test-key-123456")
+    assert main(["connectors", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "NAME\tAGENT\tMODE\tACCOUNT\tTOOLS"
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
+    assert list(rows)[:4] == ["gmail", "plaid", "yelp", "search"]
+    assert rows["yelp"][1:4] == ["Yelp", "live", "server"]
+    assert rows["gmail"][2:4] == ["demo", "per-user"]
+    assert "send_google_email" in rows["gmail"][4]
+    assert "cli-test-key-123456" not in "\n".join(lines)
+
+
+def test_live_mode_without_its_keys_stops_with_the_variable_named(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SWITCHBOARD_CONNECTOR_MODES", "plaid=live")
+    monkeypatch.delenv("SWITCHBOARD_PLAID_SECRET", raising=False)
+    monkeypatch.setenv("SWITCHBOARD_PLAID_CLIENT_ID", "abc")
+    assert main(["connectors", "list"]) == 2
+    assert ("SWITCHBOARD_PLAID_SECRET must be set when plaid runs in live mode"
+            in capsys.readouterr().err)
+
+
+def test_new_refuses_bad_names_and_existing_directories(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("Weather", "w", "1abc", "has-dash", "gmail"):
+        assert main(["connectors", "new", bad, "--dir", str(tmp_path)]) == 1, bad
+        assert capsys.readouterr().err.startswith("switchboard: ")
+    assert list(tmp_path.iterdir()) == []
+    assert main(["connectors", "new", "notes", "--dir", str(tmp_path)]) == 0
+    assert main(["connectors", "new", "notes", "--dir", str(tmp_path)]) == 1
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_the_scaffold_has_the_layout_of_the_builtins() -> None:
+    files = files_for(names_for("bird_watch"))
+    assert set(files) == {
+        "pyproject.toml", "README.md", "switchboard_bird_watch/__init__.py",
+        "switchboard_bird_watch/agent.py", "switchboard_bird_watch/tools.py",
+        "switchboard_bird_watch/client.py", "switchboard_bird_watch/demo.py",
+        "tests/test_contract.py", "tests/test_demo.py"}
+    assert 'bird_watch = "switchboard_bird_watch:connector"' in files["pyproject.toml"]
+    assert "class TestBirdWatchContract(ConnectorContract)" in files["tests/test_contract.py"]
+    assert not any("[[" in text for text in files.values())
+
+
+def test_a_new_connector_s_tests_pass_at_once(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["connectors", "new", "recipes", "--dir", str(tmp_path)]) == 0
+    root = tmp_path / "switchboard-recipes"
+    assert f"created {root}" in capsys.readouterr().out
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {k: v for k, v in env.items() if not k.startswith("SWITCHBOARD_")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                         cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "5 passed, 1 skipped" in run.stdout

@@ -1,0 +1,269 @@
+"""``/v1/responses`` with the official ``openai`` client: text, streaming, instructions,
+tool calls as function_call items, multi-turn with ``previous_response_id``, tool_choice.
+
+Every streamed event is validated against the spec (``tests/openresponses/spec.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from connectors.adapters import to_function_call_output
+from tests.fakes.model_server import Call, FakeModelServer, Say
+from tests.openresponses.conftest import client_for
+from tests.openresponses.spec import check_resource, check_stream, parse_sse
+from tests.ws.conftest import LiveServer
+
+MULTI = "find sushi in Boston and email the list to bob@example.com"
+
+
+async def only_chat(live: LiveServer) -> dict[str, Any]:
+    async with live.client() as http:
+        [chat] = (await http.get("/api/chats")).json()["chats"]
+        detail = (await http.get(f"/api/chats/{chat['id']}")).json()
+        events = (await http.get(f"/api/chats/{chat['id']}/events")).json()["events"]
+    return {**detail, "events": events}
+
+
+async def stream_raw(live: LiveServer, body: dict[str, Any]) -> str:
+    async with httpx.AsyncClient(base_url=live.http, timeout=30) as http, \
+            http.stream("POST", "/v1/responses", json={**body, "stream": True}) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        return "".join([chunk async for chunk in answer.aiter_text()])
+
+
+def model_input(request: Any) -> str:
+    return json.dumps(request.body["input"])
+
+
+def tool_names(request: Any) -> set[str]:
+    return {tool["name"] for tool in request.body.get("tools") or []}
+
+
+# ----------------------------------------------------------------------------- basics
+
+async def test_a_text_response_is_a_turn_of_a_new_chat(offline: LiveServer) -> None:
+    raw = await client_for(offline).responses.with_raw_response.create(
+        model="switchboard", input="hello")
+    body = raw.http_response.json()
+    response = check_resource(body)
+    assert response.status == "completed" and body["completed_at"] >= body["created_at"]
+    assert response.model == "switchboard"
+    [message] = response.output
+    assert message.type == "message" and message.role == "assistant"
+    assert response.output_text.startswith("Hi! I'm Switchboard")
+    usage = response.usage
+    assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+
+    chat = await only_chat(offline)
+    [turn] = chat["turns"]
+    assert turn["prompt"] == "hello" and turn["status"] == "completed"
+    assert turn["final_text"] == response.output_text
+    assert [e["type"] for e in chat["events"]] == ["user_prompt", "llm_response",
+                                                   "end_of_stream"]
+    assert (await client_for(offline).responses.retrieve(response.id)).output_text == \
+        response.output_text
+
+
+async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
+        offline: LiveServer) -> None:
+    stream = parse_sse(await stream_raw(offline, {"model": "switchboard", "input": MULTI}))
+    check_stream(stream)
+    final = stream.final
+    assert final["status"] == "completed"
+    assert [(item["type"], item.get("name")) for item in final["output"]] == [
+        ("function_call", "search_businesses_at_yelp"), ("function_call_output", None),
+        ("function_call", "send_google_email"), ("function_call_output", None),
+        ("message", None)]
+    assert "response.output_text.delta" in stream.types
+
+    # The openai client's own stream accumulator agrees with what was sent.
+    client = client_for(offline)
+    async with client.responses.stream(model="switchboard", input=MULTI) as helper:
+        seen = [event.type async for event in helper]
+        rebuilt = await helper.get_final_response()
+    assert seen == stream.types
+    assert rebuilt.output_text == final["output"][-1]["content"][0]["text"]
+    assert [item.type for item in rebuilt.output] == [item["type"] for item in final["output"]]
+
+
+async def test_tool_calls_are_function_call_items_with_what_the_model_read(
+        offline: LiveServer) -> None:
+    response = await client_for(offline).responses.create(model="switchboard",
+                                                          input="search the web for asyncio")
+    call, output, answer = response.output
+    assert call.type == "function_call" and call.name == "search_google"
+    assert call.status == "completed" and json.loads(call.arguments)
+    assert output.type == "function_call_output" and output.call_id == call.call_id
+    assert answer.type == "message"
+
+    events = (await only_chat(offline))["events"]
+    [tool_call] = [e for e in events if e["type"] == "tool_call"]
+    [tool_output] = [e for e in events if e["type"] == "tool_output"]
+    assert json.loads(call.arguments) == tool_call["arguments"]
+    # The adapter of issue 2 gives exactly the function_call_output the model read,
+    # with the content_chunks as numbered citations and no debug_info.
+    assert output.output == to_function_call_output(call.call_id, tool_output["output"])[
+        "output"]
+    assert "(cite as [n])" in output.output and "[1] " in output.output
+
+
+# ----------------------------------------------------------------------------- the model's view
+
+async def test_instructions_reach_every_agent_for_this_response_only(
+        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
+    fake_model.script(Call("transfer_to_yelp", {}),
+                      Call("search_businesses_at_yelp", {"term": "sushi", "location": "Boston, MA"}),
+                      Say("Voici trois restaurants de sushis."),
+                      Say("De rien."))
+    async with scripted() as live:
+        client = client_for(live)
+        first = await client.responses.create(
+            model="switchboard", instructions="Always answer in French.",
+            input=[{"role": "system", "content": "The user is vegetarian."},
+                   {"role": "user", "content": "find sushi in Boston"}])
+        second = await client.responses.create(model="switchboard", input="thanks",
+                                                previous_response_id=first.id)
+    requests = fake_model.turn_requests()
+    assert len(requests) == 4
+    for request in requests[:3]:  # the orchestrator, then Yelp twice: every agent
+        assert "Always answer in French." in request.body["instructions"]
+    assert "The user is vegetarian." in model_input(requests[0])
+    assert first.instructions == "Always answer in French."
+    assert first.output_text == "Voici trois restaurants de sushis."
+    # Not carried over by previous_response_id (as in the spec); the conversation is.
+    assert "Always answer in French." not in requests[3].body["instructions"]
+    assert second.instructions is None and second.previous_response_id == first.id
+    assert "Voici trois restaurants de sushis." in model_input(requests[3])
+
+
+async def test_previous_response_id_continues_and_branches_a_conversation(
+        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
+    fake_model.script(Say("Nice to meet you, Ada."), Say("Your name is Ada."),
+                      Say("Hi!"), Say("Still Ada."))
+    async with scripted() as live:
+        client = client_for(live)
+        first = await client.responses.create(model="switchboard", input="My name is Ada.")
+        second = await client.responses.create(model="switchboard", input="What is my name?",
+                                               previous_response_id=first.id)
+        branch = await client.responses.create(model="switchboard", input="Say hi.",
+                                               previous_response_id=first.id)
+        third = await client.responses.create(model="switchboard", input="And now?",
+                                              previous_response_id=second.id)
+        async with live.client() as http:
+            chats = (await http.get("/api/chats")).json()["chats"]
+            turns = {chat["id"]: [t["prompt"] for t in
+                                  (await http.get(f"/api/chats/{chat['id']}")).json()["turns"]]
+                     for chat in chats}
+
+    r_second, r_branch, r_third = (model_input(r) for r in fake_model.turn_requests()[1:])
+    assert "My name is Ada." in r_second and "Nice to meet you, Ada." in r_second
+    # The branch sees the first exchange, not the second one.
+    assert "Nice to meet you, Ada." in r_branch and "What is my name?" not in r_branch
+    assert "What is my name?" in r_third and "Your name is Ada." in r_third
+    assert "Say hi." not in r_third
+    assert third.output_text == "Still Ada." and branch.output_text == "Hi!"
+    assert sorted(turns.values()) == [
+        ["My name is Ada.", "What is my name?", "And now?"], ["Say hi."]]
+
+
+async def test_a_stateless_client_round_trips_the_output_as_input(
+        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
+    fake_model.script(Call("transfer_to_yelp", {}),
+                      Call("search_businesses_at_yelp", {"term": "ramen", "location": "Boston, MA"},
+                           call_id="call_ramen"),
+                      Say("Two ramen places."), Say("The first one."))
+    async with scripted() as live:
+        client = client_for(live)
+        first = await client.responses.create(model="switchboard", input="ramen in Boston?")
+        replay = [{"role": "user", "content": "ramen in Boston?"},
+                  *[item.model_dump(mode="json", exclude_none=True) for item in first.output],
+                  {"role": "user", "content": "which is best?"}]
+        second = await client.responses.create(model="switchboard", input=replay)
+    sent = fake_model.turn_requests()[-1].body["input"]
+    calls = [item for item in sent if item.get("type") == "function_call"]
+    outputs = [item for item in sent if item.get("type") == "function_call_output"]
+    assert [c["call_id"] for c in calls] == [o["call_id"] for o in outputs] == ["call_ramen"]
+    assert outputs[0]["output"] == first.output[1].output
+    assert second.output_text == "The first one." and second.previous_response_id is None
+
+
+async def test_tool_choice_steers_the_agents(scripted: Callable[..., Any],
+                                             fake_model: FakeModelServer) -> None:
+    async with scripted() as live:
+        client = client_for(live)
+        fake_model.script(Say("No tools today."))
+        none = await client.responses.create(model="switchboard", input="find sushi",
+                                             tool_choice="none")
+        fake_model.script(Say("fine"))
+        await client.responses.create(model="switchboard", input="x", tool_choice="required")
+        fake_model.script(Call("transfer_to_yelp", {}),
+                          Call("search_businesses_at_yelp",
+                               {"term": "tacos", "location": "Austin, TX"}),
+                          Say("Tacos found."))
+        forced = await client.responses.create(
+            model="switchboard", input="tacos?",
+            tool_choice={"type": "function", "name": "search_businesses_at_yelp"})
+        fake_model.script(Say("ok"))
+        allowed = await client.responses.create(
+            model="switchboard", input="x", tool_choice={
+                "type": "allowed_tools", "mode": "auto",
+                "tools": [{"type": "function", "name": "send_google_email"}]})
+        fake_model.script(Say("ok"))
+        listed = await client.responses.create(
+            model="switchboard", input="x",
+            tools=[{"type": "function", "name": "search_google",  # type: ignore[list-item]
+                    "parameters": {}, "strict": True}])
+    r_none, r_required, r_forced_1, r_forced_2, r_forced_3, r_allowed, r_listed = \
+        fake_model.turn_requests()
+    assert tool_names(r_none) == set() and [i.type for i in none.output] == ["message"]
+    assert r_required.body["tool_choice"] == "required"
+    assert r_forced_1.body["tool_choice"] == {"type": "function", "name": "transfer_to_yelp"}
+    assert tool_names(r_forced_1) == {"transfer_to_yelp"}
+    assert r_forced_2.body["tool_choice"] == {"type": "function",
+                                             "name": "search_businesses_at_yelp"}
+    assert tool_names(r_forced_2) == {"search_businesses_at_yelp"}
+    assert r_forced_3.body.get("tool_choice") in (None, "auto")  # used once, then free
+    assert [i.type for i in forced.output] == ["function_call", "function_call_output",
+                                               "message"]
+    assert forced.tool_choice.name == "search_businesses_at_yelp"
+    assert tool_names(r_allowed) == {"transfer_to_gmail"}
+    assert [t.name for t in allowed.tools] == ["send_google_email"]
+    assert tool_names(r_listed) == {"transfer_to_search"}
+    [tool] = listed.tools
+    assert tool.name == "search_google" and tool.parameters["type"] == "object"
+
+
+async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(
+        make_settings: Callable[..., Any]) -> None:
+    from tests.ws.conftest import open_client, serve
+
+    async with serve(make_settings(suggest_model="offline", offline_delta_delay=0.05)) as live:
+        async with httpx.AsyncClient(base_url=live.http, timeout=30) as http, \
+                http.stream("POST", "/v1/responses", json={
+                    "model": "switchboard", "input": MULTI, "stream": True}) as answer:
+            text = ""
+            chunks = answer.aiter_text()
+            while "response.output_text.delta" not in text:
+                text += await anext(chunks)
+            [chat] = (await http.get("/api/chats")).json()["chats"]
+            async with open_client(live.ws_url(chat["id"], after_seq=0)) as watcher:
+                seen = await watcher.until("tool_output")
+                await watcher.send({"type": "cancel"})
+                end = await watcher.until("end_of_stream")
+            text += "".join([chunk async for chunk in chunks])
+    stream = parse_sse(text)
+    check_stream(stream)
+    assert seen[0]["type"] == "user_prompt" and seen[0]["text"] == MULTI
+    assert end[-1]["status"] == "cancelled"
+    final = stream.final
+    assert stream.types[-1] == "response.failed"
+    assert "stopped" in final["error"]["message"]
+    assert final["output"][-1]["type"] == "message" and final["output"][-1]["status"] == \
+        "incomplete"

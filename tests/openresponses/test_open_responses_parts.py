@@ -1,0 +1,249 @@
+"""The pure parts of ``/v1/responses``: request → turn input, the agent graph a response
+runs, and SDK events → spec events (validated like the live stream)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from agents import Agent, RunContextWrapper
+from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
+from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseTextDeltaEvent,
+)
+
+from app.openresponses.agents import response_agent, tool_policy
+from app.openresponses.errors import OpenResponsesError
+from app.openresponses.request import parse_request, turn_input
+from app.openresponses.routes import LOST, _stream
+from app.openresponses.service import StartedResponse
+from app.openresponses.stream import ResponseBuilder
+from app.settings import load_settings
+from connectors.orchestrator import build_orchestrator
+from connectors.registry import load_connectors
+from connectors.responses import TextResponse
+from tests.openresponses.spec import Stream, check_stream
+
+AGENT = Agent(name="Yelp")
+USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "requests": 1}
+
+
+def request(**fields: Any) -> Any:
+    return parse_request({"model": "switchboard", "input": "hi", **fields})
+
+
+# ----------------------------------------------------------------------------- input
+
+def test_input_items_become_model_items_and_the_last_user_text_the_prompt() -> None:
+    given = turn_input(request(input=[
+        {"role": "developer", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "What is in"},
+            {"type": "input_image", "image_url": "https://img.example/cat.png"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "A cat."}]},
+        {"type": "function_call", "call_id": "c1", "name": "search_google",
+         "arguments": "{\"q\": \"cats\"}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
+        {"role": "user", "content": "and now?"}]), max_prompt_chars=100)
+    assert given.prompt == "and now?"
+    assert given.items == [
+        {"type": "message", "role": "developer", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "What is in"},
+            {"type": "input_image", "image_url": "https://img.example/cat.png",
+             "detail": "auto"}]},
+        {"type": "message", "role": "assistant", "content": "A cat."},
+        {"type": "function_call", "call_id": "c1", "name": "search_google",
+         "arguments": "{\"q\": \"cats\"}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
+        {"type": "message", "role": "user", "content": "and now?"}]
+
+
+def test_images_are_for_user_messages_only() -> None:
+    with pytest.raises(OpenResponsesError) as raised:
+        turn_input(request(input=[
+            {"role": "system", "content": [{"type": "input_image", "image_url": "x"}]},
+            {"role": "user", "content": "hi"}]), max_prompt_chars=100)
+    assert raised.value.param == "input[0].content"
+
+
+# ----------------------------------------------------------------------------- agents
+
+@pytest.fixture(scope="module")
+def orchestrator() -> Agent[Any]:
+    settings = load_settings()
+    return build_orchestrator(settings, load_connectors(settings))
+
+
+def graph(agent: Agent[Any]) -> dict[str, Any]:
+    """Agent name → (tool names, hand-off names, tool_choice), over the reachable graph."""
+    seen: dict[str, Any] = {}
+    todo = [agent]
+    while todo:
+        current = todo.pop()
+        if current.name in seen:
+            continue
+        handoffs = [h for h in current.handoffs if isinstance(h, Agent)]
+        seen[current.name] = (sorted(t.name for t in current.tools),
+                              sorted(h.name for h in handoffs),
+                              current.model_settings.tool_choice)
+        todo.extend(handoffs)
+    return seen
+
+
+def test_tool_choice_none_leaves_the_orchestrator_alone(orchestrator: Agent[Any]) -> None:
+    agent = response_agent(orchestrator, None, tool_policy(request(tool_choice="none"),
+                                                           ["search_google"]))
+    assert graph(agent) == {"Switchboard": ([], [], None)}
+    assert orchestrator.handoffs  # the shared orchestrator is untouched
+
+
+def test_a_forced_tool_keeps_one_path_to_it(orchestrator: Agent[Any]) -> None:
+    req = request(tool_choice={"type": "function", "name": "send_google_email"})
+    policy = tool_policy(req, ["send_google_email", "search_google"])
+    assert graph(response_agent(orchestrator, None, policy)) == {
+        "Switchboard": ([], ["GMail"], "transfer_to_gmail"),
+        "GMail": (["send_google_email"], [], "send_google_email")}
+
+
+def test_allowed_tools_drop_every_other_tool_and_agent(orchestrator: Agent[Any]) -> None:
+    req = request(tool_choice={"type": "allowed_tools", "mode": "required", "tools": [
+        {"type": "function", "name": "search_google"},
+        {"type": "function", "name": "google_email_inbox"}]})
+    names = ["search_google", "google_email_inbox", "send_google_email"]
+    assert graph(response_agent(orchestrator, None, tool_policy(req, names))) == {
+        "Switchboard": ([], ["GMail", "Search"], "required"),
+        "GMail": (["google_email_inbox"], ["Search"], "required"),
+        "Search": (["search_google"], ["GMail"], "required")}
+
+
+def test_tools_and_tool_choice_must_agree() -> None:
+    with pytest.raises(OpenResponsesError, match="leaves out"):
+        tool_policy(request(tools=[{"type": "function", "name": "a"}],
+                            tool_choice={"type": "function", "name": "b"}), ["a", "b"])
+    with pytest.raises(OpenResponsesError, match="no tool in common"):
+        tool_policy(request(tools=[{"type": "function", "name": "a"}], tool_choice={
+            "type": "allowed_tools", "tools": [{"type": "function", "name": "b"}]}),
+            ["a", "b"])
+
+
+async def test_caller_instructions_are_added_to_each_agents_own(
+        orchestrator: Agent[Any]) -> None:
+    agent = response_agent(orchestrator, "Answer in French.",
+                           tool_policy(request(), ["search_google"]))
+    context = RunContextWrapper(context=None)
+    for current in (agent, agent.handoffs[0]):
+        text = await current.get_system_prompt(context)
+        assert text is not None and text.endswith("Answer in French.")
+        assert "Switchboard" in text or "Gmail" in text or "GMail" in text
+    original = await orchestrator.get_system_prompt(context)
+    assert original is not None and "Answer in French." not in original
+
+
+# ----------------------------------------------------------------------------- events
+
+def builder() -> ResponseBuilder:
+    return ResponseBuilder(id="resp_test", created_at=1_700_000_000, model="switchboard",
+                           echo={})
+
+
+def delta(text: str, item_id: str = "m1") -> RawResponsesStreamEvent:
+    return RawResponsesStreamEvent(data=ResponseTextDeltaEvent(
+        type="response.output_text.delta", item_id=item_id, output_index=0, content_index=0,
+        delta=text, logprobs=[], sequence_number=0))
+
+
+def message(text: str, item_id: str = "m1") -> RunItemStreamEvent:
+    raw = ResponseOutputMessage(id=item_id, type="message", role="assistant",
+                                status="completed", content=[ResponseOutputText(
+                                    type="output_text", text=text, annotations=[])])
+    return RunItemStreamEvent(name="message_output_created",
+                              item=MessageOutputItem(agent=AGENT, raw_item=raw))
+
+
+def called(name: str, call_id: str) -> RunItemStreamEvent:
+    raw = ResponseFunctionToolCall(type="function_call", name=name, arguments='{"q":1}',
+                                   call_id=call_id, id=f"fc_{call_id}")
+    return RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=AGENT, raw_item=raw))
+
+
+def output(call_id: str, value: Any, raw_output: Any) -> RunItemStreamEvent:
+    raw = {"type": "function_call_output", "call_id": call_id, "output": raw_output}
+    return RunItemStreamEvent(name="tool_output", item=ToolCallOutputItem(
+        agent=AGENT, raw_item=raw, output=value))
+
+
+def run(events: list[Any], status: str = "completed", **finish: Any) -> Stream:
+    built = builder()
+    out = built.start()
+    for event in events:
+        out += built.feed(event)
+    out += built.finish(status, usage=USAGE, completed_at=1_700_000_001, **finish)
+    stream = Stream(out)
+    check_stream(stream)
+    return stream
+
+
+def test_messages_with_and_without_deltas_and_without_item_ids() -> None:
+    stream = run([delta("Hel"), delta("lo"), message("Hello"),
+                  message("No deltas", "m2"),
+                  delta("A", "__fake_id__"), message("A", "other")])
+    texts = [item["content"][0]["text"] for item in stream.final["output"]]
+    assert texts == ["Hello", "No deltas", "A"]
+    assert stream.final["usage"]["total_tokens"] == 15
+
+
+def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
+    structured = TextResponse("Yelp", "from the adapter").to_dict()
+    stream = run([called("transfer_to_yelp", "h1"), output("h1", "{}", "{}"),
+                  called("search", "c1"), output("c1", "ignored", "what the model read"),
+                  called("search", "c2"), output("c2", structured, [{"type": "input_text"}]),
+                  output("c9", "an orphan", "an orphan"), message("Done")])
+    items = stream.final["output"]
+    assert [(i["type"], i.get("call_id")) for i in items] == [
+        ("function_call", "c1"), ("function_call_output", "c1"),
+        ("function_call", "c2"), ("function_call_output", "c2"), ("message", None)]
+    assert items[0]["arguments"] == '{"q":1}' and items[0]["status"] == "completed"
+    assert items[1]["output"] == "what the model read"
+    assert items[3]["output"] == "from the adapter"  # a structured output: the adapter's text
+
+
+def test_a_failed_turn_closes_its_message_as_incomplete() -> None:
+    stream = run([delta("half an ans")], "failed",
+                 error={"code": "server_error", "message": "The model failed."})
+    assert stream.types[-1] == "response.failed"
+    final = stream.final
+    assert final["error"] == {"code": "server_error", "message": "The model failed."}
+    assert final["output"][0]["status"] == "incomplete"
+    assert final["completed_at"] is None
+
+
+def test_an_incomplete_response_says_why_and_other_ends_are_refused() -> None:
+    stream = run([delta("cut sh")], "incomplete", incomplete_reason="max_output_tokens")
+    assert stream.types[-1] == "response.incomplete"
+    assert stream.final["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert stream.final["output"][0]["status"] == "incomplete"
+    with pytest.raises(ValueError, match="not 'cancelled'"):
+        builder().finish("cancelled", usage=USAGE, completed_at=0)
+
+
+async def test_a_turn_that_dies_without_finishing_still_ends_the_stream() -> None:
+    built = builder()
+    events: asyncio.Queue[Any] = asyncio.Queue()
+    for event in built.start():
+        events.put_nowait(event)
+    dying = asyncio.create_task(asyncio.sleep(0.05))  # a turn that never calls finished
+    started = StartedResponse("resp_test", events, asyncio.get_running_loop().create_future(),
+                              dying, built)
+    text = "".join([chunk async for chunk in _stream(started, keepalive=0.02)])
+    assert ": keep-alive" in text  # while it ran
+    blocks = [b for b in text.split("\n\n") if b.strip() and not b.startswith(":")]
+    assert blocks[-1] == "data: [DONE]"
+    assert blocks[-2].startswith("event: error\n") and LOST in blocks[-2]
+    assert '"sequence_number": 2' in blocks[-2]
+    assert await started.outcome() is None

@@ -1,0 +1,480 @@
+"""The cross-user access matrix in token mode: Bob, with his own valid token, tries every
+endpoint of the app on Alice's chats, events, turns and connector accounts.
+
+Every route the app serves is either attacked here (``MATRIX``) or listed as public
+(``PUBLIC``); a route in neither fails the test, so a new endpoint cannot be forgotten.
+
+Expected: Alice's chats answer 404 over REST (as if they did not exist) and 4403 on the
+socket, before any data frame; endpoints scoped to the caller (his chats, his accounts)
+answer for Bob alone and leave Alice's state untouched; the OAuth callback refuses a state
+Alice started (403). No response body, header, close reason or frame Bob receives holds
+anything of Alice's (ids, name, token, prompts, bank, OAuth state). Without a token, or
+with a wrong one: 401 / 4401. Each attempt is counted; all must be denied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+from starlette.routing import Mount, Route, WebSocketRoute
+from websockets.exceptions import ConnectionClosed
+
+from app.main import create_app
+from app.settings import Settings, load_settings
+from storage.users import UserRepository
+from tests.fakes.fake_service import serve_fake
+from tests.fakes.plaid_api import FakePlaid
+from tests.ws.conftest import LiveServer, make_settings, open_client, serve
+
+__all__ = ["make_settings"]  # a fixture, used by name
+
+MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+CALLBACK = "/oauth/google/callback"
+RAP_CALLBACK = "/rap/callback"
+
+# Routes anyone may call: they hold no user data (checked below all the same).
+PUBLIC = {("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/"),
+          ("MOUNT", "/static")}
+# Every other route, each attacked by ``attack_*`` below.
+MATRIX = {
+    ("GET", "/api/me"), ("GET", "/api/chats"), ("GET", "/api/chats/{chat_id}"),
+    ("DELETE", "/api/chats/{chat_id}"), ("GET", "/api/chats/{chat_id}/events"),
+    ("WS", "/ws/chats/{chat_id}"), ("GET", "/api/connectors"),
+    ("POST", "/api/connectors/plaid/exchange"), ("POST", "/api/connectors/{name}/connect"),
+    ("DELETE", "/api/connectors/{name}"), ("GET", CALLBACK),
+    ("GET", "/api/chats/{chat_id}/rap-subscriptions"), ("POST", RAP_CALLBACK),
+    ("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}"),
+}
+# Authenticated by its own per-call token (a remote tool answering), never a user's.
+CALL_TOKEN_ROUTES = {("POST", RAP_CALLBACK)}
+# How Bob presents his (valid) token: every way the server accepts one.
+CARRIERS = ("header", "query", "cookie")
+
+
+@dataclass
+class Person:
+    id: str
+    name: str
+    token: str
+
+
+@dataclass
+class Alice(Person):
+    chats: list[str] = field(default_factory=list)
+    running_chat: str = ""
+    running_turn: str = ""
+    turn_ids: list[str] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
+    message_id: str = ""
+    cursor: str = ""
+    oauth_state: str = ""
+    events_before: dict[str, int] = field(default_factory=dict)
+
+    def secrets(self) -> list[str]:
+        """Everything of Alice's that must never reach anyone else."""
+        # Not her message id: Bob sends it himself in one attack, and it is echoed to him.
+        return [self.id, self.name, self.token, self.oauth_state,
+                self.running_chat, *self.chats, *self.turn_ids, *self.prompts, "Tartan Bank"]
+
+
+@dataclass
+class Ledger:
+    """Every access attempt and whether it was denied cleanly."""
+
+    secrets: list[str]
+    attempts: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def record(self, what: str, denied: bool, seen: str) -> None:
+        leaked = [secret for secret in self.secrets if secret and secret in seen]
+        self.attempts.append((what, denied and not leaked,
+                              f"leaked {leaked}" if leaked else seen[:200]))
+
+    def failures(self) -> list[tuple[str, bool, str]]:
+        return [attempt for attempt in self.attempts if not attempt[1]]
+
+
+def http_as(live: LiveServer, token: str | None, carrier: str = "header") -> httpx.AsyncClient:
+    headers, params, cookies = {}, {}, {}
+    if token is not None and carrier == "header":
+        headers["Authorization"] = f"Bearer {token}"
+    elif token is not None and carrier == "query":
+        params["token"] = token
+    elif token is not None:
+        cookies["sb_session"] = token
+    return httpx.AsyncClient(base_url=live.http, headers=headers, params=params,
+                             cookies=cookies, timeout=10)
+
+
+def ws_as(live: LiveServer, chat_id: str, token: str | None, carrier: str = "header",
+          **query: Any) -> tuple[str, dict[str, str]]:
+    headers: dict[str, str] = {}
+    if token is not None and carrier == "header":
+        headers["Authorization"] = f"Bearer {token}"
+    elif token is not None and carrier == "query":
+        query["token"] = token
+    elif token is not None:
+        headers["Cookie"] = f"sb_session={token}"
+    return live.ws_url(chat_id, **query), headers
+
+
+def shown(response: httpx.Response) -> str:
+    return f"{response.status_code} {dict(response.headers)} {response.text}"
+
+
+async def socket_refusal(url: str, headers: dict[str, str]) -> tuple[int | None, str]:
+    """The close code and everything received before it (which should be nothing)."""
+    received = []
+    async with open_client(url, additional_headers=headers) as client:
+        try:
+            while True:
+                received.append(json.dumps(await client.recv(within=5)))
+        except ConnectionClosed as closed:
+            code = closed.rcvd.code if closed.rcvd else None
+            reason = closed.rcvd.reason if closed.rcvd else ""
+    return code, reason + " ".join(received)
+
+
+# ----------------------------------------------------------------------------- the world
+
+@pytest.fixture
+async def plaid() -> AsyncIterator[FakePlaid]:
+    fake = FakePlaid()
+    async with serve_fake(fake):
+        yield fake
+
+
+@pytest.fixture
+async def world(make_settings: Callable[..., Settings],
+                plaid: FakePlaid) -> AsyncIterator[tuple[LiveServer, Alice, Person]]:
+    """A token-mode server where Alice has chats, a running turn, a bank and an OAuth
+    sign-in under way, and Bob has a chat of his own."""
+    settings = make_settings(
+        auth_mode="token", secret_key=Fernet.generate_key().decode(),
+        offline_delta_delay=0.03, prompts_per_minute=1000,
+        connector_modes={"plaid": "live", "gmail": "live"},
+        plaid_client_id=plaid.client_id, plaid_secret=plaid.secret,
+        plaid_base_url=plaid.base_url,
+        google_client_id="client-id.apps.example", google_client_secret="google-secret")
+    async with serve(settings) as live:
+        users = UserRepository(live.services.db)
+        tag = uuid.uuid4().hex[:8]
+        record, token = await users.create_user(f"alice-{tag}")
+        alice = Alice(record.id, record.name, token)
+        record, token = await users.create_user(f"bob-{tag}")
+        bob = Person(record.id, record.name, token)
+
+        alice.message_id = f"alice-msg-{tag}"
+        for n in range(2):
+            chat_id = f"alice-chat-{tag}-{n}"
+            prompt = f"find ramen in Boston for alice {tag} {n}"
+            url, headers = ws_as(live, chat_id, alice.token)
+            async with open_client(url, additional_headers=headers) as client:
+                events = await client.turn(prompt, client_message_id=f"{alice.message_id}-{n}")
+            assert events[-2]["status"] == "completed"
+            alice.chats.append(chat_id)
+            alice.prompts.append(prompt)
+            alice.turn_ids.append(events[0]["turn_id"])
+        async with http_as(live, alice.token) as http:
+            page = (await http.get("/api/chats", params={"limit": 1})).json()
+            alice.cursor = page["next_cursor"]
+            started = (await http.post("/api/connectors/gmail/connect")).json()
+            alice.oauth_state = parse_qs(urlsplit(started["url"]).query)["state"][0]
+            assert (await http.post("/api/connectors/plaid/connect")).status_code == 200
+            async with httpx.AsyncClient() as sandbox:
+                public = (await sandbox.post(f"{plaid.base_url}/sandbox/public_token/create", json={
+                    "client_id": plaid.client_id, "secret": plaid.secret,
+                    "institution_id": "ins_109509", "initial_products": ["transactions"]})).json()
+            linked = await http.post("/api/connectors/plaid/exchange", json={
+                "public_token": public["public_token"],
+                "institution": {"name": "Tartan Bank", "institution_id": "ins_109509"}})
+            assert linked.status_code == 200, linked.text
+            for chat_id in alice.chats:
+                stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+                alice.events_before[chat_id] = len(stored)
+
+        url, headers = ws_as(live, f"bob-chat-{tag}", bob.token)
+        async with open_client(url, additional_headers=headers) as client:
+            await client.turn("hello")
+        yield live, alice, bob
+
+
+# ----------------------------------------------------------------------------- attacks
+
+Attack = Callable[[LiveServer, Alice, Person, Ledger], Awaitable[None]]
+
+
+async def attack_chats(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """GET / DELETE / HEAD of Alice's chats and their events, every token carrier."""
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            for chat_id in [*alice.chats, alice.running_chat]:
+                requests = [
+                    ("GET", f"/api/chats/{chat_id}", {}),
+                    ("HEAD", f"/api/chats/{chat_id}", {}),
+                    ("DELETE", f"/api/chats/{chat_id}", {}),
+                    ("GET", f"/api/chats/{chat_id}/events", {}),
+                    ("GET", f"/api/chats/{chat_id}/events", {"after_seq": 0, "limit": 1000}),
+                    ("GET", f"/api/chats/{chat_id}/events", {"after_seq": 1}),
+                    ("GET", f"/api/chats/{chat_id}/events", {"debug": "false"}),
+                    ("HEAD", f"/api/chats/{chat_id}/events", {}),
+                    ("GET", f"/api/chats/{chat_id}/rap-subscriptions", {}),
+                    ("HEAD", f"/api/chats/{chat_id}/rap-subscriptions", {}),
+                ]
+                for method, path, params in requests:
+                    response = await http.request(method, path, params=params)
+                    body_ok = method == "HEAD" or response.json()["error"]["code"] == "not_found"
+                    ledger.record(f"{carrier} {method} {path} {params}",
+                                  response.status_code == 404 and body_ok, shown(response))
+
+
+async def attack_listings(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """Caller-scoped listings: Bob sees his own, nothing of Alice's, even with her cursor."""
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            me = await http.get("/api/me")
+            ledger.record(f"{carrier} GET /api/me", me.status_code == 200
+                          and me.json()["id"] == bob.id, shown(me))
+            chats = await http.get("/api/chats")
+            ids = [chat["id"] for chat in chats.json()["chats"]]
+            ledger.record(f"{carrier} GET /api/chats", chats.status_code == 200
+                          and ids and all(i.startswith("bob-chat-") for i in ids), shown(chats))
+            paged = await http.get("/api/chats", params={"cursor": alice.cursor, "limit": 100})
+            ledger.record(f"{carrier} GET /api/chats?cursor=<alice's>",
+                          paged.status_code in (200, 400), shown(paged))
+            connectors = await http.get("/api/connectors")
+            plaid = next(c for c in connectors.json()["connectors"] if c["name"] == "plaid")
+            ledger.record(f"{carrier} GET /api/connectors", connectors.status_code == 200
+                          and plaid["connected"] is False, shown(connectors))
+
+
+async def attack_connectors(live: LiveServer, alice: Alice, bob: Person,
+                            ledger: Ledger) -> None:
+    """Bob's connect / disconnect / exchange touch his own accounts only."""
+    async with http_as(live, bob.token) as http:
+        gone = await http.delete("/api/connectors/plaid")
+        ledger.record("DELETE /api/connectors/plaid", gone.status_code == 200
+                      and gone.json()["connector"]["connected"] is False, shown(gone))
+        gone = await http.delete("/api/connectors/gmail")
+        ledger.record("DELETE /api/connectors/gmail", gone.status_code == 200, shown(gone))
+        started = await http.post("/api/connectors/gmail/connect")
+        state = parse_qs(urlsplit(started.json()["url"]).query)["state"][0]
+        ledger.record("POST /api/connectors/gmail/connect",
+                      started.status_code == 200 and state != alice.oauth_state, shown(started))
+        started = await http.post("/api/connectors/plaid/connect")
+        ledger.record("POST /api/connectors/plaid/connect", started.status_code == 200,
+                      shown(started))
+        exchange = await http.post("/api/connectors/plaid/exchange",
+                                   json={"public_token": "public-sandbox-not-bobs"})
+        ledger.record("POST /api/connectors/plaid/exchange (a token that is not his)",
+                      exchange.status_code in (400, 502), shown(exchange))
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            # Alice's Google sign-in landing in Bob's browser.
+            callback = await http.get(CALLBACK, params={"state": alice.oauth_state,
+                                                         "code": "4/alices-code"})
+            ledger.record(f"{carrier} GET {CALLBACK} with Alice's state",
+                          callback.status_code == 403, shown(callback))
+
+
+async def attack_rap_callback(live: LiveServer, alice: Alice, bob: Person,
+                              ledger: Ledger) -> None:
+    """A user's token is no callback token: nothing is delivered into anyone's turn."""
+    result = {"type": "tool_result", "group_id": alice.running_chat, "id": "call-1",
+              "result": "injected"}
+    for token in (bob.token, alice.running_turn, None):
+        async with http_as(live, None) as http:
+            params = {"token": token} if token else {}
+            answer = await http.post(RAP_CALLBACK, params=params, json=result)
+            ledger.record(f"POST {RAP_CALLBACK} token={token and token[:6]}",
+                          answer.status_code in (401, 404), shown(answer))
+
+
+async def attack_open_responses(live: LiveServer, alice: Alice, bob: Person,
+                                ledger: Ledger) -> None:
+    """Alice's Open Responses response: Bob can neither read it nor continue from it."""
+    async with http_as(live, alice.token) as http:
+        created = await http.post("/v1/responses", json={
+            "model": "switchboard", "input": "what are my account balances"})
+        assert created.status_code == 200, created.text
+        response_id = created.json()["id"]
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            read = await http.get(f"/v1/responses/{response_id}")
+            ledger.record(f"{carrier} GET /v1/responses/<alice's>", read.status_code == 404,
+                          shown(read))
+            chained = await http.post("/v1/responses", json={
+                "model": "switchboard", "input": "and what did I just ask?",
+                "previous_response_id": response_id})
+            ledger.record(f"{carrier} POST /v1/responses previous_response_id=<alice's>",
+                          chained.status_code == 404 and "balances" not in chained.text,
+                          shown(chained))
+
+
+async def attack_socket(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """Bob's sockets on Alice's chats: refused with 4403 before any data frame."""
+    for carrier in CARRIERS:
+        for chat_id in [*alice.chats, alice.running_chat]:
+            for query in ({}, {"after_seq": 0}, {"after_seq": 2}):
+                url, headers = ws_as(live, chat_id, bob.token, carrier, **query)
+                code, seen = await socket_refusal(url, headers)
+                ledger.record(f"{carrier} WS {chat_id} {query}", code == 4403, seen)
+
+
+async def attack_frames(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """From Bob's own chat: cancel Alice's running turn, replay, reuse her message id."""
+    url, headers = ws_as(live, f"bob-frames-{uuid.uuid4().hex[:6]}", bob.token)
+    async with open_client(url, additional_headers=headers) as client:
+        for turn_id in (alice.running_turn, *alice.turn_ids):
+            await client.send({"type": "cancel", "turn_id": turn_id})
+            answer = await client.recv()
+            ledger.record(f"cancel {turn_id}", answer["type"] == "error"
+                          and answer["code"] == "invalid_request", json.dumps(answer))
+        await client.send({"type": "resume", "after_seq": 0})
+        await client.send({"type": "ping"})
+        replay = await client.until("pong")
+        ledger.record("resume after_seq=0 on his own chat", len(replay) == 1,
+                      json.dumps(replay))
+        # Alice's idempotency key starts a turn of Bob's, never replays hers.
+        events = await client.turn("hello again", client_message_id=f"{alice.message_id}-0")
+        ledger.record("prompt with Alice's client_message_id",
+                      events[0]["text"] == "hello again" and events[0]["seq"] == 1,
+                      json.dumps(events))
+
+
+async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """The public routes answer anyone, with nothing of Alice's in them."""
+    for token in (bob.token, None):
+        async with http_as(live, token) as http:
+            for path in ("/healthz", "/readyz", "/metrics", "/", "/static/app.css"):
+                response = await http.get(path)
+                ledger.record(f"public GET {path}", response.status_code == 200,
+                              shown(response))
+
+
+ATTACKS: list[Attack] = [attack_chats, attack_listings, attack_connectors, attack_rap_callback,
+                         attack_open_responses, attack_socket, attack_frames, attack_public]
+
+
+# ----------------------------------------------------------------------------- the tests
+
+def served_routes(app: Any) -> set[tuple[str, str]]:
+    routes: set[tuple[str, str]] = set()
+    for route in app.routes:
+        if isinstance(route, Route):
+            routes |= {(method, route.path) for method in route.methods or () if method != "HEAD"}
+        elif isinstance(route, WebSocketRoute):
+            routes.add(("WS", route.path))
+        elif isinstance(route, Mount):
+            routes.add(("MOUNT", route.path))
+        else:
+            routes.add((type(route).__name__, str(getattr(route, "path", route))))
+    return routes
+
+
+async def start_running_turn(live: LiveServer, alice: Alice) -> asyncio.Task[list[Any]]:
+    """A turn of Alice's that runs while Bob attacks (and must not be cancelled by him)."""
+    alice.running_chat = f"{alice.chats[0]}-running"
+    url, headers = ws_as(live, alice.running_chat, alice.token)
+    started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def run() -> list[Any]:
+        async with open_client(url, additional_headers=headers) as client:
+            await client.send({"type": "prompt", "text": MULTI_AGENT})
+            first = await client.recv()
+            started.set_result(first["turn_id"])
+            return [first, *await client.until("end_of_stream", within=60)]
+
+    task = asyncio.create_task(run())
+    alice.running_turn = await asyncio.wait_for(started, 10)
+    alice.turn_ids.append(alice.running_turn)
+    return task
+
+
+def test_every_route_is_in_the_matrix_or_public(tmp_path: Path) -> None:
+    # The routes are fixed when the app is built, with every connector mode alike.
+    settings = load_settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/unused.db",
+                             data_dir=tmp_path, auth_mode="token")
+    served = served_routes(create_app(settings))
+    unlisted = served - MATRIX - PUBLIC
+    assert not unlisted, (f"routes in neither the access matrix nor PUBLIC: {sorted(unlisted)};"
+                          " attack them in tests/reliability/test_access_matrix.py")
+    stale = (MATRIX | PUBLIC) - served
+    assert not stale, f"the matrix lists routes the app no longer serves: {sorted(stale)}"
+
+
+async def test_bob_cannot_reach_anything_of_alices(
+        world: tuple[LiveServer, Alice, Person], record_property: Any) -> None:
+    live, alice, bob = world
+    running = await start_running_turn(live, alice)
+    ledger = Ledger(alice.secrets())
+    for attack in ATTACKS:
+        await attack(live, alice, bob, ledger)
+    ended = await running
+
+    failures = ledger.failures()
+    denied = len(ledger.attempts) - len(failures)
+    record_property("cross_user_attempts", len(ledger.attempts))
+    record_property("cross_user_denied", denied)
+    print(f"\ncross-user access attempts: {len(ledger.attempts)}, denied: {denied}")
+    assert not failures, "\n".join(f"{what}: {detail}" for what, _, detail in failures)
+    assert len(ledger.attempts) >= 130
+
+    # And Alice lost nothing: her running turn finished, her chats and bank are intact.
+    assert ended[-1]["type"] == "end_of_stream" and ended[-1]["status"] == "completed"
+    async with http_as(live, alice.token) as http:
+        for chat_id, count in alice.events_before.items():
+            stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+            assert len(stored) == count
+        listing = (await http.get("/api/connectors")).json()["connectors"]
+        plaid = next(c for c in listing if c["name"] == "plaid")
+        assert plaid["connected"] and plaid["account"]["institutions"] == ["Tartan Bank"]
+
+
+async def test_no_token_or_a_wrong_one_is_401_everywhere(
+        world: tuple[LiveServer, Alice, Person], record_property: Any) -> None:
+    live, alice, _bob = world
+    ledger = Ledger(alice.secrets())
+    chat_id = alice.chats[0]
+    # Every user-authenticated REST route of the matrix, with a concrete path.
+    requests = {
+        ("GET", "/api/me"): ("/api/me", {}),
+        ("GET", "/api/chats"): ("/api/chats", {}),
+        ("GET", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
+        ("DELETE", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
+        ("GET", "/api/chats/{chat_id}/events"): (f"/api/chats/{chat_id}/events", {}),
+        ("GET", "/api/chats/{chat_id}/rap-subscriptions"):
+            (f"/api/chats/{chat_id}/rap-subscriptions", {}),
+        ("GET", "/api/connectors"): ("/api/connectors", {}),
+        ("POST", "/api/connectors/plaid/exchange"): ("/api/connectors/plaid/exchange", {}),
+        ("POST", "/api/connectors/{name}/connect"): ("/api/connectors/gmail/connect", {}),
+        ("DELETE", "/api/connectors/{name}"): ("/api/connectors/plaid", {}),
+        ("GET", CALLBACK): (CALLBACK, {"state": alice.oauth_state, "code": "x"}),
+        ("POST", "/v1/responses"): ("/v1/responses", {}),
+        ("GET", "/v1/responses/{response_id}"): ("/v1/responses/resp_unknown", {}),
+    }
+    assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - {("WS", "/ws/chats/{chat_id}")}
+    for token in (None, "sb_" + "x" * 43, alice.token[:-1], "Bearer", "null"):
+        for carrier in CARRIERS:
+            async with http_as(live, token, carrier) as http:
+                for (method, _), (path, params) in requests.items():
+                    response = await http.request(method, path, params=params)
+                    ledger.record(f"{token!r} {carrier} {method} {path}",
+                                  response.status_code == 401, shown(response))
+            url, headers = ws_as(live, chat_id, token, carrier, after_seq=0)
+            code, seen = await socket_refusal(url, headers)
+            ledger.record(f"{token!r} {carrier} WS {chat_id}", code == 4401, seen)
+    failures = ledger.failures()
+    record_property("unauthenticated_attempts", len(ledger.attempts))
+    print(f"\nunauthenticated attempts: {len(ledger.attempts)}, "
+          f"denied: {len(ledger.attempts) - len(failures)}")
+    assert not failures, "\n".join(f"{what}: {detail}" for what, _, detail in failures)

@@ -1,0 +1,130 @@
+"""Two real server processes on one PostgreSQL and one Redis behave as one server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.ws.conftest import open_client
+
+MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+EPHEMERAL = {"llm_response_delta", "pong"}
+
+# Run on PostgreSQL only: several processes on one SQLite file is not a deployment we offer.
+pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
+
+
+def persisted(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [event for event in events if event["type"] not in EPHEMERAL]
+
+
+@pytest.fixture
+def pair(servers: Any, database_url: str, redis_url: str) -> tuple[Any, Any]:
+    first = servers(database_url, redis_url=redis_url, offline_delta_delay=0.01)
+    second = servers(database_url, redis_url=redis_url, offline_delta_delay=0.01)
+    first.start()
+    second.start()
+    return first, second
+
+
+async def test_sockets_on_both_instances_get_every_event_in_order(pair: Any) -> None:
+    first, second = pair
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id)) as here, \
+            open_client(second.ws_url(chat_id)) as there:
+        for client in (here, there):
+            await client.send({"type": "ping"})
+            await client.until("pong")
+        # A turn run by the first instance, then one run by the second.
+        sent = await here.turn(MULTI_AGENT)
+        seen = await there.until("suggested_prompts")
+        assert [e for e in seen if e["type"] != "pong"] == sent
+        sent = await there.turn("what are my account balances")
+        seen = await here.until("suggested_prompts")
+        assert [e for e in seen if e["type"] != "pong"] == sent
+    async with httpx.AsyncClient(base_url=second.http) as http:
+        stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+    assert [e["seq"] for e in stored] == list(range(1, len(stored) + 1))
+    assert len([e for e in stored if e["type"] == "end_of_stream"]) == 2
+
+
+async def test_resume_on_the_other_instance_mid_turn_misses_nothing(pair: Any) -> None:
+    first, second = pair
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id)) as client:
+        await client.send({"type": "prompt", "text": MULTI_AGENT})
+        before = await client.until("llm_response_delta")
+        for _ in range(4):
+            before.append(await client.recv())
+    last_seq = max(e["seq"] for e in before if e["seq"] is not None)
+    async with open_client(second.ws_url(chat_id, after_seq=last_seq)) as client:
+        after = await client.until("end_of_stream")
+    async with httpx.AsyncClient(base_url=first.http) as http:
+        stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+
+    seen = persisted(before) + persisted(after)
+    assert seen == stored[: len(seen)] and seen[-1]["type"] == "end_of_stream"
+    # The first delta after the resume redraws the message so far; the rest extend it.
+    final = next(e for e in after if e["type"] == "llm_response")["text"]
+    resumed = [e["delta"] for e in after if e["type"] == "llm_response_delta"]
+    assert resumed and "".join(resumed) == final
+    streamed_before = "".join(e["delta"] for e in before if e["type"] == "llm_response_delta")
+    assert resumed[0].startswith(streamed_before)
+
+
+async def test_cancel_reaches_the_instance_running_the_turn(pair: Any) -> None:
+    first, second = pair
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id)) as runner, \
+            open_client(second.ws_url(chat_id)) as remote:
+        await remote.send({"type": "ping"})
+        await remote.until("pong")
+        await runner.send({"type": "prompt", "text": "search the web for python asyncio"})
+        await remote.until("llm_response_delta")
+        await remote.send({"type": "cancel"})
+        ended_there = (await remote.until("end_of_stream"))[-1]
+        ended_here = (await runner.until("end_of_stream"))[-1]
+    assert ended_there["status"] == ended_here["status"] == "cancelled"
+    assert ended_there["seq"] == ended_here["seq"]
+
+
+async def test_one_turn_at_a_time_across_instances(pair: Any) -> None:
+    first, second = pair
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id)) as here, \
+            open_client(second.ws_url(chat_id)) as there:
+        await here.send({"type": "prompt", "text": MULTI_AGENT})
+        await here.until("user_prompt")
+        await there.send({"type": "prompt", "text": "what's in my inbox"})
+        refused = [e for e in await there.until("error") if e["type"] == "error"][-1]
+        assert refused["code"] == "turn_in_progress"
+        await here.until("end_of_stream")
+    async with httpx.AsyncClient(base_url=second.http) as http:
+        turns = (await http.get(f"/api/chats/{chat_id}")).json()["turns"]
+    assert [t["prompt"] for t in turns] == [MULTI_AGENT]
+
+
+async def test_an_orphaned_turn_is_closed_when_its_lease_expires(
+        servers: Any, database_url: str, redis_url: str) -> None:
+    first = servers(database_url, redis_url=redis_url, offline_delta_delay=0.05,
+                    turn_lease_seconds=1)
+    second = servers(database_url, redis_url=redis_url, turn_lease_seconds=1)
+    first.start()
+    second.start()
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id)) as client:
+        await client.send({"type": "prompt", "text": MULTI_AGENT})
+        await client.until("llm_response_delta")
+        first.kill()
+    await asyncio.sleep(1.5)  # the lease expires; nobody runs the turn any more
+    async with open_client(second.ws_url(chat_id, after_seq=0)) as client:
+        await client.send({"type": "prompt", "text": "what's in my inbox"})
+        events = await client.until("end_of_stream")  # the orphan's, closed by this prompt
+        events += await client.until("end_of_stream")  # the new turn's
+    ends = [e for e in events if e["type"] == "end_of_stream"]
+    assert [e["status"] for e in ends] == ["failed", "completed"]
+    assert [e["seq"] for e in persisted(events)] == list(range(1, len(persisted(events)) + 1))

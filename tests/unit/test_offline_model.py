@@ -1,0 +1,281 @@
+"""The offline demo model driving the real orchestrator through the real Agents SDK runner."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from agents import RunConfig, Runner
+from agents.result import RunResultStreaming
+
+from app.models.offline import (
+    OfflineModel,
+    OfflineModelProvider,
+    offline_suggestions,
+    offline_title,
+)
+from app.models.offline_planner import plan
+from app.models.offline_steps import date_range
+from app.settings import Settings
+from connectors.context import ChatContext, DemoStore
+from connectors.orchestrator import build_orchestrator
+from connectors.registry import load_connectors
+from connectors.responses import ToolResponse
+
+SETTINGS = Settings()
+CONNECTORS = load_connectors(SETTINGS)
+
+
+@dataclass
+class Turn:
+    result: RunResultStreaming
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    raw_types: list[str] = field(default_factory=list)
+    deltas: list[str] = field(default_factory=list)
+
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(e[1], e[2]) for e in self.events if e[0] == "call"]
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return [e[2] for e in self.events if e[0] == "output"]
+
+    def agents(self) -> list[str]:
+        return [e[1] for e in self.events if e[0] == "agent"]
+
+    def messages(self) -> list[str]:
+        return [e[1] for e in self.events if e[0] == "message"]
+
+
+async def run_turn(prompt: str | list[Any], *, store: DemoStore | None = None,
+                   user: str = "user-1", provider: OfflineModelProvider | None = None) -> Turn:
+    store = store or DemoStore()
+    context = ChatContext(user_id=user, chat_id="chat-1", turn_id="turn-1", settings=SETTINGS,
+                          demo=store.for_user(user))
+    result = Runner.run_streamed(
+        build_orchestrator(SETTINGS, CONNECTORS), input=prompt, context=context,
+        run_config=RunConfig(model_provider=provider or OfflineModelProvider(),
+                             tracing_disabled=True))
+    turn = Turn(result)
+    async for event in result.stream_events():
+        if event.type == "raw_response_event":
+            turn.raw_types.append(event.data.type)
+            if event.data.type == "response.output_text.delta":
+                turn.deltas.append(event.data.delta)
+        elif event.type == "agent_updated_stream_event":
+            turn.events.append(("agent", event.new_agent.name))
+        elif event.name == "handoff_occured":
+            turn.events.append(("handoff", event.item.source_agent.name,
+                                event.item.target_agent.name))
+        elif event.name == "tool_called":
+            raw = event.item.raw_item
+            turn.events.append(("call", raw.name, json.loads(raw.arguments), raw.call_id))
+        elif event.name == "tool_output":
+            turn.events.append(("output", event.item.raw_item["call_id"],
+                                event.item.output, event.item.raw_item["output"]))
+        elif event.name == "message_output_created":
+            text = "".join(part.text for part in event.item.raw_item.content)
+            turn.events.append(("message", text, event.item.agent.name))
+    return turn
+
+
+async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
+    turn = await run_turn("find sushi in Boston and email the list to bob@example.com")
+
+    handoffs = [e[1:] for e in turn.events if e[0] == "handoff"]
+    assert handoffs == [("Switchboard", "Yelp"), ("Yelp", "GMail")]
+    names = [name for name, _ in turn.calls()]
+    assert names == ["search_businesses_at_yelp", "send_google_email"]
+    search_args = turn.calls()[0][1]
+    assert search_args["term"] == "sushi"
+    assert search_args["location"] == "Boston, MA"
+
+    businesses = turn.outputs()[0]["response"]
+    assert businesses, "the demo has sushi in Boston"
+    send_args = turn.calls()[1][1]
+    assert send_args["to"] == ["bob@example.com"]
+    assert all(business["name"] in send_args["body"] for business in businesses)
+    sent = turn.outputs()[1]
+    assert sent["response_type"] == "send_google_email"
+    assert list(sent["response"]) == ["to", "cc", "bcc", "subject", "body"]
+
+    (text,) = turn.messages()
+    assert businesses[0]["name"] in text and "bob@example.com" in text
+    assert 20 <= len(text.split()) <= 70
+    assert turn.result.final_output == text
+    assert turn.result.last_agent.name == "GMail"
+
+
+@pytest.mark.parametrize(("prompt", "agent", "tools", "response_type"), [
+    ("what's in my inbox", "GMail", ["google_email_inbox"], "google_email_inbox"),
+    ("what are my account balances", "Plaid", ["get_accounts_at_plaid"],
+     "plaid_accounts_response"),
+    ("show my transactions from last week", "Plaid", ["get_transactions_at_plaid"],
+     "plaid_transactions_response"),
+    ("how much did I spend this month?", "Plaid", ["get_spending_summary_at_plaid"],
+     "plaid_spending_summary"),
+    ("find coffee near me", "Yelp", ["resolve_user_location", "search_businesses_at_yelp"],
+     "yelp_search_results"),
+    ("search the web for python asyncio", "Search", ["search_google"], "google_search_results"),
+])
+async def test_single_connector_prompts(prompt: str, agent: str, tools: list[str],
+                                        response_type: str) -> None:
+    turn = await run_turn(prompt)
+
+    assert turn.agents() == ["Switchboard", agent]
+    assert [name for name, _ in turn.calls()] == tools
+    assert turn.outputs()[-1]["response_type"] == response_type
+    (text,) = turn.messages()
+    assert 15 <= len(text.split()) <= 70
+
+
+async def test_transactions_last_week_asks_for_a_seven_day_range() -> None:
+    turn = await run_turn("show my transactions from last week")
+    (_, arguments), = turn.calls()
+    start, end, _ = date_range("last week", _today())
+    assert (arguments["start_date"], arguments["end_date"]) == (start, end)
+
+
+async def test_near_me_resolves_the_hidden_location_first() -> None:
+    turn = await run_turn("find coffee near me")
+
+    location, results = turn.outputs()
+    assert location["response_type"] == "user_location"
+    assert location["display_response"] is False
+    search_args = turn.calls()[1][1]
+    assert (search_args["latitude"], search_args["longitude"]) == (
+        location["response"]["latitude"], location["response"]["longitude"])
+    assert results["display_response"] is True
+    assert "Boston, MA" in turn.messages()[0]
+
+
+async def test_search_answer_cites_results() -> None:
+    turn = await run_turn("search the web for python asyncio")
+    output = turn.outputs()[0]
+    assert [chunk["id"] for chunk in output["content_chunks"]] == ["1", "2", "3", "4", "5"]
+    assert "[1]" in turn.messages()[0]
+
+
+async def test_greeting_and_help_are_answered_directly() -> None:
+    for prompt in ("hi", "help"):
+        turn = await run_turn(prompt)
+        assert turn.calls() == []
+        assert turn.agents() == ["Switchboard"]
+        assert "offline demo model" in turn.messages()[0]
+
+
+async def test_tool_answers_do_not_mention_the_offline_model() -> None:
+    turn = await run_turn("what's in my inbox")
+    assert "offline" not in turn.messages()[0].lower()
+
+
+async def test_stream_is_made_of_real_responses_events() -> None:
+    turn = await run_turn("what are my account balances")
+
+    # Three model calls: route, call the tool, answer; each a full Responses event stream.
+    assert turn.raw_types.count("response.created") == 3
+    assert turn.raw_types.count("response.completed") == 3
+    assert turn.raw_types.count("response.function_call_arguments.done") == 2
+    message_events = turn.raw_types[turn.raw_types.index("response.content_part.added") - 1:]
+    assert message_events[:2] == ["response.output_item.added", "response.content_part.added"]
+    assert message_events[-4:] == ["response.output_text.done", "response.content_part.done",
+                                   "response.output_item.done", "response.completed"]
+    assert len(turn.deltas) > 10  # one word per delta by default
+    assert "".join(turn.deltas) == turn.messages()[0]
+
+    usage = turn.result.context_wrapper.usage
+    assert usage.requests == 3
+    assert usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+
+
+async def test_words_per_delta_groups_words() -> None:
+    one = await run_turn("what are my account balances")
+    four = await run_turn("what are my account balances",
+                          provider=OfflineModelProvider(words_per_delta=4))
+    assert "".join(four.deltas) == "".join(one.deltas)
+    assert len(four.deltas) == -(-len(one.deltas) // 4)
+
+
+def test_model_knobs_are_validated() -> None:
+    with pytest.raises(ValueError):
+        OfflineModel(delta_delay=-1)
+    with pytest.raises(ValueError):
+        OfflineModel(words_per_delta=0)
+    model = OfflineModelProvider(delta_delay=0.01, words_per_delta=2).get_model("anything")
+    assert isinstance(model, OfflineModel)
+    assert (model.delta_delay, model.words_per_delta) == (0.01, 2)
+
+
+async def test_same_prompt_gives_the_same_events() -> None:
+    prompt = "find sushi in Boston and email the list to bob@example.com"
+    first, second = await run_turn(prompt), await run_turn(prompt)
+    assert first.events == second.events
+    assert first.deltas == second.deltas
+
+
+async def test_second_turn_continues_from_the_first_turn_history() -> None:
+    store = DemoStore()
+    first = await run_turn("find sushi in Boston and email the list to bob@example.com",
+                           store=store)
+    history = first.result.to_input_list()
+    second = await run_turn(history + [{"role": "user", "content": "show my sent emails"}],
+                            store=store)
+
+    assert second.agents() == ["Switchboard", "GMail"]
+    ((name, arguments),) = second.calls()
+    assert name == "google_email_search" and "in:sent" in arguments["query"]
+    subjects = [mail["subject"] for mail in second.outputs()[0]["response"]]
+    assert first.calls()[1][1]["subject"] in subjects
+    assert second.messages()
+
+
+async def test_non_streamed_run_uses_get_response() -> None:
+    context = ChatContext("user-1", "chat-1", "turn-1", SETTINGS, DemoStore().for_user("user-1"))
+    result = await Runner.run(build_orchestrator(SETTINGS, CONNECTORS),
+                              input="what's in my inbox", context=context,
+                              run_config=RunConfig(model_provider=OfflineModelProvider(),
+                                                   tracing_disabled=True))
+    assert "inbox" in result.final_output
+    assert result.last_agent.name == "GMail"
+    assert result.context_wrapper.usage.requests == 3
+
+
+async def test_every_tool_output_is_a_tool_response() -> None:
+    for prompt in ("what's in my inbox", "find coffee near me",
+                   "find sushi in Boston and email the list to bob@example.com"):
+        for output in (await run_turn(prompt)).outputs():
+            assert ToolResponse.from_dict(output).response_type == output["response_type"]
+
+
+def test_plan_splits_multi_part_requests() -> None:
+    assert plan("find sushi in Boston and email the list to bob@example.com") == [
+        ("yelp", "find sushi in Boston"), ("gmail", "email the list to bob@example.com")]
+    assert plan("what are my balances and transactions") == [
+        ("plaid", "what are my balances and transactions")]
+    assert plan("reply to bob@example.com saying see you then") == [
+        ("gmail", "reply to bob@example.com saying see you then")]
+    assert plan("who wrote Moby Dick") == [("search", "who wrote Moby Dick")]
+
+
+def test_suggestions_and_titles() -> None:
+    suggestions = offline_suggestions("find sushi in Boston", ["yelp_search_results"])
+    assert 1 <= len(suggestions) <= 4
+    assert suggestions == offline_suggestions("find sushi in Boston", ["yelp_search_results"])
+    assert offline_suggestions("hi", []) != []
+    assert len(offline_suggestions("x", ["google_email_inbox", "plaid_accounts_response",
+                                         "yelp_search_results", "error"])) == 4
+    assert offline_suggestions("anything", ["unknown_type"]) == []
+
+    assert offline_title("find sushi in Boston") == "Find sushi in Boston"
+    assert offline_title("  please, what's in my inbox?  ") == "What's in my inbox"
+    assert offline_title("") == "New chat"
+    long_title = offline_title("find me the very best and most wonderful sushi restaurants "
+                               "in the whole of Boston and then email them to bob@example.com")
+    assert len(long_title) <= 48
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()

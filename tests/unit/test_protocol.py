@@ -1,0 +1,361 @@
+"""websocket.protocol: client frame parsing, server event models, envelope and serialiser."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from pydantic import ValidationError
+
+from websocket import protocol
+from websocket.protocol import (
+    ENVELOPE_KEYS,
+    CancelFrame,
+    ErrorCode,
+    FrameError,
+    PingFrame,
+    PromptFrame,
+    ResumeFrame,
+    client_frame_json_schema,
+    encode,
+    envelope,
+    now_ts,
+    parse_client_frame,
+    server_event_json_schema,
+    validate_server_event,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "protocol.md"
+SHARED = REPO.parent / "shared" / "PROTOCOL.md"
+MAX = 32_000
+TS = "2025-01-31T12:00:00.123Z"
+
+
+def parse(text: str, max_prompt_chars: int = MAX) -> Any:
+    return parse_client_frame(text, max_prompt_chars=max_prompt_chars)
+
+
+def frame_error(text: str, max_prompt_chars: int = MAX) -> str:
+    with pytest.raises(FrameError) as info:
+        parse(text, max_prompt_chars)
+    message = info.value.message
+    assert str(info.value) == message
+    # Short and human: never a pydantic dump.
+    assert len(message) < 120 and "\n" not in message
+    assert "pydantic" not in message and "validation error" not in message.lower()
+    return message
+
+
+# --------------------------------------------------------------------------- client frames
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"type":"prompt","text":"hi"}', PromptFrame(text="hi")),
+        ('{"type":"prompt","text":"hi","client_message_id":"m1"}',
+         PromptFrame(text="hi", client_message_id="m1")),
+        ('{"type":"prompt","text":"hi","client_message_id":null}', PromptFrame(text="hi")),
+        ('{"type":"cancel"}', CancelFrame()),
+        ('{"type":"cancel","turn_id":null}', CancelFrame()),
+        ('{"type":"cancel","turn_id":"t1"}', CancelFrame(turn_id="t1")),
+        ('{"type":"resume","after_seq":0}', ResumeFrame(after_seq=0)),
+        ('{"type":"resume","after_seq":41}', ResumeFrame(after_seq=41)),
+        ('{"type":"ping"}', PingFrame()),
+        (' {"type": "ping"} \n', PingFrame()),
+        ('{"type":"prompt","text":"  padded  "}', PromptFrame(text="  padded  ")),
+        ('{"type":"prompt","text":"' + "x" * MAX + '"}', PromptFrame(text="x" * MAX)),
+    ],
+)
+def test_valid_frames(text: str, expected: Any) -> None:
+    assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["hello there", "what's {the} weather?", "{not json", "Ünïcödé ✓", "[1, 2", "'single'"],
+)
+def test_non_json_text_is_a_prompt(text: str) -> None:
+    assert parse(text) == PromptFrame(text=text)
+
+
+@pytest.mark.parametrize("text", ["42", '"hi"', "[1]", "null", "true", "1.5", "[]", "NaN"])
+def test_json_that_is_not_an_object(text: str) -> None:
+    assert frame_error(text) == "frame must be a JSON object"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"type":"foo"}', "unknown frame type 'foo'; expected prompt, cancel, resume or ping"),
+        ('{"type":"PROMPT","text":"x"}',
+         "unknown frame type 'PROMPT'; expected prompt, cancel, resume or ping"),
+        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume or ping"),
+        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume or ping"),
+        ("{}", "frame needs a 'type' field: prompt, cancel, resume or ping"),
+        ('{"type":"prompt","text":"hi","foo":1}', "unknown field 'foo' in prompt frame"),
+        ('{"type":"ping","x":true}', "unknown field 'x' in ping frame"),
+        ('{"type":"cancel","chat_id":"c"}', "unknown field 'chat_id' in cancel frame"),
+        ('{"type":"prompt"}', "prompt.text is required"),
+        ('{"type":"resume"}', "resume.after_seq is required"),
+        ('{"type":"prompt","text":""}', "prompt.text must be 1..32000 characters"),
+        ('{"type":"prompt","text":"' + "x" * (MAX + 1) + '"}',
+         "prompt.text must be 1..32000 characters"),
+        ('{"type":"prompt","text":42}', "prompt.text must be a string"),
+        ('{"type":"prompt","text":["a"]}', "prompt.text must be a string"),
+        ('{"type":"prompt","text":"   \\n\\t "}', "prompt.text must not be blank"),
+        ('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 65 + '"}',
+         "prompt.client_message_id must be a string of 1..64 characters"),
+        ('{"type":"prompt","text":"hi","client_message_id":""}',
+         "prompt.client_message_id must be a string of 1..64 characters"),
+        ('{"type":"prompt","text":"hi","client_message_id":7}',
+         "prompt.client_message_id must be a string of 1..64 characters"),
+        ('{"type":"cancel","turn_id":3}', "cancel.turn_id must be a string or null"),
+        ('{"type":"resume","after_seq":-1}', "resume.after_seq must be an integer >= 0"),
+        ('{"type":"resume","after_seq":"5"}', "resume.after_seq must be an integer >= 0"),
+        ('{"type":"resume","after_seq":true}', "resume.after_seq must be an integer >= 0"),
+        ('{"type":"resume","after_seq":1.5}', "resume.after_seq must be an integer >= 0"),
+        ('{"type":"resume","after_seq":null}', "resume.after_seq must be an integer >= 0"),
+    ],
+)
+def test_invalid_frames(text: str, message: str) -> None:
+    assert frame_error(text) == message
+
+
+def test_client_message_id_of_64_chars_is_accepted() -> None:
+    frame = parse('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 64 + '"}')
+    assert frame == PromptFrame(text="hi", client_message_id="m" * 64)
+
+
+def test_prompt_limit_is_the_configured_one() -> None:
+    assert parse("x" * 10, max_prompt_chars=10) == PromptFrame(text="x" * 10)
+    assert frame_error("x" * 11, max_prompt_chars=10) == "prompt.text must be 1..10 characters"
+    assert frame_error('{"type":"prompt","text":"' + "x" * 11 + '"}', max_prompt_chars=10) == (
+        "prompt.text must be 1..10 characters")
+    # A deployment may allow more than the default.
+    big = "y" * (MAX + 5)
+    assert parse(json.dumps({"type": "prompt", "text": big}), max_prompt_chars=MAX * 2).text == big
+
+
+def test_limit_counts_characters_not_bytes() -> None:
+    assert parse("é" * 10, max_prompt_chars=10).text == "é" * 10
+
+
+@pytest.mark.parametrize("text", ["   ", "\n", " \t \r\n"])
+def test_blank_plain_text_is_rejected(text: str) -> None:
+    assert frame_error(text) == "prompt.text must not be blank"
+
+
+def test_deeply_nested_json_does_not_crash() -> None:
+    text = "[" * 20_000
+    assert parse(text).type == "prompt"  # not JSON: taken as text, like any other
+
+
+def test_frame_error_is_a_value_error() -> None:
+    assert issubclass(FrameError, ValueError)
+
+
+def test_client_frame_schema_has_every_frame() -> None:
+    schema = client_frame_json_schema()
+    assert set(schema["discriminator"]["mapping"]) == {"prompt", "cancel", "resume", "ping"}
+    prompt = schema["$defs"]["PromptFrame"]
+    assert prompt["additionalProperties"] is False
+    assert prompt["properties"]["text"]["maxLength"] == MAX
+
+
+# --------------------------------------------------------------------------- server events
+
+CHAT = "6f1c2a7e-3b1d-4c1e-9f0a-2d5b8c9e0a11"
+TOOL_RESPONSE = {
+    "response_type": "yelp_search_results", "agent_name": "Yelp", "friendly_name": "Searching Yelp",
+    "response": [{"name": "Oishii"}], "display_response": True,
+    "display_as": [{"type": "markdown", "content": "**Oishii**"}],
+    "content_chunks": [{"id": "1", "title": "Oishii", "url": "https://x", "snippet": "sushi"}],
+    "debug_info": {"latency_ms": 120},
+}
+
+# (type, turn_id, seq, payload): one valid event of each type.
+VALID: list[tuple[str, str | None, int | None, dict[str, Any]]] = [
+    ("user_prompt", "t1", 1, {"text": "hi", "client_message_id": None}),
+    ("user_prompt", "t1", 1, {"text": "hi", "client_message_id": "m1"}),
+    ("handoff", "t1", 2, {"from_agent": "Switchboard", "to_agent": "Yelp"}),
+    ("agent_updated", "t1", 3, {"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"}),
+    ("tool_call", "t1", 4, {"call_id": "c1", "name": "search", "description": "Searching Yelp",
+                            "arguments": {"term": "sushi"}, "current_agent": "Yelp"}),
+    ("tool_output", "t1", 5, {"call_id": "c1", "output": TOOL_RESPONSE, "current_agent": "Yelp"}),
+    ("tool_output", "t1", 5, {"call_id": "c1", "current_agent": "Yelp", "output": {
+        k: v for k, v in TOOL_RESPONSE.items() if k != "debug_info"}}),
+    ("llm_response_delta", "t1", None, {"delta": "Hel", "current_agent": "Yelp"}),
+    ("llm_response", "t1", 6, {"text": "Hello", "current_agent": "Yelp"}),
+    ("error", "t1", 7, {"code": "tool_error", "message": "boom", "retryable": False}),
+    ("error", None, None, {"code": "invalid_request", "message": "bad", "retryable": False}),
+    ("end_of_stream", "t1", 8, {"status": "completed", "usage": {
+        "input_tokens": 1, "output_tokens": 2, "total_tokens": 3, "requests": 1}}),
+    ("suggested_prompts", "t1", 9, {"prompts": ["a", "b", "c", "d"]}),
+    ("suggested_prompts", "t1", 9, {"prompts": []}),
+    ("pong", None, None, {}),
+]
+
+
+@pytest.mark.parametrize(("type_", "turn_id", "seq", "payload"), VALID)
+def test_valid_server_events(type_: str, turn_id: str | None, seq: int | None,
+                             payload: dict[str, Any]) -> None:
+    event = envelope(type_, CHAT, turn_id, seq, payload, TS)
+    model = validate_server_event(event)
+    assert model.type == type_  # type: ignore[attr-defined]
+    assert json.loads(encode(event)) == event
+
+
+def test_every_event_type_has_a_valid_example() -> None:
+    mapping = server_event_json_schema()["discriminator"]["mapping"]
+    assert set(mapping) == {row[0] for row in VALID}
+
+
+def _with(base: int, **changes: Any) -> dict[str, Any]:
+    type_, turn_id, seq, payload = VALID[base]
+    event = envelope(type_, CHAT, turn_id, seq, payload, TS)
+    event.update(changes)
+    return {k: v for k, v in event.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        _with(7, seq=3),  # a delta is never numbered
+        _with(4, seq=None),  # a tool_call is persisted
+        _with(4, seq=0),  # seqs start at 1
+        _with(4, turn_id=None),
+        _with(4, seq=_DROP),
+        _with(4, arguments="{}"),  # arguments is an object
+        _with(4, extra=1),
+        _with(9, seq=None),  # a turn error has a seq
+        _with(10, seq=4),  # a connection error has none
+        _with(9, code="kaboom"),
+        _with(9, retryable="no"),
+        _with(11, status="done"),
+        _with(12, prompts=["1", "2", "3", "4", "5"]),
+        _with(14, turn_id="t1"),
+        _with(8, ts="2025-01-31T12:00:00Z"),  # milliseconds are required
+        _with(8, ts="2025-01-31 12:00:00.123"),
+        _with(8, chat_id="bad id!"),
+        _with(5, output={"response_type": "x"}),
+        _with(5, output={**TOOL_RESPONSE, "display_as": [{"type": "hologram", "content": ""}]}),
+        _with(0, client_message_id="m" * 65),
+        _with(0, type="user_promptx"),
+    ],
+)
+def test_invalid_server_events(event: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        validate_server_event(event)
+
+
+def test_error_codes_are_those_of_the_protocol() -> None:
+    text = DOC.read_text()
+    section = text.split("## 5. Errors", 1)[1].split("## 6.", 1)[0]
+    codes = re.findall(r"`([a-z_]+)`", section.split("`code` values:", 1)[1].split(".", 1)[0])
+    assert set(get_args(ErrorCode)) == set(codes)
+    assert len(codes) == 12
+
+
+# --------------------------------------------------------------------------- envelope, ts, encode
+
+def test_envelope_key_order() -> None:
+    event = envelope("llm_response", CHAT, "t1", 5, {"text": "x", "current_agent": "A"}, TS)
+    assert list(event) == [*ENVELOPE_KEYS, "text", "current_agent"]
+    assert list(json.loads(encode(event))) == list(event)
+    assert encode(event).startswith('{"type":"llm_response","chat_id":')
+
+
+def test_envelope_defaults_ts_to_now() -> None:
+    event = envelope("pong", CHAT, None, None, {})
+    assert re.fullmatch(protocol.TS_PATTERN, event["ts"])
+
+
+def test_envelope_refuses_payload_that_shadows_the_envelope() -> None:
+    with pytest.raises(ValueError, match="seq"):
+        envelope("llm_response", CHAT, "t1", 5, {"seq": 9, "text": "x"}, TS)
+
+
+def test_now_ts_format() -> None:
+    ts = now_ts()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", ts)
+    parsed = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    assert parsed.tzinfo is not None and parsed.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+    assert abs((datetime.now(UTC) - parsed).total_seconds()) < 5
+
+
+ROUND_TRIP = [
+    envelope("tool_output", CHAT, "t1", 5, {"call_id": "c", "output": TOOL_RESPONSE,
+                                            "current_agent": "Yelp"}, TS),
+    envelope("llm_response_delta", CHAT, "t1", None,
+             {"delta": "café ✓ 😀 \"quoted\" \\ \n\t \u2028 \x00", "current_agent": "A"}, TS),
+    {"nested": {"list": [1, 2.5, -3, 1e300, True, False, None, [], {}], "big": 2**62}},
+]
+
+
+@pytest.mark.parametrize("event", ROUND_TRIP)
+def test_encode_round_trips(event: dict[str, Any]) -> None:
+    text = encode(event)
+    assert isinstance(text, str)
+    assert json.loads(text) == event
+
+
+def test_encode_is_compact_utf8() -> None:
+    text = encode({"a": "é", "b": [1, 2]})
+    assert text == '{"a":"é","b":[1,2]}'
+
+
+def test_encode_nan_becomes_null() -> None:
+    assert json.loads(encode({"x": float("nan"), "y": float("inf")})) == {"x": None, "y": None}
+
+
+def test_encode_stringifies_int_keys() -> None:
+    assert json.loads(encode({"m": {1: "a"}})) == {"m": {"1": "a"}}
+
+
+def test_encode_rejects_non_json_values() -> None:
+    with pytest.raises(TypeError):
+        encode({"x": object()})
+
+
+@pytest.mark.parametrize("backend", ["_encode_pydantic", "_encode_orjson"])
+def test_backends_agree(backend: str) -> None:
+    if backend == "_encode_orjson" and protocol._orjson is None:
+        pytest.skip("orjson not installed")
+    fn = getattr(protocol, backend)
+    for event in ROUND_TRIP:
+        assert json.loads(fn(event)) == event
+    assert fn({"a": "é"}) == '{"a":"é"}'
+    with pytest.raises(TypeError):
+        fn({"x": object()})
+
+
+# --------------------------------------------------------------------------- docs/protocol.md
+
+def _json_blocks(markdown: str) -> list[dict[str, Any]]:
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", markdown, re.S)]
+
+
+def test_doc_examples_are_valid() -> None:
+    examples = DOC.read_text().split("\n## Examples\n", 1)[1]
+    client, server = examples.split("### Server events", 1)
+    frames = [parse(json.dumps(block)) for block in _json_blocks(client)]
+    assert {frame.type for frame in frames} == {"prompt", "cancel", "resume", "ping"}
+    events = _json_blocks(server)
+    for event in events:
+        validate_server_event(event)
+    assert {e["type"] for e in events} == {row[0] for row in VALID}
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="shared/PROTOCOL.md is not beside the repo")
+def test_doc_mirrors_the_shared_contract() -> None:
+    doc = DOC.read_text()
+    body = doc.split("-->\n\n", 1)[1].split("\n## Examples\n", 1)[0]
+    assert body.rstrip() == SHARED.read_text().rstrip()
