@@ -20,6 +20,19 @@ async def send(page: Page, text: str) -> None:
     await page.press("#prompt", "Enter")
 
 
+async def retry_now(page: Page) -> None:
+    """Press "Retry now" unless the page's own backoff has already reconnected.
+
+    Checking and clicking in one step inside the page: a separate visibility check and
+    click would race the automatic reconnect, which may hide the banner in between.
+    """
+    await page.evaluate("""() => {
+        if (!document.getElementById('banner').hidden) {
+            document.getElementById('banner-action').click();
+        }
+    }""")
+
+
 async def wait_turns_ended(page: Page, count: int) -> None:
     """Until ``count`` turns have their end_of_stream (any status)."""
     await page.wait_for_function(

@@ -18,7 +18,7 @@ from playwright.async_api import Browser, Page, async_playwright
 from app.settings import load_settings
 from storage.migrate import upgrade
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.browser.pages import open_ui, send, wait_chips
+from tests.browser.pages import open_ui, retry_now, send, wait_chips
 from tests.browser.proxy import dropping_proxy
 from tests.ws.conftest import LiveServer, serve
 
@@ -115,7 +115,7 @@ async def slow_states(browser: Browser, live: LiveServer) -> None:
         await page.wait_for_timeout(600)
         await shoot(page, "reconnecting.png")
         proxy.refusing = False
-        await page.click("#banner-action")
+        await retry_now(page)
         await wait_chips(page)
         await page.context.close()
 

@@ -16,6 +16,7 @@ from tests.browser.pages import (
     chat_id_of,
     open_ui,
     rest_events,
+    retry_now,
     send,
     wait_chips,
     wait_turns_ended,
@@ -139,7 +140,7 @@ async def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(
         else:
             await page.wait_for_timeout(300)
         proxy.refusing = False
-        await page.click("#banner-action")  # "Retry now"
+        await retry_now(page)
         await banner.wait_for(state="hidden")
         assert await page.get_attribute("#conn-status", "data-state") == "online"
         await wait_chips(page)
@@ -175,7 +176,7 @@ async def test_a_prompt_typed_while_offline_is_sent_once_the_connection_is_back(
         assert "Waiting for the connection" in await pending.inner_text()
 
         proxy.refusing = False
-        await page.click("#banner-action")
+        await retry_now(page)
         await wait_chips(page, turns=2)
         assert await pending.count() == 0
         prompts = [e["text"] for e in await rest_events(live, chat_id_of(page))
