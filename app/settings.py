@@ -55,7 +55,9 @@ class Settings(BaseSettings):
     tracing: bool = False
     timezone: str = "UTC"
     locale: str = Field("en-US", min_length=2, max_length=35, pattern=r"^[A-Za-z0-9-]+$")
-    offline_delta_delay: float = Field(0.0, ge=0, le=5)
+    # The offline demo model streams a word every 20 ms, about a real model's pace, so a
+    # person trying `make run` sees the answer stream; tests and benchmarks set their own.
+    offline_delta_delay: float = Field(0.02, ge=0, le=5)
     connector_modes: Annotated[dict[str, ConnectorMode], NoDecode] = Field(default_factory=dict)
     expose_debug_info: bool = False
     max_frame_bytes: int = Field(64 * 1024, ge=1024)

@@ -274,7 +274,7 @@ class ConnectorContract:
     @pytest.mark.asyncio
     async def test_not_connected_returns_the_connect_card(self) -> None:
         if not self.connector.needs_account:
-            pytest.skip(f"{self.connector.name} has no per-user account")
+            return await self._answers_without_an_account()
         expected = self.connector.connect_card().response_type
         async with harness(self.demo_settings()) as kit:
             # Demo: after the user disconnected it.
@@ -292,6 +292,17 @@ class ConnectorContract:
                     output = await call_tool(self.connector, name, kit.context(live),
                                              self.arguments(tool))
                     assert output["response_type"] == expected, f"{name} (live): {output}"
+
+    async def _answers_without_an_account(self) -> None:
+        """A connector that declares no per-user account must never ask for one."""
+        async with harness(self.demo_settings()) as kit:
+            for name, tool in tools_of(self.connector).items():
+                output = await call_tool(self.connector, name, kit.context(),
+                                         self.arguments(tool))
+                self.check_response(name, output)
+                assert output["response_type"] not in ACCOUNT_NEEDED_TYPES, (
+                    f"{name} asked for an account, but {self.connector.name} declares "
+                    f"needs_account=False: {output}")
 
     @pytest.mark.asyncio
     async def test_client_failures_become_error_responses(self) -> None:

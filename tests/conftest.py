@@ -34,6 +34,10 @@ from storage.engine import Database
 from storage.migrate import upgrade
 from storage.models import Base
 
+# Turns with the offline model are instant unless a test asks for a pace of its own; the
+# setting is read from the environment, so subprocess servers inherit this too.
+os.environ.setdefault("SWITCHBOARD_OFFLINE_DELTA_DELAY", "0")
+
 POSTGRES_URL = os.environ.get(
     "SWITCHBOARD_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
