@@ -287,6 +287,12 @@ def offline_suggestions(prompt: str, response_types: list[str]) -> list[str]:
 _TITLE_FILLER = re.compile(r"^(please|can you|could you|would you|hey|hi|ok|okay)[, ]+", re.I)
 
 
+_TITLE_WORDS = 7
+_DANGLING = frozenset(
+    "a an and the my your our their his her its of to in on at for from with by about "
+    "or but then also me us".split())
+
+
 def offline_title(prompt: str) -> str:
     """A short chat title from the first prompt ("Find sushi in Boston")."""
     text = " ".join(prompt.split())
@@ -299,7 +305,12 @@ def offline_title(prompt: str) -> str:
         return "Getting started"
     clause = plan(text)[0][1] if len(text) > 48 else text
     words = clause.split()
-    title = " ".join(words[:7])
+    if len(words) > _TITLE_WORDS:
+        # A cut title should not end on "and my": drop the words that lead nowhere.
+        words = words[:_TITLE_WORDS]
+        while len(words) > 1 and words[-1].lower() in _DANGLING:
+            words.pop()
+    title = " ".join(words)
     if len(title) > 48:
         title = title[:47].rstrip() + "…"
     return title[0].upper() + title[1:]

@@ -272,6 +272,11 @@ def test_suggestions_and_titles() -> None:
     assert offline_title("find sushi in Boston") == "Find sushi in Boston"
     assert offline_title("  please, what's in my inbox?  ") == "What's in my inbox"
     assert offline_title("") == "New chat"
+    assert offline_title("what are my account balances and my spending this month") == \
+        "What are my account balances"
+    assert offline_title("show the last ten emails from the team") == \
+        "Show the last ten emails"
+    assert offline_title("email the list to my friend") == "Email the list to my friend"
     long_title = offline_title("find me the very best and most wonderful sushi restaurants "
                                "in the whole of Boston and then email them to bob@example.com")
     assert len(long_title) <= 48
