@@ -204,6 +204,8 @@ def _follow_up(call: PastCall | None) -> str:
         return "Want me to try something else?"
     if call.name in {"send_google_email", "reply_to_google_email"}:
         return "Is there anything else you'd like me to send or look up?"
+    if call.name == "get_spending_summary_at_plaid":
+        return "Want the transactions behind one of these categories, or a longer range?"
     return {
         "gmail": "Want me to open one of them or draft a reply?",
         "plaid": "Want a breakdown by category or a longer date range?",

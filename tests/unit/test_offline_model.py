@@ -138,6 +138,13 @@ async def test_transactions_last_week_asks_for_a_seven_day_range() -> None:
     assert (arguments["start_date"], arguments["end_date"]) == (start, end)
 
 
+async def test_a_spending_summary_does_not_offer_the_breakdown_it_just_gave() -> None:
+    turn = await run_turn("how much did I spend by category")
+    assert turn.outputs()[-1]["response_type"] == "plaid_spending_summary"
+    (text,) = turn.messages()
+    assert "by category" not in text and "transactions behind" in text
+
+
 async def test_near_me_resolves_the_hidden_location_first() -> None:
     turn = await run_turn("find coffee near me")
 
