@@ -99,7 +99,7 @@ def _rate(seconds: list[float], word_count: int) -> dict[str, float]:
             "runs": len(seconds)}
 
 
-async def run(work_dir: Path, *, runs: int = 3, word_count: int = WORDS) -> dict[str, Any]:
+async def run(work_dir: Path, *, runs: int = 5, word_count: int = WORDS) -> dict[str, Any]:
     directory = work_dir / "streaming"
     directory.mkdir()
     url = sqlite_url(directory)
