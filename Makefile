@@ -23,8 +23,11 @@ migrate: $(STAMP)
 run: $(STAMP)
 	$(BIN)/switchboard serve --host $(HOST) --port $(PORT)
 
+# Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) browser-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
 browser-deps:
