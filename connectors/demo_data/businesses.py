@@ -239,11 +239,13 @@ def reviews(business: dict[str, Any], today: date) -> list[dict[str, Any]]:
     cuisine = next(c for c in CUISINES if c.alias == business["_cuisine"])
     anchor = datetime.combine(today, time(0, 0))
     out = []
-    for index, user in enumerate(rng.sample(_REVIEWERS, 3)):
+    # Sampled, not chosen: three reviews of one place never share a sentence.
+    parts = zip(rng.sample(_REVIEWERS, 3), rng.sample(_OPENERS, 3),
+                rng.sample(cuisine.praise, 3), rng.sample(_CLOSERS, 3), strict=True)
+    for index, (user, opener, praise, closer) in enumerate(parts):
         review_id = stable_id("review", business["id"], index, length=22, alphabet=BASE62)
         rating = max(1, min(5, round(business["rating"] + rng.uniform(-1.2, 0.8))))
-        text = (f"{rng.choice(_OPENERS)} {rng.choice(cuisine.praise)}. "
-                f"{rng.choice(_CLOSERS)}")
+        text = f"{opener} {praise}. {closer}"
         created = anchor - timedelta(days=rng.randint(2, 20) + index * 15,
                                      minutes=rng.randint(0, 1439))
         out.append({

@@ -18,6 +18,7 @@ from app.models.offline import OfflineModelProvider
 from app.settings import Settings
 from connectors.adapters import to_plain_text
 from connectors.context import ChatContext, DemoStore
+from connectors.demo_data.businesses import all_businesses, reviews
 from connectors.orchestrator import ORCHESTRATOR_NAME, build_orchestrator
 from connectors.registry import Connector, load_connectors, tool_descriptions
 from connectors.responses import ToolResponse
@@ -346,6 +347,13 @@ async def test_yelp_reviews_and_errors() -> None:
     assert "the demo covers" in nowhere["error_message"]
     unknown = await invoke("yelp", "get_business_reviews_at_yelp", business_id="nope")
     assert "search Yelp first" in unknown["error_message"]
+
+
+def test_no_two_reviews_of_a_place_share_a_sentence() -> None:
+    for business in all_businesses():
+        sentences = [sentence for review in reviews(business, date(2026, 11, 23))
+                     for sentence in review["text"].split(". ")]
+        assert len(sentences) == len(set(sentences)), (business["name"], sentences)
 
 
 async def test_user_location_is_hidden() -> None:
