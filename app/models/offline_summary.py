@@ -202,6 +202,8 @@ def _follow_up(call: PastCall | None) -> str:
     role = TOOL_ROLE.get(call.name) if call else None
     if call is None or call.failed:
         return "Want me to try something else?"
+    if (call.output or "").startswith(NOT_CONNECTED):
+        return ""  # its sentence already says what to do: connect, then ask again
     if call.name in {"send_google_email", "reply_to_google_email"}:
         return "Is there anything else you'd like me to send or look up?"
     if call.name == "get_spending_summary_at_plaid":
@@ -222,8 +224,8 @@ def summarize(transcript: Transcript, notes: Sequence[str]) -> str:
     if not sentences:
         return "I couldn't find anything to act on there. Could you tell me a bit more?"
     text = " ".join(sentences)
-    if len(text.split()) < 30:
-        text += " " + _follow_up(calls[-1] if calls else None)
+    if len(text.split()) < 30 and (follow_up := _follow_up(calls[-1] if calls else None)):
+        text += " " + follow_up
     return text
 
 

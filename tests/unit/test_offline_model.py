@@ -19,6 +19,8 @@ from app.models.offline import (
 )
 from app.models.offline_planner import plan
 from app.models.offline_steps import date_range
+from app.models.offline_summary import NOT_CONNECTED, summarize
+from app.models.offline_transcript import PastCall, Transcript
 from app.settings import Settings
 from connectors.context import ChatContext, DemoStore
 from connectors.orchestrator import build_orchestrator
@@ -143,6 +145,14 @@ async def test_a_spending_summary_does_not_offer_the_breakdown_it_just_gave() ->
     assert turn.outputs()[-1]["response_type"] == "plaid_spending_summary"
     (text,) = turn.messages()
     assert "by category" not in text and "transactions behind" in text
+
+
+def test_a_connect_card_gets_no_follow_up_offer() -> None:
+    card = PastCall("c1", "get_spending_summary_at_plaid", {},
+                    f"{NOT_CONNECTED} a bank account. Ask them to connect it.")
+    text = summarize(Transcript(prompt="how much did I spend", calls=(card,), size=2), [])
+    assert text == ("I need access to that account first: use the **Connect** button on "
+                    "the card above, then ask me again.")
 
 
 async def test_near_me_resolves_the_hidden_location_first() -> None:
