@@ -7,7 +7,9 @@
 ``POST /api/connectors/plaid/exchange`` Plaid Link's ``public_token`` → a linked bank
 ``GET /oauth/google/callback``          Google sends the browser back here with the code
 
-Same auth and origin checks as the rest of the API. The shapes are documented in
+Same auth and origin checks as the rest of the API, except the Google callback: Google's
+redirect carries no token, so it is accepted from the state's signed-in user or from the
+browser that pressed Connect (the ``sb_oauth`` binding cookie). The shapes are documented in
 ``docs/protocol.md`` ("Connector endpoints"). Credentials are Fernet-encrypted by
 ``storage.accounts``; nothing here returns or logs a token.
 """
@@ -48,6 +50,8 @@ from storage.records import ConnectedAccount, UserRecord
 logger = logging.getLogger("switchboard.connectors")
 
 CALLBACK_PATH = "/oauth/google/callback"
+# Binds a Google flow to the browser that started it; its hash is sealed in the state.
+BINDING_COOKIE = "sb_oauth"
 _GOOGLE_ERROR = re.compile(r"[a-z_]{1,40}")
 
 
@@ -120,10 +124,21 @@ async def list_connectors(request: Request) -> Response:
 
 # ----------------------------------------------------------------------------- connect
 
-LiveFlow = Callable[[Request, Services, UserRecord], Awaitable[dict[str, Any]]]
+LiveFlow = Callable[[Request, Services, UserRecord], Awaitable[Response]]
 
 
-async def _start_google(request: Request, services: Services, user: UserRecord) -> dict[str, Any]:
+def _bind_browser(response: Response, request: Request, nonce: str) -> None:
+    """Give the starting browser the flow's nonce, for the callback to check.
+
+    Lax, so it comes back on Google's top-level redirect; HttpOnly and limited to the
+    callback path, since nothing else needs it; it lives as long as the state does.
+    """
+    response.set_cookie(BINDING_COOKIE, nonce, max_age=google.STATE_MAX_AGE,
+                        path=CALLBACK_PATH, secure=request.url.scheme == "https",
+                        httponly=True, samesite="lax")
+
+
+async def _start_google(request: Request, services: Services, user: UserRecord) -> Response:
     settings = services.settings
     redirect_uri = settings.google_redirect_uri
     if redirect_uri is None:
@@ -133,20 +148,23 @@ async def _start_google(request: Request, services: Services, user: UserRecord) 
                            "request; set SWITCHBOARD_GOOGLE_REDIRECT_URI")
         redirect_uri = origin + CALLBACK_PATH
     verifier = google.new_verifier()
-    state = google.pack_state(services.fernet,
-                              google.PendingAuthorization(user.id, verifier, redirect_uri))
-    return {"status": "redirect",
-            "url": google.authorization_url(settings, state, verifier, redirect_uri)}
+    nonce, browser_hash = google.new_browser_binding()
+    state = google.pack_state(services.fernet, google.PendingAuthorization(
+        user.id, verifier, redirect_uri, browser_hash))
+    response = JSONResponse({"status": "redirect", "url": google.authorization_url(
+        settings, state, verifier, redirect_uri)})
+    _bind_browser(response, request, nonce)
+    return response
 
 
-async def _start_plaid(request: Request, services: Services, user: UserRecord) -> dict[str, Any]:
+async def _start_plaid(request: Request, services: Services, user: UserRecord) -> Response:
     api = plaid.api_for(services.http, services.settings)
     try:
         token = await api.create_link_token(user.id, "Switchboard")
     except ServiceError as exc:
         raise _upstream(exc) from None
-    return {"status": "link_token", "link_token": token.get("link_token"),
-            "expiration": token.get("expiration")}
+    return JSONResponse({"status": "link_token", "link_token": token.get("link_token"),
+                         "expiration": token.get("expiration")})
 
 
 LIVE_FLOWS: dict[str, LiveFlow] = {"gmail": _start_google, "plaid": _start_plaid}
@@ -165,7 +183,7 @@ async def connect(request: Request) -> Response:
         if flow is None:
             raise ApiError(400, "invalid_request", f"{connector.name} has no live connection "
                            "flow in this server; run it in demo mode")
-        return JSONResponse(await flow(request, services, user))
+        return await flow(request, services, user)
     # Connectors without a per-user account (server keys) are always connected.
     return JSONResponse({"status": "connected",
                          "connector": await _described(services, user, connector)})
@@ -321,6 +339,14 @@ async def _gmail_address(services: Services, access_token: str) -> str:
 
 
 async def google_callback(request: Request) -> Response:
+    response = await _google_callback(request)
+    # Used once: whatever the outcome, another try starts at Connect with a new nonce.
+    response.delete_cookie(BINDING_COOKIE, path=CALLBACK_PATH,
+                           secure=request.url.scheme == "https", httponly=True, samesite="lax")
+    return response
+
+
+async def _google_callback(request: Request) -> Response:
     services = services_of(request)
     settings = services.settings
     if not check_host(request, settings):
@@ -330,13 +356,17 @@ async def google_callback(request: Request) -> Response:
         pending = google.unpack_state(services.fernet, query.get("state") or "")
     except google.InvalidState as exc:
         return _page(400, "Gmail was not connected", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
+    # Google's redirect carries no token (the UI keeps it out of cookies), so the browser
+    # that pressed Connect proves itself with the binding cookie. The state alone is not
+    # enough: whoever started a flow could get someone else to finish it.
     user = await authenticate(request, services)
-    if user is None:
-        return _page(401, "Gmail was not connected", "Sign in to Switchboard in this browser "
-                     "first, then use Connect again.")
-    if user.id != pending.user_id:
+    if user is not None and user.id != pending.user_id:
         return _page(403, "Gmail was not connected", "This sign-in was started by another "
                      "Switchboard user. Use the Connect button of your own account.")
+    if user is None and not google.same_browser(pending, request.cookies.get(BINDING_COOKIE)):
+        return _page(401, "Gmail was not connected", "This sign-in was not started in this "
+                     "browser. Finish it in the same browser that pressed Connect: use "
+                     "Connect again there.")
     if query.get("error"):
         error = query["error"] if _GOOGLE_ERROR.fullmatch(query["error"]) else "error"
         return _page(400, "Gmail was not connected", f"Google sign-in ended with {error!r}; "
@@ -365,8 +395,9 @@ async def google_callback(request: Request) -> Response:
     credentials = google.live_credentials(tokens, address)
     meta = {"mode": "live", "email": address,
             "scopes": sorted(set(str(credentials["scope"]).split()))}
-    await _accounts(services, user).connect("gmail", credentials, meta)
-    logger.info("gmail connected", extra={"user_id": user.id})
+    accounts = AccountRepository(services.db, pending.user_id, services.fernet)
+    await accounts.connect("gmail", credentials, meta)
+    logger.info("gmail connected", extra={"user_id": pending.user_id})
     return _page(200, "Gmail connected", f"Switchboard can now read and send email as "
                  f"{address}. You can close this tab.", connected=True)
 

@@ -1,16 +1,22 @@
 """Google OAuth 2.0 for Gmail: authorization-code flow with PKCE, token refresh, revocation.
 
 The ``state`` parameter is a Fernet token (the app's key) holding the user id, the PKCE
-verifier and the redirect URI: it cannot be forged or read by anyone else, it expires after
-``STATE_MAX_AGE`` seconds, and it needs no server-side storage, so the callback may land on
-any instance. The callback also checks that the signed-in user is the one in the state, so
-nobody can make another person's Google account land in their own Switchboard account.
+verifier, the redirect URI and the hash of a browser-binding nonce: it cannot be forged or
+read by anyone else, it expires after ``STATE_MAX_AGE`` seconds, and it needs no server-side
+storage, so the callback may land on any instance.
+
+The state alone does not say who may finish the flow: someone could start one, then get a
+victim to open the sign-in link, and the victim's Gmail would land in the starter's
+account. So the nonce itself goes to the browser that pressed Connect (a cookie), and the
+callback accepts the state only from that browser (``same_browser``) or from the state's
+own signed-in user.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import secrets
 import time
@@ -44,6 +50,24 @@ class PendingAuthorization:
     user_id: str
     verifier: str
     redirect_uri: str
+    browser_hash: str = ""  # sha256 of the binding nonce; "" binds no browser
+
+
+def new_browser_binding() -> tuple[str, str]:
+    """A fresh nonce for the starting browser's cookie, and its hash for the state."""
+    nonce = secrets.token_urlsafe(32)
+    return nonce, _binding_hash(nonce)
+
+
+def _binding_hash(nonce: str) -> str:
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
+def same_browser(pending: PendingAuthorization, nonce: str | None) -> bool:
+    """Whether ``nonce`` (the callback's binding cookie) is the one this flow was started with."""
+    if not pending.browser_hash or not nonce:
+        return False
+    return hmac.compare_digest(pending.browser_hash, _binding_hash(nonce))
 
 
 def new_verifier() -> str:
@@ -59,7 +83,7 @@ def code_challenge(verifier: str) -> str:
 
 def pack_state(fernet: MultiFernet, pending: PendingAuthorization) -> str:
     payload = {"u": pending.user_id, "v": pending.verifier, "r": pending.redirect_uri,
-               "n": secrets.token_hex(8)}
+               "b": pending.browser_hash, "n": secrets.token_hex(8)}
     return fernet.encrypt(json.dumps(payload).encode()).decode("ascii")
 
 
@@ -71,7 +95,8 @@ def unpack_state(fernet: MultiFernet, state: str, max_age: int = STATE_MAX_AGE,
                  else fernet.decrypt_at_time(token, ttl=max_age, current_time=now))
         payload = json.loads(clear)
         return PendingAuthorization(user_id=str(payload["u"]), verifier=str(payload["v"]),
-                                    redirect_uri=str(payload["r"]))
+                                    redirect_uri=str(payload["r"]),
+                                    browser_hash=str(payload.get("b") or ""))
     except (InvalidToken, UnicodeEncodeError, ValueError, KeyError, TypeError):
         raise InvalidState("this sign-in link is invalid or has expired (links last "
                            f"{STATE_MAX_AGE // 60} minutes); start again with Connect") from None

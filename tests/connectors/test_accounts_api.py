@@ -1,6 +1,7 @@
 """The connector REST API on a real server: listing, demo connect/disconnect, the Google
-OAuth flow (PKCE, state bound to the user) and the Plaid Link flow end to end against the
-fakes, encrypted credentials at rest, and every bad request answered clearly."""
+OAuth flow (PKCE, state bound to the user and to the browser that started it) and the Plaid
+Link flow end to end against the fakes, encrypted credentials at rest, and every bad
+request answered clearly."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.fakes.plaid_api import FakePlaid
 from tests.ws.conftest import LiveServer, open_client, serve
 
 CALLBACK = "/oauth/google/callback"
+BINDING = "sb_oauth"
 
 
 @pytest.fixture
@@ -42,9 +44,23 @@ async def tokens(db: Database) -> dict[str, str]:
 
 
 def browser(server: LiveServer, token: str | None) -> httpx.AsyncClient:
-    """A browser of the bundled UI: the session cookie, no Authorization header."""
+    """A client signed in by an ``sb_session`` cookie, on every request (the callback too).
+
+    The server accepts that cookie, but the bundled UI never has one: see ``ui_browser``.
+    """
     cookies = {"sb_session": token} if token else {}
     return httpx.AsyncClient(base_url=server.http, cookies=cookies, timeout=10)
+
+
+def ui_browser(server: LiveServer) -> httpx.AsyncClient:
+    """A browser running the bundled UI in token mode: no cookie of its own (the token is
+    in localStorage; API calls send it with ``bearer``), and it keeps the cookies that
+    responses set, like a browser, so Google's redirect back carries only those."""
+    return httpx.AsyncClient(base_url=server.http, timeout=10)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 async def raw_rows(db: Database) -> list[Any]:
@@ -129,14 +145,28 @@ def gmail_live(settings_for: Callable[..., Settings], fake: FakeGoogle) -> Setti
                         google_oauth_base_url=fake.base_url, gmail_base_url=fake.base_url)
 
 
-async def start_oauth(client: httpx.AsyncClient, fake: FakeGoogle) -> str:
-    """POST connect, then let the fake Google consent; returns our callback URL."""
-    started = await client.post("/api/connectors/gmail/connect")
-    assert started.status_code == 200 and started.json()["status"] == "redirect"
+async def google_consents(url: str) -> str:
+    """The fake Google's consent page for ``url``; returns where it redirects: our callback."""
     async with httpx.AsyncClient() as google:
-        consent = await google.get(started.json()["url"])
+        consent = await google.get(url)
     assert consent.status_code == 302, consent.text
     return consent.headers["location"]
+
+
+async def start_oauth(client: httpx.AsyncClient, fake: FakeGoogle,
+                      token: str | None = None) -> str:
+    """POST connect (with ``token`` as a Bearer header, as the UI does, when given), then
+    let the fake Google consent; returns our callback URL."""
+    started = await client.post("/api/connectors/gmail/connect",
+                                headers=bearer(token) if token else None)
+    assert started.status_code == 200 and started.json()["status"] == "redirect"
+    return await google_consents(started.json()["url"])
+
+
+async def user_id(db: Database, name: str) -> str:
+    user = await UserRepository(db).get_by_name(name)
+    assert user is not None
+    return user.id
 
 
 async def test_google_oauth_connects_gmail_end_to_end(
@@ -221,6 +251,84 @@ async def test_the_callback_refuses_other_users_bad_states_and_replays(
         replay = await alice.get(callback)  # the code is single use
         assert replay.status_code == 400 and "already used" in replay.text
         assert len(await raw_rows(db)) == 1
+
+
+async def test_the_bundled_ui_connects_gmail_in_token_mode(
+        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
+        google_server: FakeGoogle) -> None:
+    async with serve(gmail_live(settings_for, google_server)) as server, \
+            ui_browser(server) as page:
+        started = await page.post("/api/connectors/gmail/connect",
+                                  headers=bearer(tokens["alice"]))
+        assert started.status_code == 200, started.text
+        name, _, attributes = started.headers["set-cookie"].partition(";")
+        assert name.startswith(f"{BINDING}=")
+        assert {part.strip().lower() for part in attributes.split(";")} >= {
+            "httponly", "samesite=lax", f"path={CALLBACK}", "max-age=600"}
+        assert "secure" not in attributes.lower()  # plain http here
+        nonce = page.cookies[BINDING]
+        assert nonce not in started.json()["url"]  # the state seals only its hash
+
+        # Google's top-level redirect back: no Authorization header, no session cookie.
+        landed = await page.get(await google_consents(started.json()["url"]))
+        assert "authorization" not in landed.request.headers
+        assert landed.request.headers["cookie"] == f"{BINDING}={nonce}"
+        assert landed.status_code == 200, landed.text
+        assert "Gmail connected" in landed.text and google_server.email in landed.text
+        assert BINDING not in page.cookies  # cleared: the nonce is used up
+
+        (row,) = await raw_rows(db)
+        assert row.user_id == await user_id(db, "alice")
+        mine = (await page.get("/api/connectors", headers=bearer(tokens["alice"]))).json()
+        assert connector(mine, "gmail")["account"]["email"] == google_server.email
+        bobs = (await page.get("/api/connectors", headers=bearer(tokens["bob"]))).json()
+        assert connector(bobs, "gmail")["connected"] is False
+
+
+async def test_another_browser_cannot_finish_a_ui_flow(
+        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
+        google_server: FakeGoogle) -> None:
+    async with serve(gmail_live(settings_for, google_server)) as server, \
+            ui_browser(server) as page, ui_browser(server) as elsewhere:
+        callback = await start_oauth(page, google_server, tokens["alice"])
+
+        # The state is alice's and valid, but this browser neither signed in nor started it.
+        refused = await elsewhere.get(callback)
+        assert "cookie" not in refused.request.headers
+        assert "authorization" not in refused.request.headers
+        assert refused.status_code == 401
+        assert "same browser that pressed Connect" in refused.text
+        assert await raw_rows(db) == []
+
+        # The browser that pressed Connect still finishes it: the refusal was the binding.
+        assert (await page.get(callback)).status_code == 200
+        (row,) = await raw_rows(db)
+        assert row.user_id == await user_id(db, "alice")
+
+
+async def test_a_binding_cookie_only_finishes_its_own_flow(
+        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
+        google_server: FakeGoogle) -> None:
+    async with serve(gmail_live(settings_for, google_server)) as server, \
+            ui_browser(server) as alices, ui_browser(server) as bobs:
+        # Bob starts a flow of his own, so his browser holds a genuine binding cookie...
+        await start_oauth(bobs, google_server, tokens["bob"])
+        bob_nonce = bobs.cookies[BINDING]
+        callback = await start_oauth(alices, google_server, tokens["alice"])
+        assert alices.cookies[BINDING] != bob_nonce
+
+        # ...which does not open alice's flow, nor does a made-up one.
+        refused = await bobs.get(callback)
+        assert refused.request.headers["cookie"] == f"{BINDING}={bob_nonce}"
+        assert refused.status_code == 401
+        async with httpx.AsyncClient(base_url=server.http,
+                                     cookies={BINDING: "forged"}) as forger:
+            assert (await forger.get(callback)).status_code == 401
+        assert await raw_rows(db) == []
+
+        assert (await alices.get(callback)).status_code == 200
+        (row,) = await raw_rows(db)
+        assert row.user_id == await user_id(db, "alice")
 
 
 async def test_denied_or_partial_consent_connects_nothing(
