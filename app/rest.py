@@ -190,6 +190,9 @@ async def delete_chat(request: Request) -> Response:
         )
     if not await repo.delete(chat_id):
         raise ApiError(404, "not_found", "chat not found")
+    # Its id is free again, for anyone: no socket may stay attached to it.
+    await services.connections.close_chat(chat_id)
+    await services.turns.cluster.announce_deleted(chat_id)
     return Response(status_code=204)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -108,7 +109,15 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     def cancel_here(chat_id: str, turn_id: str | None) -> None:
         services.turns.cancel(chat_id, turn_id)
 
-    cluster = await build_cluster(settings.redis_url, settings.turn_lease_seconds, cancel_here)
+    closing: set[asyncio.Task[None]] = set()  # referenced until done
+
+    def deleted_elsewhere(chat_id: str) -> None:
+        task = asyncio.create_task(services.connections.close_chat(chat_id))
+        closing.add(task)
+        task.add_done_callback(closing.discard)
+
+    cluster = await build_cluster(settings.redis_url, settings.turn_lease_seconds, cancel_here,
+                                  deleted_elsewhere)
     services.hub = Hub(cluster)
     services.turns = TurnManager(services.store, services.hub, engine, services.db,
                                  cluster=cluster, lease_ttl=settings.turn_lease_seconds,
@@ -117,9 +126,14 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     closed = await services.turns.close_orphans(now_ts())
     if closed:
         logger.warning("closed turns interrupted by a restart", extra={"turns": closed})
+    # Several instances: one may die mid-turn at any time, not only before a restart.
+    orphans = (asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch")
+               if cluster.remote else None)
     try:
         yield
     finally:
+        if orphans is not None:
+            orphans.cancel()
         await services.turns.shutdown(settings.shutdown_grace_seconds)
         await cluster.stop()
         await models.aclose()

@@ -27,6 +27,7 @@ from storage.models import chat_events, chats, conversation_items, turns, utcnow
 from storage.records import (
     EventRecord,
     NewEvent,
+    RunningTurnRef,
     TurnRecord,
     TurnUpdate,
     event_from_row,
@@ -51,7 +52,8 @@ class EventStore:
         self._db = db
 
     async def start_turn(
-        self, chat_id: str, prompt: str, client_message_id: str | None, ts: str
+        self, chat_id: str, prompt: str, client_message_id: str | None, ts: str,
+        *, owner: str | None = None,
     ) -> tuple[TurnRecord, EventRecord, bool]:
         """Persist a new turn and its ``user_prompt`` event, in one transaction.
 
@@ -59,7 +61,7 @@ class EventStore:
         ``client_message_id`` the chat has already seen returns that turn with
         ``created=False`` (a client retry must not run the prompt twice). Raises
         ``TurnInProgress`` if another turn of the chat is running, ``ChatNotFound`` if
-        the chat does not exist.
+        the chat does not exist (or, with ``owner``, is not that user's).
         """
         created_at = parse_ts(ts)
         async with self._db.transaction(write=True) as conn:
@@ -69,7 +71,8 @@ class EventStore:
             # whether the chat exists. When no turn is created the transaction is rolled
             # back, which gives the seq back: still gap-free. Four statements, not six:
             # this is on the path from the prompt to the model.
-            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt))
+            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt),
+                                       owner=owner)
             existing = [turn_from_row(row) for row in await conn.execute(
                 select(turns).where(turns.c.chat_id == chat_id, _running_or_same_message(
                     client_message_id)))]
@@ -176,15 +179,17 @@ class EventStore:
             closed += await self._close_turn(chat_id, turn_id, ts) is not None
         return closed
 
-    async def running_turns(self) -> list[tuple[str, str]]:
-        """``(chat_id, turn_id)`` of every turn marked running."""
+    async def running_turns(self) -> list[RunningTurnRef]:
+        """Every turn marked running, with its chat's owner."""
         async with self._db.session() as session:
             rows = (
                 await session.execute(
-                    select(turns.c.chat_id, turns.c.id).where(turns.c.status == "running")
+                    select(turns.c.chat_id, turns.c.id, chats.c.user_id)
+                    .join(chats, chats.c.id == turns.c.chat_id)
+                    .where(turns.c.status == "running")
                 )
             ).all()
-        return [(chat_id, turn_id) for chat_id, turn_id in rows]
+        return [RunningTurnRef(chat_id, turn_id, user_id) for chat_id, turn_id, user_id in rows]
 
     async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> EventRecord | None:
         """Fail one running turn whose runner is gone: its ``end_of_stream`` ``failed``,
@@ -277,6 +282,7 @@ _ALLOCATE = (
     .returning(chats.c.last_seq)
 )
 _ALLOCATE_WITH_PREVIEW = _ALLOCATE.values(preview=bindparam("b_preview"))
+_ALLOCATE_OWNED = _ALLOCATE_WITH_PREVIEW.where(chats.c.user_id == bindparam("b_owner"))
 _INSERT_EVENTS = insert(chat_events)
 _INSERT_TURN = insert(turns)
 
@@ -289,13 +295,16 @@ def _running_or_same_message(client_message_id: str | None) -> Any:
 
 
 async def _allocate_seqs(
-    conn: Executor, chat_id: str, n: int, *, preview: str | None = None
+    conn: Executor, chat_id: str, n: int, *, preview: str | None = None,
+    owner: str | None = None,
 ) -> int:
     """Reserve ``n`` seqs for the chat in this transaction; returns the first one."""
     params: dict[str, Any] = {"b_chat_id": chat_id, "b_n": n, "b_now": utcnow()}
     statement = _ALLOCATE
     if preview is not None:
         statement, params["b_preview"] = _ALLOCATE_WITH_PREVIEW, preview
+    if owner is not None:  # asked by start_turn only, which always sets the preview
+        statement, params["b_owner"] = _ALLOCATE_OWNED, owner
     last = await conn.scalar(statement, params)
     if last is None:
         raise ChatNotFound(chat_id)

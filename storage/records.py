@@ -54,6 +54,15 @@ class TurnRecord:
 
 
 @dataclass(frozen=True)
+class RunningTurnRef:
+    """A turn marked running, and who owns its chat."""
+
+    chat_id: str
+    turn_id: str
+    user_id: str
+
+
+@dataclass(frozen=True)
 class EventRecord:
     chat_id: str
     seq: int

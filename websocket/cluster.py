@@ -3,13 +3,14 @@
 Without ``SWITCHBOARD_REDIS_URL`` the server is one process and ``LocalCluster`` does
 nothing. With Redis, every instance:
 
-- publishes the frames of the turns it runs on ``sb:chat:{chat_id}`` (one message per
-  committed batch, in order) and keeps the turn's resume snapshot in Redis in the same
-  MULTI/EXEC: ``sb:turn:{chat_id}`` (turn id, last seq, message index, agent) and
-  ``sb:text:{chat_id}`` (the text of the message being streamed, APPENDed delta by
-  delta). A socket on another instance subscribes first, then reads both atomically, so
+- publishes the frames of the turns it runs on ``sb:chat:{channel}`` (one message per
+  committed batch, in order; the channel is the hub's, owner and chat id) and keeps the
+  turn's resume snapshot in Redis in the same MULTI/EXEC: ``sb:turn:{channel}`` (turn id,
+  last seq, message index, agent) and ``sb:text:{channel}`` (the text of the message
+  being streamed, APPENDed delta by delta). A socket on another instance subscribes first, then reads both atomically, so
   it can redraw the turn exactly and drop from its live queue what the snapshot holds;
-- listens on ``sb:control`` for cancels aimed at the turns it runs;
+- listens on ``sb:control`` for cancels aimed at the turns it runs and for deleted chats,
+  whose sockets it closes;
 - holds a lease ``sb:lease:{chat_id}`` (expiring, renewed while the turn runs) so others
   can tell a live turn from one whose instance died. The database is the lock itself (one
   running turn per chat) and its fence: a writer only appends while its turn is still
@@ -38,21 +39,23 @@ CONTROL_CHANNEL = "sb:control"
 STATE_TTL_MS = 3_600_000  # snapshots of turns whose instance died expire on their own
 REDIS_TIMEOUT = 2.0
 
-CancelHandler = Callable[[str, str | None], None]
+CancelHandler = Callable[[str, str | None], None]  # (chat_id, turn_id)
+DeletedHandler = Callable[[str], None]  # (chat_id)
 
 
 class Cluster(Protocol):
     remote: bool
     instance_id: str
 
-    async def start(self, on_cancel: CancelHandler) -> None: ...
+    async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None: ...
     async def stop(self) -> None: ...
-    async def watch(self, chat_id: str, hub: Hub) -> None: ...
-    def unwatch(self, chat_id: str) -> None: ...
-    async def snapshot(self, chat_id: str) -> Snapshot | None: ...
-    def publish(self, chat_id: str, turn: RunningTurn | None, frames: list[Frame]) -> None: ...
-    def turn_ended(self, chat_id: str) -> None: ...
+    async def watch(self, channel: str, hub: Hub) -> None: ...
+    def unwatch(self, channel: str) -> None: ...
+    async def snapshot(self, channel: str) -> Snapshot | None: ...
+    def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None: ...
+    def turn_ended(self, channel: str) -> None: ...
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None: ...
+    async def announce_deleted(self, chat_id: str) -> None: ...
     async def hold_lease(self, chat_id: str, turn_id: str) -> None: ...
     async def release_lease(self, chat_id: str) -> None: ...
     async def lease_held(self, chat_id: str) -> bool: ...
@@ -66,28 +69,31 @@ class LocalCluster:
     def __init__(self) -> None:
         self.instance_id = "local"
 
-    async def start(self, on_cancel: CancelHandler) -> None:
+    async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None:
         return None
 
     async def stop(self) -> None:
         return None
 
-    async def watch(self, chat_id: str, hub: Hub) -> None:
+    async def watch(self, channel: str, hub: Hub) -> None:
         return None
 
-    def unwatch(self, chat_id: str) -> None:
+    def unwatch(self, channel: str) -> None:
         return None
 
-    async def snapshot(self, chat_id: str) -> Snapshot | None:
+    async def snapshot(self, channel: str) -> Snapshot | None:
         return None
 
-    def publish(self, chat_id: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
+    def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
         return None
 
-    def turn_ended(self, chat_id: str) -> None:
+    def turn_ended(self, channel: str) -> None:
         return None
 
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None:
+        return None
+
+    async def announce_deleted(self, chat_id: str) -> None:
         return None
 
     async def hold_lease(self, chat_id: str, turn_id: str) -> None:
@@ -141,13 +147,14 @@ class RedisCluster:
         self._release = self._redis.register_script(_RELEASE)
         self._hub: Hub | None = None
         self._on_cancel: CancelHandler | None = None
+        self._on_deleted: DeletedHandler | None = None
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._outbox: asyncio.Queue[tuple[str, Any, list[Frame] | None]] = asyncio.Queue()
         self._leases: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self, on_cancel: CancelHandler) -> None:
-        self._on_cancel = on_cancel
+    async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None:
+        self._on_cancel, self._on_deleted = on_cancel, on_deleted
         await asyncio.wait_for(self._redis.ping(), REDIS_TIMEOUT)
         await self._pubsub.subscribe(CONTROL_CHANNEL)
         self._tasks = [asyncio.create_task(self._listen(), name="cluster-listen"),
@@ -172,31 +179,31 @@ class RedisCluster:
 
     # -- events -------------------------------------------------------------------------
 
-    async def watch(self, chat_id: str, hub: Hub) -> None:
+    async def watch(self, channel: str, hub: Hub) -> None:
         self._hub = hub
-        channel = f"sb:chat:{chat_id}"
+        name = f"sb:chat:{channel}"
         confirmed = asyncio.get_running_loop().create_future()
-        self._confirmations[channel] = confirmed
+        self._confirmations[name] = confirmed
         try:
-            await self._pubsub.subscribe(channel)
+            await self._pubsub.subscribe(name)
             await asyncio.wait_for(confirmed, REDIS_TIMEOUT)
         except Exception:
             logger.warning("cannot watch chat on redis; other instances' events will be "
-                           "missed until reconnect", extra={"chat_id": chat_id})
+                           "missed until reconnect", extra={"channel": channel})
         finally:
-            self._confirmations.pop(channel, None)
+            self._confirmations.pop(name, None)
 
-    def unwatch(self, chat_id: str) -> None:
-        asyncio.ensure_future(self._quietly(self._pubsub.unsubscribe(f"sb:chat:{chat_id}")))
+    def unwatch(self, channel: str) -> None:
+        asyncio.ensure_future(self._quietly(self._pubsub.unsubscribe(f"sb:chat:{channel}")))
 
-    async def snapshot(self, chat_id: str) -> Snapshot | None:
+    async def snapshot(self, channel: str) -> Snapshot | None:
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hgetall(f"sb:turn:{chat_id}")
-                pipe.get(f"sb:text:{chat_id}")
+                pipe.hgetall(f"sb:turn:{channel}")
+                pipe.get(f"sb:text:{channel}")
                 state, text = await pipe.execute()
         except Exception:
-            logger.warning("cannot read turn snapshot from redis", extra={"chat_id": chat_id})
+            logger.warning("cannot read turn snapshot from redis", extra={"channel": channel})
             return None
         if not state:
             return None
@@ -207,30 +214,30 @@ class RedisCluster:
                         current_agent=state.get("agent", ""),
                         mark=(turn_id, int(state["msg"]), len(current)))
 
-    def publish(self, chat_id: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
+    def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
         state = None
         if turn is not None:  # captured now: the turn moves on before the batch is sent
             state = {"turn_id": turn.turn_id, "seq": turn.last_seq,
                      "msg": turn.message_index, "agent": turn.current_agent}
-        self._outbox.put_nowait((chat_id, state, frames))
+        self._outbox.put_nowait((channel, state, frames))
 
-    def turn_ended(self, chat_id: str) -> None:
-        self._outbox.put_nowait((chat_id, None, None))
+    def turn_ended(self, channel: str) -> None:
+        self._outbox.put_nowait((channel, None, None))
 
     async def _publish_loop(self) -> None:
         while True:
-            chat_id, state, frames = await self._outbox.get()
+            channel, state, frames = await self._outbox.get()
             try:
-                await self._send(chat_id, state, frames)
+                await self._send(channel, state, frames)
             except Exception:
                 logger.warning("redis publish failed; other instances miss this batch until "
-                               "their sockets resume", extra={"chat_id": chat_id})
+                               "their sockets resume", extra={"channel": channel})
             finally:
                 self._outbox.task_done()
 
-    async def _send(self, chat_id: str, state: dict[str, Any] | None,
+    async def _send(self, channel: str, state: dict[str, Any] | None,
                     frames: list[Frame] | None) -> None:
-        turn_key, text_key = f"sb:turn:{chat_id}", f"sb:text:{chat_id}"
+        turn_key, text_key = f"sb:turn:{channel}", f"sb:text:{channel}"
         async with self._redis.pipeline(transaction=True) as pipe:
             if frames is None:
                 pipe.delete(turn_key, text_key)
@@ -245,7 +252,7 @@ class RedisCluster:
                     pipe.pexpire(turn_key, STATE_TTL_MS)
                     pipe.pexpire(text_key, STATE_TTL_MS)
                 message = {"o": self.instance_id, "f": [_frame_to_wire(f) for f in frames]}
-                pipe.publish(f"sb:chat:{chat_id}", orjson.dumps(message))
+                pipe.publish(f"sb:chat:{channel}", orjson.dumps(message))
             await pipe.execute()
 
     async def _listen(self) -> None:
@@ -260,27 +267,36 @@ class RedisCluster:
                 await asyncio.sleep(1.0)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
-        channel = message["channel"].decode()
+        name = message["channel"].decode()
         if message["type"] == "subscribe":
-            confirmed = self._confirmations.get(channel)
+            confirmed = self._confirmations.get(name)
             if confirmed is not None and not confirmed.done():
                 confirmed.set_result(None)
+            elif name != CONTROL_CHANNEL and self._hub is not None:
+                # Subscribed again after a lost connection: what was published meanwhile
+                # never reached us.
+                self._hub.resync(name.removeprefix("sb:chat:"))
             return
         if message["type"] != "message":
             return
         data = orjson.loads(message["data"])
-        if channel == CONTROL_CHANNEL:
+        if name == CONTROL_CHANNEL:
             if self._on_cancel is not None and "cancel" in data:
                 self._on_cancel(data["cancel"], data.get("turn_id"))
+            elif self._on_deleted is not None and "deleted" in data:
+                self._on_deleted(data["deleted"])
             return
         if data.get("o") == self.instance_id or self._hub is None:
             return  # our own batch: local sockets already have it
-        chat_id = channel.removeprefix("sb:chat:")
-        self._hub.deliver_remote(chat_id, [_frame_from_wire(row) for row in data["f"]])
+        self._hub.deliver_remote(name.removeprefix("sb:chat:"), [_frame_from_wire(row) for row in data["f"]])
 
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None:
         await self._quietly(self._redis.publish(
             CONTROL_CHANNEL, orjson.dumps({"cancel": chat_id, "turn_id": turn_id})))
+
+    async def announce_deleted(self, chat_id: str) -> None:
+        await self._quietly(self._redis.publish(
+            CONTROL_CHANNEL, orjson.dumps({"deleted": chat_id})))
 
     # -- leases -------------------------------------------------------------------------
 
@@ -330,13 +346,13 @@ class RedisCluster:
 
 
 async def build_cluster(redis_url: str | None, lease_ttl: float,
-                        on_cancel: CancelHandler) -> Cluster:
+                        on_cancel: CancelHandler, on_deleted: DeletedHandler) -> Cluster:
     """Redis when configured and reachable; otherwise one process, with a warning."""
     if not redis_url:
         return LocalCluster()
     cluster = RedisCluster(redis_url, lease_ttl)
     try:
-        await cluster.start(on_cancel)
+        await cluster.start(on_cancel, on_deleted)
     except Exception as exc:
         logger.warning("redis unreachable (%s); running as a single instance",
                        type(exc).__name__)

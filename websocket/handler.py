@@ -18,8 +18,15 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from app.auth import authenticate, check_origin
 from storage.chats import ChatRepository
-from storage.errors import ChatForbidden, TurnInProgress
-from websocket.hub import Frame, Mark, Snapshot, Subscription, SubscriptionOverflow
+from storage.errors import ChatForbidden, ChatNotFound, TurnInProgress
+from websocket.hub import (
+    Frame,
+    Mark,
+    Snapshot,
+    Subscription,
+    SubscriptionOverflow,
+    channel_of,
+)
 from websocket.protocol import (
     MAX_SEQ,
     CancelFrame,
@@ -44,6 +51,7 @@ CLOSE_TOO_MANY = 4429
 CLOSE_TOO_BIG = 1009
 CLOSE_GOING_AWAY = 1001
 CLOSE_SERVER_ERROR = 1011
+CHAT_DELETED = "chat deleted"  # the reason of a 4403 close: the UI words it for people
 
 
 class ConnectionCounter:
@@ -76,7 +84,16 @@ class ConnectionCounter:
         return sum(self._open.values())
 
     async def close_all(self, code: int, reason: str) -> None:
-        sessions = list(self._sessions)
+        await self._close(list(self._sessions), code, reason)
+
+    async def close_chat(self, chat_id: str) -> None:
+        """Close this process's sockets on a deleted chat: its id may be created again,
+        by anyone, and an old socket must not stay attached to the new chat."""
+        sessions = [session for session in self._sessions if session.chat_id == chat_id]
+        await self._close(sessions, CLOSE_FORBIDDEN, CHAT_DELETED)
+
+    @staticmethod
+    async def _close(sessions: list[_Session], code: int, reason: str) -> None:
         await asyncio.gather(*(session.close(code, reason) for session in sessions),
                              return_exceptions=True)
 
@@ -146,6 +163,15 @@ class _Session:
         self.sender: asyncio.Task[None] | None = None
 
     async def serve(self, after_seq: int | None) -> None:
+        turns = self.services.turns
+        if turns.cluster.remote:
+            # The instance running this chat's turn may have died: end that turn now, or
+            # this socket would wait for an end_of_stream nobody is left to send.
+            try:
+                await turns.close_if_orphaned(self.user_id, self.chat_id)
+            except Exception:
+                logger.warning("could not check for an orphaned turn",
+                               extra={"chat_id": self.chat_id}, exc_info=True)
         await self._follow(after_seq)
         try:
             await self._receive_loop()
@@ -156,7 +182,8 @@ class _Session:
 
     async def _follow(self, after_seq: int | None) -> None:
         """(Re)subscribe: replay persisted events after ``after_seq``, then go live."""
-        subscription, snapshot = await self.services.hub.subscribe(self.chat_id)
+        channel = channel_of(self.user_id, self.chat_id)
+        subscription, snapshot = await self.services.hub.subscribe(channel)
         self.subscription = subscription
         self.sender = asyncio.create_task(self._send_loop(subscription, snapshot, after_seq))
 
@@ -176,15 +203,30 @@ class _Session:
         last_sent = -1
         # Deltas the snapshot already holds (a turn running on another instance).
         covered = snapshot.mark if after_seq is not None else None
+        # After catching up from storage, deltas already queued may belong to a message
+        # whose llm_response was just sent: drop deltas until the next persisted frame.
+        stale_deltas = False
         try:
             if after_seq is not None:
                 last_sent = await self._replay(snapshot, after_seq)
             while True:
                 frame = await subscription.get()
+                if frame.resync:
+                    if last_sent >= 0:
+                        caught_up = await self._catch_up(last_sent)
+                        stale_deltas = caught_up > last_sent
+                        last_sent = caught_up
+                    continue
                 if frame.seq is not None:
                     if frame.seq <= last_sent:
                         continue  # already replayed from storage
-                    last_sent = frame.seq
+                    if 0 <= last_sent < frame.seq - 1:
+                        # Frames of another instance were lost on the way (a failed Redis
+                        # publish): storage has them.
+                        last_sent = await self._catch_up(last_sent, before=frame.seq)
+                    last_sent, stale_deltas = frame.seq, False
+                elif stale_deltas and frame.delta is not None:
+                    continue
                 elif covered is not None and frame.mark is not None and _covers(covered,
                                                                                 frame.mark):
                     continue
@@ -226,15 +268,25 @@ class _Session:
                 now_ts())))
         return highest_sent
 
-    def _reply(self, type_: str, payload: dict[str, Any], turn_id: str | None = None) -> None:
+    async def _catch_up(self, last_sent: int, before: int | None = None) -> int:
+        """Send the persisted events after ``last_sent`` (up to ``before``); returns the
+        highest seq sent."""
+        logger.warning("catching up a socket from storage", extra={"chat_id": self.chat_id})
+        for record in await self.services.store.list_after(self.chat_id, last_sent):
+            if before is not None and record.seq >= before:
+                break
+            await self.websocket.send_text(encode(record.to_wire()))
+            last_sent = record.seq
+        return last_sent
+
+    def _reply(self, type_: str, payload: dict[str, Any]) -> None:
         """An ephemeral frame for this socket only, in order with its other frames."""
         if self.subscription is not None:
-            frame = encode(envelope(type_, self.chat_id, turn_id, None, payload, now_ts()))
+            frame = encode(envelope(type_, self.chat_id, None, None, payload, now_ts()))
             self.services.hub.send_to(self.subscription, Frame(None, frame))
 
-    def _error(self, code: str, message: str, retryable: bool = False,
-               turn_id: str | None = None) -> None:
-        self._reply("error", {"code": code, "message": message, "retryable": retryable}, turn_id)
+    def _error(self, code: str, message: str, retryable: bool = False) -> None:
+        self._reply("error", {"code": code, "message": message, "retryable": retryable})
 
     async def close(self, code: int, reason: str) -> None:
         """Close from the server side; the receive loop then ends."""
@@ -279,10 +331,13 @@ class _Session:
             await self._prompt(frame)
         elif isinstance(frame, CancelFrame):
             turns = self.services.turns
-            if not await turns.cancel_anywhere(self.chat_id, frame.turn_id):
+            if not await turns.cancel_anywhere(self.user_id, self.chat_id, frame.turn_id):
                 self._error("invalid_request", "no such turn is running")
         elif isinstance(frame, ResumeFrame):
             await self._stop_sender()
+            if await ChatRepository(self.services.db, self.user_id).get(self.chat_id) is None:
+                await self._close(CLOSE_FORBIDDEN, CHAT_DELETED)
+                return
             await self._follow(frame.after_seq)
 
     def _within_limits(self) -> bool:
@@ -312,9 +367,13 @@ class _Session:
         try:
             submitted = await turns.submit(self.user_id, self.chat_id, frame.text,
                                            frame.client_message_id, now_ts())
-        except TurnInProgress as exc:
+        except TurnInProgress:
+            # A reply to this socket's frame, not an event of the running turn: no turn id.
             self._error("turn_in_progress", "a turn is already running in this chat",
-                        retryable=True, turn_id=exc.turn_id)
+                        retryable=True)
+            return
+        except ChatNotFound:
+            await self.close(CLOSE_FORBIDDEN, CHAT_DELETED)
             return
         except Exception:
             logger.exception("could not start turn", extra={"chat_id": self.chat_id})

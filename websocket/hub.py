@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 Mark = tuple[str, int, int]
 
 
+def channel_of(user_id: str, chat_id: str) -> str:
+    """The hub channel of a user's chat.
+
+    Keyed by owner as well as chat id: a chat id can be deleted and then created again by
+    another user, and a socket still open on the old chat must never receive a frame of
+    the new one, whatever instance it is on.
+    """
+    return f"{user_id}/{chat_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     seq: int | None  # None for ephemeral events
@@ -33,7 +43,12 @@ class Frame:
     agent: str | None = None  # the event's current_agent
     message_done: bool = False  # an llm_response: the next delta starts a new message
     mark: Mark | None = None  # set by the publishing hub on deltas
+    # Not for the socket: frames from other instances may have been lost (a Redis
+    # reconnect); the socket catches up from storage (websocket.handler).
+    resync: bool = False
 
+
+RESYNC = Frame(None, "", resync=True)
 
 # A socket that falls this far behind is disconnected rather than slowing the turn down
 # for everyone else; it reconnects and resumes from its last seq.
@@ -45,9 +60,9 @@ class SubscriptionOverflow(Exception):
 
 
 class Subscription:
-    def __init__(self, hub: Hub, chat_id: str) -> None:
+    def __init__(self, hub: Hub, channel: str) -> None:
         self.hub = hub
-        self.chat_id = chat_id
+        self.channel = channel
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.overflowed = False
 
@@ -63,7 +78,7 @@ class Subscription:
     async def get(self) -> Frame:
         frame = await self._queue.get()
         if frame is None:
-            raise SubscriptionOverflow(self.chat_id)
+            raise SubscriptionOverflow(self.channel)
         return frame
 
     def close(self) -> None:
@@ -120,89 +135,95 @@ class Hub:
         self._channels: dict[str, _Channel] = {}
         self.cluster = cluster
 
-    async def subscribe(self, chat_id: str) -> tuple[Subscription, Snapshot]:
-        channel = self._channels.setdefault(chat_id, _Channel())
-        subscription = Subscription(self, chat_id)
-        if self.cluster is not None and self.cluster.remote and not channel.subscribers:
+    async def subscribe(self, channel: str) -> tuple[Subscription, Snapshot]:
+        state = self._channels.setdefault(channel, _Channel())
+        subscription = Subscription(self, channel)
+        if self.cluster is not None and self.cluster.remote and not state.subscribers:
             # Listen to other instances before reading their snapshot, so nothing they
             # publish in between is missed (duplicates are dropped by seq and mark).
-            await self.cluster.watch(chat_id, self)
-        channel.subscribers.add(subscription)
-        turn = channel.turn
+            await self.cluster.watch(channel, self)
+        state.subscribers.add(subscription)
+        turn = state.turn
         if turn is not None:  # running here: the exact local snapshot, taken without awaiting
             return subscription, Snapshot(
                 turn_id=turn.turn_id, db_upto=turn.first_seq - 1, frames=tuple(turn.frames),
                 current_text=turn.current_text, current_agent=turn.current_agent,
                 mark=(turn.turn_id, turn.message_index, turn.text_length))
         if self.cluster is not None and self.cluster.remote:
-            remote = await self.cluster.snapshot(chat_id)
+            remote = await self.cluster.snapshot(channel)
             if remote is not None:
                 return subscription, remote
         return subscription, Snapshot()
 
     def _unsubscribe(self, subscription: Subscription) -> None:
-        channel = self._channels.get(subscription.chat_id)
-        if channel is None or subscription not in channel.subscribers:
+        state = self._channels.get(subscription.channel)
+        if state is None or subscription not in state.subscribers:
             return
-        channel.subscribers.discard(subscription)
-        if not channel.subscribers and self.cluster is not None and self.cluster.remote:
-            self.cluster.unwatch(subscription.chat_id)
-        self._drop_if_idle(subscription.chat_id, channel)
+        state.subscribers.discard(subscription)
+        if not state.subscribers and self.cluster is not None and self.cluster.remote:
+            self.cluster.unwatch(subscription.channel)
+        self._drop_if_idle(subscription.channel, state)
 
-    def begin_turn(self, chat_id: str, turn_id: str, first_seq: int) -> RunningTurn:
-        channel = self._channels.setdefault(chat_id, _Channel())
-        channel.turn = RunningTurn(turn_id=turn_id, first_seq=first_seq)
-        return channel.turn
+    def begin_turn(self, channel: str, turn_id: str, first_seq: int) -> RunningTurn:
+        state = self._channels.setdefault(channel, _Channel())
+        state.turn = RunningTurn(turn_id=turn_id, first_seq=first_seq)
+        return state.turn
 
-    def end_turn(self, chat_id: str) -> None:
-        channel = self._channels.get(chat_id)
-        if channel is not None:
-            channel.turn = None
-            self._drop_if_idle(chat_id, channel)
+    def end_turn(self, channel: str) -> None:
+        state = self._channels.get(channel)
+        if state is not None:
+            state.turn = None
+            self._drop_if_idle(channel, state)
         if self.cluster is not None:
-            self.cluster.turn_ended(chat_id)
+            self.cluster.turn_ended(channel)
 
-    def publish(self, chat_id: str, frames: Iterable[Frame]) -> None:
+    def publish(self, channel: str, frames: Iterable[Frame]) -> None:
         """Deliver committed (or ephemeral) frames of this process's turn, in order."""
-        channel = self._channels.get(chat_id)
-        turn = channel.turn if channel is not None else None
+        state = self._channels.get(channel)
+        turn = state.turn if state is not None else None
         marked: list[Frame] = []
         for frame in frames:
             if turn is not None:
                 frame = _track(turn, frame)
             marked.append(frame)
-            if channel is not None:
-                for subscription in channel.subscribers:
+            if state is not None:
+                for subscription in state.subscribers:
                     subscription.put(frame)
         if self.cluster is not None and self.cluster.remote:
-            self.cluster.publish(chat_id, turn, marked)
+            self.cluster.publish(channel, turn, marked)
 
-    def deliver_remote(self, chat_id: str, frames: Iterable[Frame]) -> None:
-        """Frames another instance published for a chat this process watches."""
-        channel = self._channels.get(chat_id)
-        if channel is None:
+    def deliver_remote(self, channel: str, frames: Iterable[Frame]) -> None:
+        """Frames another instance published on a channel this process watches."""
+        state = self._channels.get(channel)
+        if state is None:
             return
         for frame in frames:
-            for subscription in channel.subscribers:
+            for subscription in state.subscribers:
                 subscription.put(frame)
+
+    def resync(self, channel: str) -> None:
+        """Tell the channel's sockets that frames from other instances may be missing."""
+        state = self._channels.get(channel)
+        for subscription in state.subscribers if state is not None else ():
+            subscription.put(RESYNC)
 
     def send_to(self, subscription: Subscription, frame: Frame) -> None:
         """A frame for one socket only (pong, errors about its own frames)."""
         subscription.put(frame)
 
-    def running_turn(self, chat_id: str) -> RunningTurn | None:
-        channel = self._channels.get(chat_id)
-        return channel.turn if channel else None
+    def running_turn(self, channel: str) -> RunningTurn | None:
+        state = self._channels.get(channel)
+        return state.turn if state else None
 
-    def subscriber_count(self, chat_id: str | None = None) -> int:
-        if chat_id is None:
-            return sum(len(channel.subscribers) for channel in self._channels.values())
-        channel = self._channels.get(chat_id)
-        return len(channel.subscribers) if channel else 0
+    def subscriber_count(self, channel: str | None = None) -> int:
+        if channel is None:
+            return sum(len(state.subscribers) for state in self._channels.values())
+        state = self._channels.get(channel)
+        return len(state.subscribers) if state else 0
 
-    def _drop_if_idle(self, chat_id: str, channel: _Channel) -> None:
-        if not channel.subscribers and channel.turn is None:
-            self._channels.pop(chat_id, None)
+    def _drop_if_idle(self, channel: str, state: _Channel) -> None:
+        if not state.subscribers and state.turn is None:
+            self._channels.pop(channel, None)
 
 
 def _track(turn: RunningTurn, frame: Frame) -> Frame:

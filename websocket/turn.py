@@ -25,8 +25,8 @@ from storage.events import EventStore
 from storage.records import EventRecord, TurnUpdate
 from storage.session import ChatSession, TurnSession
 from websocket.cluster import Cluster, LocalCluster
-from websocket.hub import Frame, Hub
-from websocket.protocol import encode
+from websocket.hub import Frame, Hub, channel_of
+from websocket.protocol import encode, now_ts
 from websocket.stream import OutEvent, StreamTranslator, usage_payload
 from websocket.writer import EventWriter, WriterFailed
 
@@ -95,6 +95,7 @@ class _Active:
     turn_id: str
     user_id: str
     task: asyncio.Task[None]
+    channel: str  # the hub channel of the turn's chat
     result: RunResultStreaming | None = None
     cancel_requested: bool = False
     # After end_of_stream the turn may still be writing its suggestions; a new prompt
@@ -144,27 +145,29 @@ class TurnManager:
             if previous.suggestion is not None:
                 previous.suggestion.cancel()
             await asyncio.wait([previous.task])
+        channel = channel_of(user_id, chat_id)
+        # ``owner``: the chat may have been deleted, and its id taken by another user,
+        # since this user's socket checked it (raises ChatNotFound).
         try:
-            turn, event, created = await self.store.start_turn(chat_id, text,
-                                                               client_message_id, ts)
+            turn, event, created = await self.store.start_turn(
+                chat_id, text, client_message_id, ts, owner=user_id)
         except TurnInProgress as exc:
             if not await self._is_orphan(chat_id, exc.turn_id):
                 raise
             # Its instance died (no lease) or, alone, this process restarted: close it so
             # the chat is usable again, then start ours.
-            logger.warning("closing an orphaned turn", extra={"chat_id": chat_id,
-                                                              "turn_id": exc.turn_id})
-            await self._close_orphan(chat_id, exc.turn_id, ts)
-            turn, event, created = await self.store.start_turn(chat_id, text,
-                                                               client_message_id, ts)
+            await self._close_orphan(chat_id, exc.turn_id, channel, ts)
+            turn, event, created = await self.store.start_turn(
+                chat_id, text, client_message_id, ts, owner=user_id)
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
-        self.hub.begin_turn(chat_id, turn.id, event.seq)
-        self.hub.publish(chat_id, [Frame(event.seq, encode(event.to_wire()))])
+        self.hub.begin_turn(channel, turn.id, event.seq)
+        self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
         task = asyncio.create_task(self._run(user_id, chat_id, turn.id, text, event.seq, plan),
                                    name=f"turn-{turn.id}")
-        self._active[chat_id] = _Active(turn_id=turn.id, user_id=user_id, task=task)
+        self._active[chat_id] = _Active(turn_id=turn.id, user_id=user_id, task=task,
+                                        channel=channel)
         await self.cluster.hold_lease(chat_id, turn.id)
         return Submitted(event, created=True, task=task)
 
@@ -184,20 +187,43 @@ class TurnManager:
         return age > self.lease_ttl
 
     async def close_orphans(self, ts: str) -> int:
-        """At start-up: close the turns no live instance runs."""
+        """Close the turns no live instance runs: at start-up, then (several instances)
+        every lease period, so a browser waiting on one sees it end unprompted."""
         closed = 0
-        for chat_id, turn_id in await self.store.running_turns():
-            if await self._is_orphan(chat_id, turn_id):
-                closed += await self._close_orphan(chat_id, turn_id, ts)
+        for running in await self.store.running_turns():
+            if await self._is_orphan(running.chat_id, running.turn_id):
+                closed += await self._close_orphan(
+                    running.chat_id, running.turn_id,
+                    channel_of(running.user_id, running.chat_id), ts)
         return closed
 
-    async def _close_orphan(self, chat_id: str, turn_id: str, ts: str) -> bool:
+    async def close_if_orphaned(self, user_id: str, chat_id: str) -> bool:
+        """Close the chat's running turn if its instance died (a socket is about to
+        watch it, or asked to cancel it)."""
+        running = await self.store.running_turn(chat_id)
+        if running is None or not await self._is_orphan(chat_id, running.id):
+            return False
+        return await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
+                                        now_ts())
+
+    async def watch_orphans(self) -> None:
+        """Run ``close_orphans`` every lease period, until cancelled."""
+        while True:
+            await asyncio.sleep(self.lease_ttl)
+            try:
+                await self.close_orphans(now_ts())
+            except Exception:
+                logger.warning("could not look for orphaned turns", exc_info=True)
+
+    async def _close_orphan(self, chat_id: str, turn_id: str, channel: str, ts: str) -> bool:
         """Close the turn in storage and tell every socket of the chat it ended."""
         end = await self.store.close_turn(chat_id, turn_id, ts)
         if end is None:
-            return False
-        self.hub.publish(chat_id, [Frame(end.seq, encode(end.to_wire()))])
-        self.hub.end_turn(chat_id)
+            return False  # it ended meanwhile, or another instance closed it first
+        logger.warning("closed an orphaned turn", extra={"chat_id": chat_id,
+                                                         "turn_id": turn_id})
+        self.hub.publish(channel, [Frame(end.seq, encode(end.to_wire()))])
+        self.hub.end_turn(channel)
         return True
 
     def cancel(self, chat_id: str, turn_id: str | None = None) -> bool:
@@ -212,7 +238,8 @@ class TurnManager:
             active.result.cancel()
         return True
 
-    async def cancel_anywhere(self, chat_id: str, turn_id: str | None = None) -> bool:
+    async def cancel_anywhere(self, user_id: str, chat_id: str,
+                              turn_id: str | None = None) -> bool:
         """Cancel the chat's running turn, whichever instance runs it."""
         if self.cancel(chat_id, turn_id):
             return True
@@ -221,6 +248,11 @@ class TurnManager:
         running = await self.store.running_turn(chat_id)
         if running is None or (turn_id is not None and running.id != turn_id):
             return False
+        if await self._is_orphan(chat_id, running.id):
+            # Nobody runs it to hear the cancel: end it here, as failed (it was cut short).
+            await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
+                                     now_ts())
+            return True
         await self.cluster.request_cancel(chat_id, running.id)
         return True
 
@@ -248,7 +280,7 @@ class TurnManager:
                    prompt_seq: int, plan: TurnPlan | None = None) -> None:
         engine = self.engine
         active = self._active[chat_id]
-        writer = EventWriter(self.store, self.hub, chat_id, turn_id,
+        writer = EventWriter(self.store, self.hub, chat_id, turn_id, active.channel,
                              fenced=self.cluster.remote, metrics=self.metrics)
         metrics = self.metrics
         metrics.turns_running.inc()
@@ -323,7 +355,7 @@ class TurnManager:
         except WriterFailed:
             logger.error("turn could not be closed in storage", extra=log_extra)
         finally:
-            self.hub.end_turn(chat_id)
+            self.hub.end_turn(active.channel)
             metrics.turns_running.dec()
             metrics.turns.labels(status).inc()
             metrics.turn_seconds.observe(time.monotonic() - started)
@@ -341,6 +373,10 @@ class TurnManager:
                 await self._after_turn(active, user_id, chat_id, turn_id, prompt, final_text,
                                        shown_types, prompt_seq,
                                        suggest=not external)
+            elif prompt_seq == 1:
+                # A title needs only the prompt: a first turn that failed or was stopped
+                # must not leave the chat untitled for good.
+                await self._title(user_id, chat_id, turn_id, prompt)
         finally:
             self._active.pop(chat_id, None)
             await self.cluster.release_lease(chat_id)
@@ -357,7 +393,7 @@ class TurnManager:
             try:
                 prompts = (await active.suggestion)[:4]
                 writer = EventWriter(self.store, self.hub, chat_id, turn_id,
-                                     metrics=self.metrics)
+                                     active.channel, metrics=self.metrics)
                 writer.put(OutEvent("suggested_prompts", {"prompts": prompts}, persisted=True))
                 await writer.close()
             except asyncio.CancelledError:
@@ -365,11 +401,17 @@ class TurnManager:
                     raise  # the turn task itself is being cancelled
             except Exception:
                 logger.exception("suggested prompts failed", extra=log_extra)
-        if engine.on_first_turn is not None and prompt_seq == 1:
-            try:
-                await engine.on_first_turn(user_id, chat_id, prompt)
-            except Exception:
-                logger.exception("chat title failed", extra=log_extra)
+        if prompt_seq == 1:
+            await self._title(user_id, chat_id, turn_id, prompt)
+
+    async def _title(self, user_id: str, chat_id: str, turn_id: str, prompt: str) -> None:
+        if self.engine.on_first_turn is None:
+            return
+        try:
+            await self.engine.on_first_turn(user_id, chat_id, prompt)
+        except Exception:
+            logger.exception("chat title failed",
+                             extra={"chat_id": chat_id, "turn_id": turn_id})
 
 
 def _observe(observe: Callable[[object], None], sdk_event: object,

@@ -60,7 +60,8 @@ _CLOSE = object()
 
 
 class EventWriter:
-    def __init__(self, store: EventStore, hub: Hub, chat_id: str, turn_id: str, *,
+    def __init__(self, store: EventStore, hub: Hub, chat_id: str, turn_id: str,
+                 channel: str, *,
                  checkpoint_interval: float = 0.25, max_batch: int = 512,
                  fenced: bool = False, metrics: Metrics | None = None,
                  final_retry_delays: tuple[float, ...] = FINAL_RETRY_DELAYS) -> None:
@@ -68,6 +69,7 @@ class EventWriter:
         self.hub = hub
         self.chat_id = chat_id
         self.turn_id = turn_id
+        self.channel = channel  # the hub's (websocket.hub.channel_of)
         self.checkpoint_interval = checkpoint_interval
         self.max_batch = max_batch
         # With several instances, each write checks the turn still runs (see TurnFenced).
@@ -199,7 +201,7 @@ class EventWriter:
             return
         logger.error("turn end could not be written; the turn stays running in storage",
                      extra=log_extra)
-        self.hub.publish(self.chat_id, [Frame(None, encode(envelope(
+        self.hub.publish(self.channel, [Frame(None, encode(envelope(
             "error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())))])
 
     def _publish(self, batch: list[_Item], records: list[EventRecord]) -> None:
@@ -220,7 +222,7 @@ class EventWriter:
                 agent=payload.get("current_agent"),
                 message_done=event.type == "llm_response",
             ))
-        self.hub.publish(self.chat_id, frames)
+        self.hub.publish(self.channel, frames)
 
     def _new_events(self, batch: list[_Item]) -> list[NewEvent]:
         """The batch's persisted events, in order, before storage gives them seqs."""

@@ -93,6 +93,18 @@ async def test_one_running_turn_per_chat(store: EventStore, chat: ChatRecord, ts
     assert created and event.seq == 3  # user_prompt, end_of_stream, user_prompt
 
 
+async def test_start_turn_for_an_owner_refuses_anyone_elses_chat(
+        store: EventStore, chat: ChatRecord) -> None:
+    # A socket checked the chat when it connected; the chat may have been deleted and its id
+    # taken by someone else since.
+    ts = "2025-01-01T00:00:00.000Z"
+    with pytest.raises(ChatNotFound):
+        await store.start_turn(chat.id, "x", None, ts, owner=f"not-{chat.user_id}")
+    assert await store.list_after(chat.id, 0) == []
+    turn, event, created = await store.start_turn(chat.id, "x", None, ts, owner=chat.user_id)
+    assert created and event.seq == 1 and turn.prompt == "x"
+
+
 async def test_start_turn_unknown_chat_and_bad_ts(store: EventStore, chat: ChatRecord) -> None:
     with pytest.raises(ChatNotFound):
         await store.start_turn("missing", "x", None, "2025-01-01T00:00:00.000Z")

@@ -152,7 +152,9 @@ async def test_prompt_while_a_turn_runs_is_refused(server: LiveServer) -> None:
         events = await client.until("error")
         refusal = events[-1]
         assert refusal["code"] == "turn_in_progress" and refusal["retryable"] is True
-        assert refusal["seq"] is None
+        # A reply to this socket's frame, not an event of the running turn (PROTOCOL §3).
+        assert refusal["seq"] is None and refusal["turn_id"] is None
+        validate_server_event(refusal)
         rest = await client.until("end_of_stream")
     assert rest[-1]["status"] == "completed"
     assert not any(e["type"] == "user_prompt" for e in rest)
@@ -214,3 +216,20 @@ async def test_resume_frame_replays_once(server: LiveServer) -> None:
         tail = await client.until("pong")
     assert replay == persisted(events)[1:]
     assert [e["type"] for e in tail] == ["pong"]
+
+
+async def test_a_first_turn_that_was_stopped_still_titles_the_chat(server: LiveServer) -> None:
+    chat_id = new_chat()
+    async with open_client(server.ws_url(chat_id)) as client:
+        await client.send({"type": "prompt", "text": MULTI_AGENT})
+        await client.until("llm_response_delta")
+        await client.send({"type": "cancel"})
+        assert (await client.until("end_of_stream"))[-1]["status"] == "cancelled"
+    title = None
+    async with server.client() as http:
+        for _ in range(200):  # titled just after the end_of_stream
+            title = (await http.get(f"/api/chats/{chat_id}")).json()["title"]
+            if title:
+                break
+            await asyncio.sleep(0.025)
+    assert title

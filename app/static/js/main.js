@@ -454,6 +454,8 @@ class App {
       $("conn-label").textContent = "Disconnected";
       if (info.code === 4401) {
         this.reauthenticate(info.message);
+      } else if (info.reason === "chat deleted") {
+        this.showBanner(info.message, () => this.goToNewChat(), "New chat");
       } else {
         this.showBanner(info.message || "Disconnected.", () => location.reload(), "Reload");
       }

@@ -13,6 +13,7 @@ const FATAL = {
   4403: "This chat belongs to someone else, or this page's origin is not allowed.",
 };
 const TOO_MANY = 4429;
+const CHAT_DELETED = "chat deleted"; // the reason of the 4403 sent when a chat is deleted
 
 export class ChatSocket {
   /**
@@ -124,7 +125,8 @@ export class ChatSocket {
     if (this.stopped) return;
     if (FATAL[code]) {
       this.stopped = true;
-      this.status("failed", { code, message: FATAL[code], reason });
+      const message = reason === CHAT_DELETED ? "This chat was deleted." : FATAL[code];
+      this.status("failed", { code, message, reason });
       return;
     }
     if (code === TOO_MANY) this.attempt = Math.max(this.attempt, 4);
