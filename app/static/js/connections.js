@@ -136,7 +136,7 @@ export class Connections {
       return "connected";
     }
     if (status === "link_token") {
-      await runPlaidLink(asText(result.link_token), (token) => this.api.plaidExchange(token));
+      await runPlaidLink(asText(result.link_token), (token, institution) => this.api.plaidExchange(token, institution));
       this.onChange?.();
       return "connected";
     }
@@ -196,7 +196,10 @@ async function runPlaidLink(linkToken, exchange) {
   await new Promise((resolve, reject) => {
     const handler = Plaid.create({
       token: linkToken,
-      onSuccess: (publicToken) => exchange(publicToken).then(resolve, reject),
+      // metadata.institution tells the server which bank this is, so a re-link replaces
+      // that bank's dead item instead of adding a second one.
+      onSuccess: (publicToken, metadata) =>
+        exchange(publicToken, metadata?.institution ?? null).then(resolve, reject),
       onExit: (error) => reject(new Error(error?.display_message || "Bank connection cancelled.")),
     });
     handler.open();

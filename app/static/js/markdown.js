@@ -1,10 +1,10 @@
 // Markdown for model text and tool hints, made safe in two layers:
 // 1. marked renders raw HTML in the source as escaped text (a model cannot add markup);
-// 2. DOMPurify keeps only the tags Markdown produces, and links and images with safe
-//    URLs; every link opens in a new tab with rel="noopener noreferrer".
+// 2. DOMPurify keeps only the tags Markdown produces, and links with safe URLs; every
+//    link opens in a new tab with rel="noopener noreferrer". Images become links.
 import { Marked } from "../vendor/marked/marked.esm.js";
 import DOMPurify from "../vendor/dompurify/purify.es.js";
-import { h, safeImage, safeUrl } from "./dom.js";
+import { h, safeUrl } from "./dom.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
@@ -16,15 +16,20 @@ const marked = new Marked({
     html({ text }) {
       return escapeHtml(text);
     },
+    // A picture in model text would be fetched the moment it renders, and its address
+    // could carry the user's mail or bank data to anyone: show a link to click instead.
+    image({ href, text }) {
+      return `<a href="${escapeHtml(href)}">${escapeHtml(text || "image")}</a>`;
+    },
   },
 });
 
 const ALLOWED_TAGS = [
   "a", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6",
-  "hr", "i", "img", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table",
+  "hr", "i", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table",
   "tbody", "td", "th", "thead", "tr", "ul",
 ];
-const ALLOWED_ATTR = ["href", "title", "src", "alt", "align", "start", "colspan", "rowspan"];
+const ALLOWED_ATTR = ["href", "title", "align", "start", "colspan", "rowspan"];
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   if (node.tagName === "A") {
@@ -35,14 +40,6 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
       node.setAttribute("rel", "noopener noreferrer");
     } else {
       node.removeAttribute("href");
-    }
-  } else if (node.tagName === "IMG") {
-    const src = safeImage(node.getAttribute("src"));
-    if (src) {
-      node.setAttribute("loading", "lazy");
-      node.setAttribute("referrerpolicy", "no-referrer");
-    } else {
-      node.removeAttribute("src");
     }
   }
 });
