@@ -7,8 +7,9 @@ nothing. With Redis, every instance:
   committed batch, in order; the channel is the hub's, owner and chat id) and keeps the
   turn's resume snapshot in Redis in the same MULTI/EXEC: ``sb:turn:{channel}`` (turn id,
   last seq, message index, agent) and ``sb:text:{channel}`` (the text of the message
-  being streamed, APPENDed delta by delta). A socket on another instance subscribes first, then reads both atomically, so
-  it can redraw the turn exactly and drop from its live queue what the snapshot holds;
+  being streamed, APPENDed delta by delta). A socket on another instance subscribes
+  first, then reads both atomically, so it can redraw the turn exactly and drop from its
+  live queue what the snapshot holds;
 - listens on ``sb:control`` for cancels aimed at the turns it runs and for deleted chats,
   whose sockets it closes;
 - holds a lease ``sb:lease:{chat_id}`` (expiring, renewed while the turn runs) so others
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CONTROL_CHANNEL = "sb:control"
+EVENTS_PREFIX = "sb:chat:"  # followed by the hub channel
 STATE_TTL_MS = 3_600_000  # snapshots of turns whose instance died expire on their own
 REDIS_TIMEOUT = 2.0
 
@@ -181,7 +183,7 @@ class RedisCluster:
 
     async def watch(self, channel: str, hub: Hub) -> None:
         self._hub = hub
-        name = f"sb:chat:{channel}"
+        name = EVENTS_PREFIX + channel
         confirmed = asyncio.get_running_loop().create_future()
         self._confirmations[name] = confirmed
         try:
@@ -194,7 +196,7 @@ class RedisCluster:
             self._confirmations.pop(name, None)
 
     def unwatch(self, channel: str) -> None:
-        asyncio.ensure_future(self._quietly(self._pubsub.unsubscribe(f"sb:chat:{channel}")))
+        asyncio.ensure_future(self._quietly(self._pubsub.unsubscribe(EVENTS_PREFIX + channel)))
 
     async def snapshot(self, channel: str) -> Snapshot | None:
         try:
@@ -252,7 +254,7 @@ class RedisCluster:
                     pipe.pexpire(turn_key, STATE_TTL_MS)
                     pipe.pexpire(text_key, STATE_TTL_MS)
                 message = {"o": self.instance_id, "f": [_frame_to_wire(f) for f in frames]}
-                pipe.publish(f"sb:chat:{channel}", orjson.dumps(message))
+                pipe.publish(EVENTS_PREFIX + channel, orjson.dumps(message))
             await pipe.execute()
 
     async def _listen(self) -> None:
@@ -275,7 +277,7 @@ class RedisCluster:
             elif name != CONTROL_CHANNEL and self._hub is not None:
                 # Subscribed again after a lost connection: what was published meanwhile
                 # never reached us.
-                self._hub.resync(name.removeprefix("sb:chat:"))
+                self._hub.resync(name.removeprefix(EVENTS_PREFIX))
             return
         if message["type"] != "message":
             return
@@ -288,7 +290,8 @@ class RedisCluster:
             return
         if data.get("o") == self.instance_id or self._hub is None:
             return  # our own batch: local sockets already have it
-        self._hub.deliver_remote(name.removeprefix("sb:chat:"), [_frame_from_wire(row) for row in data["f"]])
+        frames = [_frame_from_wire(row) for row in data["f"]]
+        self._hub.deliver_remote(name.removeprefix(EVENTS_PREFIX), frames)
 
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None:
         await self._quietly(self._redis.publish(
