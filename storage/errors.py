@@ -41,6 +41,24 @@ class TurnFenced(StorageError):
         self.turn_id = turn_id
 
 
+class ApprovalNotFound(StorageError):
+    """No pending-or-decided approval with this id in this user's chat (callers answer 404
+    whether it never existed, is in another chat or belongs to another user)."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"approval {approval_id!r} not found in this chat")
+        self.approval_id = approval_id
+
+
+class ApprovalDecided(StorageError):
+    """The approval was already decided (the first decision wins); ``status`` says how."""
+
+    def __init__(self, approval_id: str, status: str) -> None:
+        super().__init__(f"approval {approval_id!r} is already {status}")
+        self.approval_id = approval_id
+        self.status = status
+
+
 class DuplicateName(StorageError):
     """A user with this name already exists."""
 

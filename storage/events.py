@@ -15,15 +15,24 @@ chat ids it is given.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database
 from storage.errors import ChatNotFound, TurnFenced, TurnInProgress
-from storage.models import chat_events, chats, conversation_items, turns, utcnow
+from storage.models import (
+    approvals,
+    chat_events,
+    chats,
+    conversation_items,
+    paused_turns,
+    turns,
+    utcnow,
+)
 from storage.records import (
     EventRecord,
     NewEvent,
@@ -138,9 +147,9 @@ class EventStore:
                 )
                 if status != "running":
                     raise TurnFenced(fence_turn)
-            records = await _append(conn, chat_id, events)
+            records = await append_events(conn, chat_id, events)
             if update is not None:
-                await _apply_update(conn, chat_id, update)
+                await apply_turn_update(conn, chat_id, update)
         return records
 
     async def list_after(
@@ -152,10 +161,11 @@ class EventStore:
 
     async def get_turn(self, turn_id: str) -> TurnRecord | None:
         async with self._db.session() as session:
-            row = (await session.execute(select(turns).where(turns.c.id == turn_id))).one_or_none()
-        return turn_from_row(row) if row is not None else None
+            row = (await session.execute(_WITH_PAUSED.where(turns.c.id == turn_id))).one_or_none()
+        return _paused_turn_from_row(row) if row is not None else None
 
     async def running_turn(self, chat_id: str) -> TurnRecord | None:
+        """The chat's running turn (``paused`` when it waits for approvals), if any."""
         async with self._db.session() as session:
             return await _running_turn(session, chat_id)
 
@@ -171,32 +181,35 @@ class EventStore:
         async with self._db.session() as session:
             candidates = (
                 await session.execute(
-                    select(turns.c.id, turns.c.chat_id).where(turns.c.status == "running")
+                    select(turns.c.id, turns.c.chat_id).where(turns.c.status == "running",
+                                                              _NOT_PAUSED)
                 )
             ).all()
         closed = 0
         for turn_id, chat_id in candidates:
-            closed += await self._close_turn(chat_id, turn_id, ts) is not None
+            closed += bool(await self._close_turn(chat_id, turn_id, ts))
         return closed
 
     async def running_turns(self) -> list[RunningTurnRef]:
-        """Every turn marked running, with its chat's owner."""
+        """Every turn marked running that is not paused for approvals (a paused turn is
+        a row, not a process: it can never be orphaned), with its chat's owner."""
         async with self._db.session() as session:
             rows = (
                 await session.execute(
                     select(turns.c.chat_id, turns.c.id, chats.c.user_id)
                     .join(chats, chats.c.id == turns.c.chat_id)
-                    .where(turns.c.status == "running")
+                    .where(turns.c.status == "running", _NOT_PAUSED)
                 )
             ).all()
         return [RunningTurnRef(chat_id, turn_id, user_id) for chat_id, turn_id, user_id in rows]
 
-    async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> EventRecord | None:
-        """Fail one running turn whose runner is gone: its ``end_of_stream`` ``failed``,
-        or None if the turn had already ended."""
+    async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
+        """Fail one running turn whose runner is gone: the events that end it (an
+        ``error`` if an approved action was cut short, then ``end_of_stream`` ``failed``),
+        or none if the turn had already ended or is paused."""
         return await self._close_turn(chat_id, turn_id, ts)
 
-    async def _close_turn(self, chat_id: str, turn_id: str, ts: str) -> EventRecord | None:
+    async def _close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
         async with self._db.session(write=True) as session:
             # Chat row first, then the turn: the same lock order as start_turn and append,
             # so this cannot deadlock with them.
@@ -209,14 +222,22 @@ class EventStore:
                 )
             ).one_or_none()
             if row is None:  # finished (or deleted) since we looked
-                return None
+                return []
+            if await session.scalar(select(paused_turns.c.turn_id)
+                                    .where(paused_turns.c.turn_id == turn_id)) is not None:
+                return []  # paused for approvals: nothing is running to be orphaned
             end = NewEvent(
                 type="end_of_stream",
                 turn_id=turn_id,
                 payload={"status": "failed", "usage": dict(ZERO_USAGE)},
                 ts=ts,
             )
-            (record,) = await _append(session, chat_id, [end])
+            closing = [end]
+            unfinished = await _approved_without_output(session, chat_id, turn_id)
+            if unfinished:
+                closing.insert(0, NewEvent(type="error", turn_id=turn_id,
+                                           payload=interrupted_action_error(unfinished), ts=ts))
+            records = await append_events(session, chat_id, closing)
             await session.execute(
                 update(turns)
                 .where(turns.c.id == turn_id)
@@ -228,7 +249,7 @@ class EventStore:
                 )
             )
             await session.commit()
-        return record
+        return records
 
 
 def parse_ts(ts: str) -> datetime:
@@ -311,7 +332,7 @@ async def _allocate_seqs(
     return int(last) - n + 1
 
 
-async def _append(conn: Executor, chat_id: str, events: list[NewEvent]) -> list[EventRecord]:
+async def append_events(conn: Executor, chat_id: str, events: list[NewEvent]) -> list[EventRecord]:
     if not events:
         return []
     first = await _allocate_seqs(conn, chat_id, len(events))
@@ -336,7 +357,7 @@ async def _append(conn: Executor, chat_id: str, events: list[NewEvent]) -> list[
     return records
 
 
-async def _apply_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:
+async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:
     values: dict[str, Any] = {
         name: value
         for name in ("partial_text", "status", "final_text", "usage", "current_agent")
@@ -364,10 +385,51 @@ async def _apply_update(session: Executor, chat_id: str, change: TurnUpdate) -> 
 async def _running_turn(session: AsyncSession, chat_id: str) -> TurnRecord | None:
     row = (
         await session.execute(
-            select(turns).where(turns.c.chat_id == chat_id, turns.c.status == "running").limit(1)
+            _WITH_PAUSED.where(turns.c.chat_id == chat_id, turns.c.status == "running").limit(1)
         )
     ).one_or_none()
-    return turn_from_row(row) if row is not None else None
+    return _paused_turn_from_row(row) if row is not None else None
+
+
+# A turn with whether it is paused for approvals.
+_WITH_PAUSED = (select(turns, paused_turns.c.turn_id.label("paused_turn"))
+                .outerjoin(paused_turns, paused_turns.c.turn_id == turns.c.id))
+
+
+def _paused_turn_from_row(row: Any) -> TurnRecord:
+    return replace(turn_from_row(row), paused=row.paused_turn is not None)
+
+
+# A running turn with no paused row: one a process runs (or ran, before it died).
+_NOT_PAUSED = ~exists().where(paused_turns.c.turn_id == turns.c.id)
+
+
+def interrupted_action_error(names: list[str]) -> dict[str, Any]:
+    """The ``error`` of a turn that died after the person approved an action that had not
+    finished: it is never run again (twice would be worse than not at all)."""
+    actions = ", ".join(dict.fromkeys(names))
+    return {"code": "tool_error",
+            "message": f"The server stopped while carrying out what you approved ({actions}). "
+                       "It was not run again, so it may or may not have happened: check "
+                       "before asking again.",
+            "retryable": False}
+
+
+async def _approved_without_output(session: AsyncSession, chat_id: str,
+                                   turn_id: str) -> list[str]:
+    """The tools of the turn's approved calls that have no ``tool_output`` yet."""
+    approved = (await session.execute(
+        select(approvals.c.call_id, approvals.c.name)
+        .where(approvals.c.chat_id == chat_id, approvals.c.turn_id == turn_id,
+               approvals.c.status == "approved"))).all()
+    if not approved:
+        return []
+    outputs = await session.scalars(
+        select(chat_events.c.payload).where(chat_events.c.chat_id == chat_id,
+                                            chat_events.c.turn_id == turn_id,
+                                            chat_events.c.type == "tool_output"))
+    done = {payload.get("call_id") for payload in outputs}
+    return [name for call_id, name in approved if call_id not in done]
 
 
 async def _event_at(session: Executor, chat_id: str, seq: int) -> EventRecord:

@@ -246,6 +246,64 @@ class OpenResponse(Base):
     )
 
 
+APPROVAL_STATUSES = ("pending", "approved", "rejected", "expired", "superseded")
+
+
+class Approval(Base):
+    """A tool call waiting for (or decided by) the person: PROTOCOL.md §3a.
+
+    The row is the record of the decision too: who (``decided_by``, a user id, or None
+    when the server decided: expiry, a new prompt), when, through what (``decided_via``:
+    ``socket:<id>``, ``rest``, ``responses``, ``expiry``, ``prompt``, ``cancel``) and why.
+    The first decision wins: deciding is ``UPDATE … WHERE status = 'pending'``.
+    """
+
+    __tablename__ = "approvals"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    turn_id: Mapped[str] = mapped_column(String(64))
+    call_id: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text)
+    arguments: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    current_agent: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    decided_via: Mapped[str | None] = mapped_column(String(100), nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('pending', 'approved', 'rejected', 'expired', 'superseded')",
+            name="status"),
+        Index("ix_approvals_chat_turn", "chat_id", "turn_id"),
+        # The pending ones: GET /api/approvals and the expiry sweep read only these.
+        Index("ix_approvals_pending", "expires_at",
+              sqlite_where=text("status = 'pending'"),
+              postgresql_where=text("status = 'pending'")),
+    )
+
+
+class PausedTurn(Base):
+    """A turn waiting for approvals: the serialised Agents SDK ``RunState`` and the turn's
+    unsaved conversation items. A paused turn is this row, not a task: it holds no memory,
+    socket or lease. Deleting the row (in the transaction that takes the last decision)
+    is what lets exactly one instance resume it."""
+
+    __tablename__ = "paused_turns"
+
+    turn_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("turns.id", ondelete="CASCADE"), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 # Core tables for the repositories' statements (cast: the ORM types them as FromClause).
 users = cast(Table, User.__table__)
 api_tokens = cast(Table, ApiToken.__table__)
@@ -256,3 +314,5 @@ conversation_items = cast(Table, ConversationItem.__table__)
 connected_accounts = cast(Table, ConnectedAccountRow.__table__)
 rap_subscriptions = cast(Table, RapSubscription.__table__)
 open_responses = cast(Table, OpenResponse.__table__)
+approvals = cast(Table, Approval.__table__)
+paused_turns = cast(Table, PausedTurn.__table__)

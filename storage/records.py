@@ -51,6 +51,8 @@ class TurnRecord:
     user_prompt_seq: int
     # The agent active at the last checkpoint (for the resume delta of a running turn).
     current_agent: str | None = None
+    # Running, but waiting for the person's approval: no process runs it (PROTOCOL §3a).
+    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,49 @@ class TurnUpdate:
     items: tuple[dict[str, Any], ...] = ()
 
 
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "superseded"]
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """One approval and, once decided, the record of the decision."""
+
+    id: str
+    chat_id: str
+    turn_id: str
+    call_id: str
+    name: str
+    description: str
+    arguments: dict[str, Any]
+    current_agent: str
+    status: ApprovalStatus
+    reason: str | None
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+    decided_by: str | None = None
+    decided_via: str | None = None
+
+
+@dataclass(frozen=True)
+class PausedRun:
+    """A paused turn whose last approval was just decided: what resuming it needs.
+
+    ``state`` is what the turn stored when it paused (the serialised ``RunState`` and its
+    unsaved conversation items); ``approvals`` are the decisions of this pause;
+    ``after_seq`` the chat's last seq when the pause was claimed.
+    """
+
+    chat_id: str
+    turn_id: str
+    user_id: str
+    prompt: str
+    prompt_seq: int
+    state: dict[str, Any]
+    approvals: tuple[ApprovalRecord, ...]
+    after_seq: int
+
+
 @dataclass(frozen=True)
 class ConnectedAccount:
     connector: str
@@ -167,6 +212,16 @@ def turn_from_row(row: Any) -> TurnRecord:
         finished_at=row.finished_at,
         user_prompt_seq=row.user_prompt_seq,
         current_agent=row.current_agent,
+    )
+
+
+def approval_from_row(row: Any) -> ApprovalRecord:
+    return ApprovalRecord(
+        id=row.id, chat_id=row.chat_id, turn_id=row.turn_id, call_id=row.call_id,
+        name=row.name, description=row.description, arguments=row.arguments,
+        current_agent=row.current_agent, status=row.status, reason=row.reason,
+        created_at=row.created_at, expires_at=row.expires_at, decided_at=row.decided_at,
+        decided_by=row.decided_by, decided_via=row.decided_via,
     )
 
 

@@ -108,9 +108,6 @@ class TurnSession:
         self.session_id: str = stored.session_id
         self.session_settings: SessionSettings | None = stored.session_settings
         self.pending: list[dict[str, Any]] = []
-        # How many pending items are the turn's input (the SDK saves the input first):
-        # a turn that fails or is cancelled keeps only those, never a half-finished step.
-        self.input_count: int | None = None
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         if limit is not None and limit >= 0:
@@ -124,8 +121,6 @@ class TurnSession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         self.pending.extend(dict(item) for item in items)
-        if self.input_count is None:
-            self.input_count = len(self.pending)
 
     async def pop_item(self) -> TResponseInputItem | None:
         if self.pending:
@@ -137,6 +132,26 @@ class TurnSession:
         await self._stored.clear_session()
 
     def items_to_keep(self, completed: bool) -> tuple[dict[str, Any], ...]:
+        """What the next turn's model reads of this one. A turn that failed or was stopped
+        keeps every step it finished (an email it sent must not be forgotten), and a call
+        left without a result is answered as interrupted."""
         if completed:
             return tuple(self.pending)
-        return tuple(self.pending[: self.input_count or 0])
+        return tuple(answer_unanswered(self.pending, INTERRUPTED))
+
+
+# What the model reads for a call whose turn stopped before the call returned.
+INTERRUPTED = ("Not completed: the turn stopped before this call returned a result, so it "
+               "may or may not have run. Check before trying again.")
+
+
+def answer_unanswered(items: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
+    """``items`` with an output holding ``note`` after every function call that has none
+    (model APIs refuse a history with a call left unanswered)."""
+    answered = {item.get("call_id") for item in items
+                if item.get("type") == "function_call_output"}
+    unanswered = [{"type": "function_call_output", "call_id": item.get("call_id"),
+                   "output": note}
+                  for item in items
+                  if item.get("type") == "function_call" and item.get("call_id") not in answered]
+    return [*items, *unanswered]
