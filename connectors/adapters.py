@@ -2,7 +2,10 @@
 
 - ``to_plain_text``: what the *model* reads for a tool result: short readable lines per
   ``response_type`` (never a dump of everything, never ``debug_info``), citations numbered
-  ``[n]`` from ``content_chunks``, capped at ``max_chars``.
+  ``[n]`` from ``content_chunks``, capped at ``max_chars``. Text written by third parties
+  (emails, web results, Yelp listings and reviews, plug-in and remote tools' results) is
+  fenced as data (``connectors.untrusted``); our own headings, counts and notes stay outside
+  the fence. The ToolResponse dicts themselves (what the UI shows) are never changed.
 - ``to_function_call_output``: the OpenAI Responses ``function_call_output`` input item.
 - ``pick_display_segment``: which ``display_as`` hint a client renders (seed 001).
 - ``coerce_tool_output``: turn *any* tool output into a valid ToolResponse dict, so the
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from connectors.responses import (
@@ -25,11 +29,14 @@ from connectors.responses import (
     TextResponse,
     ToolResponse,
 )
+from connectors.untrusted import FENCE_CLOSE, defuse_markers, fence, fence_open, strip_invisible
 
 __all__ = [
     "MAX_TEXT_CHARS",
+    "OWN_TYPES",
     "coerce_tool_output",
     "pick_display_segment",
+    "source_of",
     "to_function_call_output",
     "to_plain_text",
 ]
@@ -46,6 +53,17 @@ EMAIL_LIST_TYPES = frozenset({"google_email_inbox", "google_email_search",
 EMAIL_SENT_TYPES = frozenset({"send_google_email", "reply_to_google_email"})
 ACCOUNT_NEEDED_TYPES = frozenset({"account_needed", "google_account_needed",
                                   "connect_google_account", "connect_plaid_account"})
+# Results that hold only what we or the user's own bank wrote: never fenced. Every other
+# response type, including plug-ins' and unknown ones, is third-party text. Transactions
+# are: a merchant's name or a transfer's memo is written by whoever sent the money.
+OWN_TYPES = ACCOUNT_NEEDED_TYPES | {"send_google_email", "plaid_accounts_response",
+                                    "plaid_spending_summary", "user_location", "open_window",
+                                    "open_tab", "error"}
+# What the fence says third-party text is; any other type is a "tool result".
+_SOURCES = {**dict.fromkeys(EMAIL_LIST_TYPES, "emails"), "google_email_message": "email",
+            "reply_to_google_email": "email", "yelp_search_results": "businesses",
+            "yelp_reviews": "reviews", "google_search_results": "web results",
+            "rap_result": "remote tool", "plaid_transactions_response": "transactions"}
 # What the Agents SDK sends the model when a tool raises and no failure function is set.
 SDK_TOOL_ERROR_PREFIX = "An error occurred while running the tool"
 _ERROR_PREFIX = re.compile(r"Error\b")
@@ -54,6 +72,27 @@ _WS = re.compile(r"\s+")
 
 class _Unreadable(Exception):
     """A typed renderer cannot read its payload: fall back to compact JSON."""
+
+
+_PLAIN = object()  # a _Part's ``value`` when it is plain text, not JSON
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A piece of what the model reads. With a ``source`` it is third-party text, fenced as
+    data from there; ``value`` is the JSON ``text`` shows, so a cut keeps whole items."""
+
+    text: str
+    source: str | None = None
+    value: object = _PLAIN
+
+
+_Rendering = str | list[_Part]
+
+
+def source_of(response_type: str) -> str | None:
+    """What the fence calls a response type's text; None for our own results."""
+    return None if response_type in OWN_TYPES else _SOURCES.get(response_type, "tool result")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -131,9 +170,15 @@ def _header(data: dict[str, Any], count: int, word: str) -> str:
 
 def _compact_json(value: object, budget: int | None) -> str:
     """Compact JSON; over ``budget`` keep whole leading items/keys and say what is left out."""
+    head, note = _cut_json(value, budget)
+    return f"{head}\n{note}" if note else head
+
+
+def _cut_json(value: object, budget: int | None) -> tuple[str, str]:
+    """``_compact_json`` as the kept JSON and the note saying what is left out ("" if none)."""
     text = _dumps(value)
     if budget is None or len(text) <= budget:
-        return text
+        return text, ""
     room = max(budget - _NOTE_RESERVE, 0)
     if isinstance(value, list | dict) and value:
         entries = ([_dumps(item) for item in value] if isinstance(value, list)
@@ -148,17 +193,23 @@ def _compact_json(value: object, budget: int | None) -> str:
         if kept:
             open_, close = ("[", "]") if isinstance(value, list) else ("{", "}")
             unit = "items" if isinstance(value, list) else "keys"
-            return (f"{open_}{','.join(kept)}{close}\n"
+            return (f"{open_}{','.join(kept)}{close}",
                     f"[truncated: showing {len(kept)} of {len(entries)} {unit}]")
-    return f"{text[:room]}…\n[truncated: showing {room} of {len(text)} characters]"
+    return f"{text[:room]}…", f"[truncated: showing {room} of {len(text)} characters]"
 
 
 def _truncate(text: str, budget: int | None) -> str:
     """Cut ``text`` to ``budget`` chars, at a line break when one is near, with a note."""
+    head, note = _cut_text(text, budget)
+    return f"{head}\n{note}"[:budget] if note else head
+
+
+def _cut_text(text: str, budget: int | None) -> tuple[str, str]:
+    """``_truncate`` as the kept text and the note saying what is left out ("" if none)."""
     if budget is None or len(text) <= budget:
-        return text
+        return text, ""
     if budget <= _NOTE_RESERVE:
-        return text[:budget]
+        return text[:budget], ""
     room = budget - _NOTE_RESERVE
     cut = text.rfind("\n", 0, room + 1)
     at_line = cut >= room // 2
@@ -171,25 +222,121 @@ def _truncate(text: str, budget: int | None) -> str:
     else:
         note = f"[truncated: {len(omitted)} more characters not shown]"
     head = text[:cut].rstrip() if at_line else text[:cut] + "…"
-    return f"{head}\n{note}"[:budget]
+    return head, note
+
+
+def _within(head: str, note: str, budget: int) -> tuple[str, str]:
+    """``head`` and ``note`` shortened so that ``head + "\n" + note`` fits ``budget``."""
+    head = head[:budget]
+    return head, note[:max(0, budget - len(head) - 1)] if note else ""
+
+
+# --------------------------------------------------------------------------- fencing
+
+def _clean(value: object, depth: int = 0, active: frozenset[int] = frozenset()) -> object:
+    """A JSON value with invisible characters taken out of every string, keys included.
+
+    Raises ``_Unreadable`` on a cycle or absurd nesting, which JSON cannot show anyway.
+    """
+    if isinstance(value, str):
+        return strip_invisible(value)
+    if not isinstance(value, list | tuple | dict):
+        return value
+    if id(value) in active or depth > 200:
+        raise _Unreadable
+    inner = active | {id(value)}
+    if isinstance(value, dict):
+        return {strip_invisible(key) if isinstance(key, str) else key:
+                _clean(item, depth + 1, inner) for key, item in value.items()}
+    return [_clean(item, depth + 1, inner) for item in value]
+
+
+def _merged(parts: list[_Part]) -> list[_Part]:
+    """Empty parts dropped, neighbouring own plain-text parts joined into one, and every
+    text cleaned of invisible characters (before it is measured against a budget)."""
+    merged: list[_Part] = []
+    for part in parts:
+        if not part.text:
+            continue
+        plain = part.value is _PLAIN
+        if plain:
+            part = _Part(strip_invisible(part.text), part.source)
+        else:
+            try:
+                value = _clean(part.value)
+            except _Unreadable:  # shown as its repr, cleaned as text
+                part = _Part(strip_invisible(part.text), part.source)
+            else:
+                part = _Part(_dumps(value), part.source, value)
+        last = merged[-1] if merged else None
+        if (last and plain and last.value is _PLAIN
+                and last.source is None and part.source is None):
+            merged[-1] = _Part(f"{last.text}\n{part.text}")
+        else:
+            merged.append(part)
+    return merged
+
+
+def _cut(part: _Part, budget: int) -> tuple[str, str]:
+    if part.value is _PLAIN:
+        return _within(*_cut_text(part.text, budget), budget)
+    return _within(*_cut_json(part.value, budget), budget)
+
+
+def _show(part: _Part, budget: int | None) -> str:
+    """One part in at most ``budget`` characters. Third-party text is fenced, and a cut
+    keeps the fence whole: the note saying what was left out follows the closing marker."""
+    if part.source is None:
+        if budget is None or len(part.text) <= budget:
+            return defuse_markers(part.text)
+        head, note = _cut(part, budget)
+        return defuse_markers(f"{head}\n{note}" if note else head)
+    whole = fence(part.text, part.source)
+    if budget is None or len(whole) <= budget:
+        return whole
+    room = budget - len(fence_open(part.source)) - len(FENCE_CLOSE) - 2
+    if room <= _NOTE_RESERVE // 4:  # no room for any of it: only say so
+        return _truncate(f"[truncated: {len(part.text)} characters not shown]", budget)
+    head, note = _cut(part, room)
+    return fence(head, part.source) + (f"\n{note}" if note else "")
+
+
+def _fit(parts: list[_Part], budget: int | None) -> str:
+    """The parts one per line, in at most ``budget`` characters (later parts cut first)."""
+    shown: list[str] = []
+    left = budget
+    for part in parts:
+        if left is not None:
+            left -= 1 if shown else 0  # the line break before this part
+            if left <= 0:
+                break
+        text = _show(part, left)
+        if text:
+            shown.append(text)
+            left = None if left is None else left - len(text)
+    return "\n".join(shown)
 
 
 # --------------------------------------------------------------------------- renderers
 
 def _numbered(data: dict[str, Any], items: list[Any], noun: str, empty: str,
-              describe: Callable[[dict[str, Any]], str]) -> str:
-    """A header, then one numbered line per item; an item that is not an object as JSON."""
+              describe: Callable[[dict[str, Any]], str]) -> _Rendering:
+    """A header, then one numbered line per item; an item that is not an object as JSON.
+
+    The lines are fenced when the response type's items come from third parties.
+    """
     if not items:
         return empty
-    lines = [_header(data, len(items), noun)]
+    lines = []
     for number, item in enumerate(items, 1):
         body = (describe(item) if isinstance(item, dict)
                 else _one_line(_dumps(item), _SNIPPET_CHARS))
         lines.append(f"{number}. {body}")
-    return "\n".join(lines)
+    return [_Part(_header(data, len(items), noun)),
+            _Part("\n".join(lines), source_of(str(data.get("response_type"))))]
 
 
-def _render_email_list(data: dict[str, Any]) -> str:
+def _render_email_list(data: dict[str, Any]) -> _Rendering:
     empty = f"{_one_line(data.get('friendly_name')) or 'Email'}: no emails found."
     return _numbered(data, _items(data), "email", empty, _email_line)
 
@@ -211,22 +358,24 @@ def _email_line(mail: dict[str, Any]) -> str:
     return line
 
 
-def _render_email_sent(data: dict[str, Any]) -> str:
+def _render_email_sent(data: dict[str, Any]) -> _Rendering:
     mail = data.get("response")
     if not isinstance(mail, dict):
         raise _Unreadable
-    verb = "Reply sent" if data.get("response_type") == "reply_to_google_email" else "Email sent"
-    parts = [f"{verb} to {_one_line(mail.get('to')) or '(no recipient)'}"]
+    fields = [f"to {_one_line(mail.get('to')) or '(no recipient)'}"]
     for key in ("cc", "bcc"):
         if _one_line(mail.get(key)):
-            parts.append(f"{key}: {_one_line(mail.get(key))}")
-    parts.append(f"subject: {_one_line(mail.get('subject'), 160) or '(no subject)'}")
-    if mail.get("id") not in (None, ""):
-        parts.append(f"id={_one_line(mail.get('id'))}")
-    text = "; ".join(parts) + "."
-    if _one_line(mail.get("body")):
-        text += f"\nBody: {_one_line(mail.get('body'), _SNIPPET_CHARS)}"
-    return text
+            fields.append(f"{key}: {_one_line(mail.get(key))}")
+    fields.append(f"subject: {_one_line(mail.get('subject'), 160) or '(no subject)'}")
+    sent_id = f"id={_one_line(mail.get('id'))}" if mail.get("id") not in (None, "") else ""
+    body = _one_line(mail.get("body"), _SNIPPET_CHARS)
+    body = f"Body: {body}" if body else ""
+    if data.get("response_type") != "reply_to_google_email":
+        text = "Email sent " + "; ".join([*fields, sent_id] if sent_id else fields) + "."
+        return f"{text}\n{body}" if body else text
+    # A reply goes to the original sender, under the original subject: third-party text.
+    return [_Part("Reply sent" + (f"; {sent_id}" if sent_id else "") + ":"),
+            _Part("; ".join(fields), source_of("reply_to_google_email")), _Part(body)]
 
 
 def _account_list(payload: object) -> list[Any]:
@@ -244,7 +393,7 @@ def _account_list(payload: object) -> list[Any]:
     return accounts
 
 
-def _render_accounts(data: dict[str, Any]) -> str:
+def _render_accounts(data: dict[str, Any]) -> _Rendering:
     return _numbered(data, _account_list(data.get("response")), "account",
                      "No bank accounts found.", _account_line)
 
@@ -290,7 +439,7 @@ def _transaction_line(txn: object) -> str:
     return line
 
 
-def _render_transactions(data: dict[str, Any]) -> str:
+def _render_transactions(data: dict[str, Any]) -> _Rendering:
     payload = data.get("response")
     if isinstance(payload, list):
         payload = {"": {"transactions": payload}}
@@ -309,10 +458,11 @@ def _render_transactions(data: dict[str, Any]) -> str:
             title += f" (id={account_id})"
         lines.append(f"{title}: {_plural(len(txns), 'transaction')}")
         lines.extend(_transaction_line(txn) for txn in txns)
-    return "\n".join(lines)
+    # Merchant names and memos are written by whoever took or sent the money.
+    return [_Part("\n".join(lines), "transactions")]
 
 
-def _render_businesses(data: dict[str, Any]) -> str:
+def _render_businesses(data: dict[str, Any]) -> _Rendering:
     empty = f"{_one_line(data.get('friendly_name')) or 'Search'}: no businesses found."
     return _numbered(data, _items(data), "business", empty, _business_line)
 
@@ -354,7 +504,7 @@ def _business_line(biz: dict[str, Any]) -> str:
     return line
 
 
-def _render_reviews(data: dict[str, Any]) -> str:
+def _render_reviews(data: dict[str, Any]) -> _Rendering:
     return _numbered(data, _items(data), "review", "No reviews found.", _review_line)
 
 
@@ -382,10 +532,10 @@ def _citations(chunks: list[Any]) -> list[str]:
     return lines
 
 
-def _render_search(data: dict[str, Any]) -> str:
+def _render_search(data: dict[str, Any]) -> _Rendering:
     chunks = data.get("content_chunks")
     if isinstance(chunks, list) and chunks:
-        return ""  # the numbered content_chunks are the body (added by to_plain_text)
+        return []  # the numbered content_chunks are the body (added by to_plain_text)
     items = _items(data)
     if not items:
         return "No search results."
@@ -396,7 +546,8 @@ def _render_search(data: dict[str, Any]) -> str:
         for item in items
     ]
     name = _one_line(data.get("friendly_name")) or "Search results"
-    return f"{name} (cite as [n]):\n" + "\n".join(_citations(results))
+    return [_Part(f"{name} (cite as [n]):"),
+            _Part("\n".join(_citations(results)), source_of("google_search_results"))]
 
 
 def _render_account_needed(data: dict[str, Any]) -> str:
@@ -439,7 +590,7 @@ def _render_error(data: dict[str, Any]) -> str:
     return _error_message(data)
 
 
-def _render_file(data: dict[str, Any]) -> str:
+def _render_file(data: dict[str, Any]) -> _Rendering:
     payload = data.get("response")
     if not isinstance(payload, dict):
         raise _Unreadable
@@ -449,27 +600,28 @@ def _render_file(data: dict[str, Any]) -> str:
     text = f"File: {name}" + (f" ({', '.join(details)})" if details else "")
     if _one_line(payload.get("url")):
         text += f" at {_one_line(payload.get('url'))}"
-    return text
+    return [_Part(text, source_of(str(data.get("response_type"))))]
 
 
-def _render_link(data: dict[str, Any]) -> str:
+def _render_link(data: dict[str, Any]) -> _Rendering:
     payload = data.get("response")
     if not isinstance(payload, dict) or not _one_line(payload.get("url")):
         raise _Unreadable
     url, title = _one_line(payload["url"]), _one_line(payload.get("title"), 200)
     text = f"Link: {title} — {url}" if title and title != url else f"Link: {url}"
     description = _one_line(payload.get("description"), 500)
-    return f"{text}\n{description}" if description else text
+    text = f"{text}\n{description}" if description else text
+    return [_Part(text, source_of(str(data.get("response_type"))))]
 
 
-def _render_text(data: dict[str, Any]) -> str:
+def _render_text(data: dict[str, Any]) -> _Rendering:
     payload = data.get("response")
     if not isinstance(payload, str):
         raise _Unreadable
-    return payload
+    return [_Part(payload, source_of(str(data.get("response_type"))))]
 
 
-_RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+_RENDERERS: dict[str, Callable[[dict[str, Any]], _Rendering]] = {
     **dict.fromkeys(EMAIL_LIST_TYPES, _render_email_list),
     **dict.fromkeys(EMAIL_SENT_TYPES, _render_email_sent),
     **dict.fromkeys(ACCOUNT_NEEDED_TYPES, _render_account_needed),
@@ -508,49 +660,64 @@ def to_plain_text(response: ToolResponse | dict[str, Any],
     on them); ``content_chunks`` are always listed as ``[n]`` citations; other payloads
     become compact JSON. The result is at most ``max_chars`` long (None: no cap), cut at
     whole lines/items with a ``[truncated: …]`` note.
+
+    Third-party text is fenced (``<external source="emails">`` … ``</external>``; see
+    ``OWN_TYPES`` for what is not), one fence per block rather than per field, and a cut
+    never drops a closing marker. All text is cleaned of invisible characters, and nothing
+    outside a fence can read as a marker.
     """
     if max_chars is not None and max_chars < _MIN_MAX_CHARS:
         raise ValueError(f"max_chars must be at least {_MIN_MAX_CHARS}")
     data = _as_dict(response)
     response_type = str(data.get("response_type"))
 
-    sources = ""
+    sources: list[_Part] = []
     chunks = data.get("content_chunks")
     if isinstance(chunks, list) and chunks:
         title = "Sources"
         if response_type == "google_search_results":
             title = _one_line(data.get("friendly_name")) or "Search results"
-        sources = f"{title} (cite as [n]):\n" + "\n".join(_citations(chunks))
+        label = "web results" if response_type == "google_search_results" else "sources"
+        sources = _merged([_Part(f"{title} (cite as [n]):"),
+                           _Part("\n".join(_citations(chunks)), label)])
 
-    renderer = _RENDERERS.get(response_type)
-    as_json = renderer is None
-    body = ""
-    if renderer is not None:
-        try:
-            body = renderer(data)
-        except Exception:  # any odd payload: show it as compact JSON, never fail the turn
-            as_json = True
-    payload = data.get("response")
-    if as_json:
-        body = payload if isinstance(payload, str) else _compact_json(payload, None)
+    body = _merged(_render(data, response_type))
 
     extra = data.get("error_message")
     note = ""
     if response_type != "error" and isinstance(extra, str) and extra.strip():
-        note = _error_message({"error_message": extra})
+        note = defuse_markers(strip_invisible(_error_message({"error_message": extra})))
 
-    if max_chars is not None:
-        note = _truncate(note, max_chars // 4)
-        fixed = len(note) + 1 if note else 0
-        room = max_chars - fixed
-        if sources and len(body) + len(sources) + 2 > room:
-            sources = _truncate(sources, min(len(sources), max(room // 2, room - len(body) - 2)))
-        body_budget = room - (len(sources) + 2 if sources else 0)
-        if len(body) > body_budget:
-            body = (_compact_json(payload, body_budget) if as_json and not isinstance(payload, str)
-                    else _truncate(body, body_budget))
-    head = "\n".join(part for part in (body, note) if part)
-    return _truncate("\n\n".join(part for part in (head, sources) if part), max_chars)
+    if max_chars is None:
+        head = "\n".join(part for part in (_fit(body, None), note) if part)
+        return "\n\n".join(part for part in (head, _fit(sources, None)) if part)
+    note = _truncate(note, max_chars // 4)
+    room = max_chars - (len(note) + 1 if note else 0)
+    cited = ""
+    if sources:
+        wanted, needed = len(_fit(body, None)), len(_fit(sources, None))
+        cited = _fit(sources, needed if wanted + needed + 2 <= room
+                     else min(needed, max(room // 2, room - wanted - 2)))
+    text = _fit(body, room - (len(cited) + 2 if cited else 0))
+    head = "\n".join(part for part in (text, note) if part)
+    return "\n\n".join(part for part in (head, cited) if part)
+
+
+def _render(data: dict[str, Any], response_type: str) -> list[_Part]:
+    """The typed rendering of ``data``, or compact JSON (fenced unless it is our own)."""
+    renderer = _RENDERERS.get(response_type)
+    if renderer is not None:
+        try:
+            rendered = renderer(data)
+        except Exception:  # any odd payload: show it as compact JSON, never fail the turn
+            pass
+        else:
+            return [_Part(rendered)] if isinstance(rendered, str) else rendered
+    payload = data.get("response")
+    source = source_of(response_type)
+    if isinstance(payload, str):
+        return [_Part(payload, source)]
+    return [_Part(_dumps(payload), source, payload)]
 
 
 def to_function_call_output(call_id: str, response: ToolResponse | dict[str, Any]) -> dict:

@@ -127,7 +127,10 @@ def to_email(message: dict[str, Any], body_chars: int = LIST_BODY_CHARS) -> Emai
     headers = headers_of(payload)
     plain, rich = bodies(payload)
     snippet = html.unescape(str(message.get("snippet", "")))
-    text = plain if plain and plain.strip() else (html_to_text(rich) if rich else snippet)
+    # The model reads what the person sees: the HTML part when there is one (a plain part
+    # beside it can say something else, which no mail client shows).
+    shown = html_to_text(rich).strip() if rich else ""
+    text = shown or (plain if plain and plain.strip() else snippet)
     markdown = html_to_markdown(rich) if rich else text
     labels = message.get("labelIds") or []
     return {

@@ -3,7 +3,11 @@
 Seed 001: the model receives the tool's *full* ``text`` (never shortened, never a
 summary), while ``display_as`` only drives the card (the UI renders the first segment
 type it supports, then falls back to the text). A ``text`` starting with ``Error`` is the
-protocol's only error convention: it becomes an error card, the model still reads it as is.
+protocol's only error convention: it becomes an error card, the model reads it whole.
+
+A remote tool is a third party, so the model reads its text fenced as data
+(``connectors.untrusted.fence``): instructions in it are never followed. The card keeps the
+text exactly as sent.
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ from typing import Any
 from connectors.rap.config import OAuthMessage, ToolResultMessage
 from connectors.responses import ErrorResponse, OpenWindowResponse, ToolResponse
 from connectors.tooling import ToolResult, error_result
+from connectors.untrusted import fence
 
 RESPONSE_TYPE = "rap_result"
 # The ``error`` event code websocket.stream gives an error result carrying it.
 TIMEOUT_CODE = "tool_timeout"
 _ERROR_TEXT = re.compile(r"\s*Error\b")
+SOURCE = "remote tool"  # what the fence calls the text
+ERROR_INTRO = "Error: the remote tool reported this failure:"
 OAUTH_TEXT = ("The tool needs the user's authorization before it can do this. A link to "
               "authorize it is shown to the user in the chat: ask them to open it and "
               "finish there, then try again.")
@@ -39,6 +46,13 @@ def is_error_text(text: str) -> bool:
     return bool(_ERROR_TEXT.match(text))
 
 
+def model_text(text: str) -> str:
+    """What the model reads for a remote tool's ``text``: all of it, fenced; a failure
+    still starts with "Error:", which is how every agent recognises one."""
+    fenced = fence(text, SOURCE)
+    return f"{ERROR_INTRO}\n{fenced}" if is_error_text(text) else fenced
+
+
 def result_from_message(message: ToolResultMessage | OAuthMessage, *, agent_name: str,
                         friendly_name: str, debug_info: dict[str, Any]) -> RapToolResult:
     if isinstance(message, OAuthMessage):
@@ -50,11 +64,11 @@ def result_from_message(message: ToolResultMessage | OAuthMessage, *, agent_name
     if is_error_text(text):
         error = ErrorResponse(agent_name, text.strip(), friendly_name=friendly_name,
                               debug_info=dict(debug_info))
-        return RapToolResult(error.to_dict(include_debug=True), text)
+        return RapToolResult(error.to_dict(include_debug=True), model_text(text))
     segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
     response = ToolResponse(RESPONSE_TYPE, agent_name, friendly_name, text,
                             display_as=segments or None, debug_info=dict(debug_info))
-    return RapToolResult(response.to_dict(include_debug=True), text)
+    return RapToolResult(response.to_dict(include_debug=True), model_text(text))
 
 
 def timeout_result(*, agent_name: str, operation: str, seconds: float,

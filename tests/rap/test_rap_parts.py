@@ -21,6 +21,7 @@ from connectors.rap.results import RapToolResult, result_from_message, timeout_r
 from connectors.rap.runtime import schema_problem
 from connectors.rap.signing import sign, token_digest, verify
 from connectors.tooling import ToolResult
+from connectors.untrusted import fence
 from tests.fakes.rap_tool import TOOLS
 from tests.fakes.rap_tool import signature as third_party_signature
 from websocket.stream import OutEvent, StreamTranslator
@@ -164,7 +165,8 @@ def test_the_model_reads_the_full_text_whatever_the_display() -> None:
         message(text=text, display_as=[{"type": "text", "content": "short"}]),
         agent_name="Notes", friendly_name="Notes: lookup", debug_info={"rap_server": "notes"})
     assert isinstance(result, RapToolResult) and isinstance(result, ToolResult)
-    assert str(result) == text  # what the SDK sends as the function_call_output
+    # What the SDK sends as the function_call_output: all of it, fenced as outside data.
+    assert str(result) == fence(text, "remote tool")
     assert len(to_plain_text(dict(result))) < len(text)  # the generic adapter would cut it
     assert result["response_type"] == "rap_result"
     assert result["display_as"] == [{"type": "text", "content": "short"}]
@@ -175,7 +177,8 @@ def test_error_texts_and_oauth_messages() -> None:
     error = result_from_message(message(text="Error: quota exceeded; retry in 60 s"),
                                 agent_name="Notes", friendly_name="Notes: x", debug_info={})
     assert error["response_type"] == "error"
-    assert str(error) == "Error: quota exceeded; retry in 60 s"
+    assert str(error) == ("Error: the remote tool reported this failure:\n"
+                          + fence("Error: quota exceeded; retry in 60 s", "remote tool"))
     not_error = result_from_message(message(text="Errors found: none"),
                                     agent_name="Notes", friendly_name="Notes: x", debug_info={})
     assert not_error["response_type"] == "rap_result"
