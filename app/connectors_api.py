@@ -24,14 +24,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.auth import authenticate, check_host, own_origin
 from app.errors import ApiError
-from app.rest import current_user, rfc3339, services_of
+from app.rest import current_user, json_body, rfc3339, services_of
 from app.services import Services
 from connectors.accounts import (
     DEMO,
@@ -246,27 +246,11 @@ class ExchangeRequest(BaseModel):
     institution: Institution | None = None
 
 
-async def _json_body(request: Request, model: type[BaseModel], example: str) -> Any:
-    try:
-        data = json.loads(await request.body() or b"null")
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise ApiError(400, "invalid_request", f"the body must be a JSON object like {example}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ApiError(400, "invalid_request", f"{where}: {first['msg']} (expected {example})"
-                       ) from None
-
-
 async def plaid_exchange(request: Request) -> Response:
     user = await current_user(request)
     services = services_of(request)
     connector = _connector(services, "plaid")
-    body: ExchangeRequest = await _json_body(
+    body: ExchangeRequest = await json_body(
         request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}')
     if services.settings.connector_mode(connector.name) == DEMO:
         raise ApiError(400, "invalid_request", "plaid runs in demo mode on this server: connect "

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.approvals_api import approval_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
 from app.rest import rest_routes, services_of
@@ -125,6 +126,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *approval_routes(),
         *websocket_routes(),
         *connector_routes(),
         *rap_routes(),

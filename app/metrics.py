@@ -39,6 +39,8 @@ class Metrics:
                                   ["agent", "outcome"], registry=r)
         self.model_errors = Counter("switchboard_model_errors", "Turns ended by a model error",
                                     ["code"], registry=r)
+        self.approvals = Counter("switchboard_approvals", "Approvals asked for and decided, "
+                                 "by outcome", ["outcome"], registry=r)
         self.rate_limited = Counter("switchboard_rate_limited", "Refused by a rate limit",
                                     ["limit"], registry=r)
 

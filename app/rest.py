@@ -10,10 +10,12 @@ server runs with ``SWITCHBOARD_EXPOSE_DEBUG_INFO=true``; otherwise asking for it
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -23,7 +25,7 @@ from app.errors import ApiError
 from app.services import Services
 from storage.chats import ChatRepository
 from storage.events import EventStore
-from storage.records import ChatRecord, TurnRecord, UserRecord
+from storage.records import ApprovalRecord, ChatRecord, TurnRecord, UserRecord
 
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
@@ -82,6 +84,23 @@ def bool_param(request: Request, name: str) -> bool:
     raise ApiError(400, "invalid_request", f"{name} must be true or false")
 
 
+async def json_body(request: Request, model: type[BaseModel], example: str) -> Any:
+    """The request's JSON object body as ``model``; a 400 naming the first problem."""
+    try:
+        data = json.loads(await request.body() or b"null")
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_request", f"the body must be a JSON object like {example}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise ApiError(400, "invalid_request", f"{where}: {first['msg']} (expected {example})"
+                       ) from None
+
+
 def chat_id_param(request: Request) -> str:
     chat_id: str = request.path_params["chat_id"]
     if not CHAT_ID.fullmatch(chat_id):
@@ -110,6 +129,27 @@ def turn_json(turn: TurnRecord) -> dict[str, Any]:
         "created_at": rfc3339(turn.created_at),
         "finished_at": rfc3339(turn.finished_at),
         "client_message_id": turn.client_message_id,
+    }
+
+
+def approval_json(approval: ApprovalRecord) -> dict[str, Any]:
+    """An approval as REST shows it: what was asked, and the record of its decision."""
+    return {
+        "approval_id": approval.id,
+        "chat_id": approval.chat_id,
+        "turn_id": approval.turn_id,
+        "call_id": approval.call_id,
+        "name": approval.name,
+        "description": approval.description,
+        "arguments": approval.arguments,
+        "current_agent": approval.current_agent,
+        "status": approval.status,
+        "created_at": rfc3339(approval.created_at),
+        "expires_at": rfc3339(approval.expires_at),
+        "decided_at": rfc3339(approval.decided_at),
+        "decided_by": approval.decided_by,
+        "decided_via": approval.decided_via,
+        "reason": approval.reason,
     }
 
 
@@ -151,9 +191,12 @@ async def get_chat(request: Request) -> Response:
     if chat is None:
         raise ApiError(404, "not_found", "chat not found")
     turns = await repo.turns(chat_id)
+    approvals = await services_of(request).turns.approvals.for_chat(chat_id)
     body = chat_json(chat) | {
         "turns": [turn_json(t) for t in turns],
         "usage": usage_totals(turns),
+        # Every approval asked for in the chat, with who decided, when, how and why.
+        "approvals": [approval_json(a) for a in approvals],
     }
     return JSONResponse(body)
 

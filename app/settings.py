@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from connectors.approvals import ApprovalMode, ApprovalPolicy, Override
 from connectors.rap.config import RapServerConfig, check_unique_servers, parse_rap_servers
 
 ConnectorMode = Literal["demo", "live"]
@@ -99,6 +100,13 @@ class Settings(BaseSettings):
     rap_tools: Annotated[list[RapServerConfig], NoDecode] = Field(default_factory=list)
     rap_callback_url: str | None = None
     rap_timeout: float = Field(120.0, gt=0, le=86_400)
+    # Approvals (docs/approvals.md, PROTOCOL.md §3a): which tool calls wait for the person.
+    # side_effects: every tool that sends, pays, writes or deletes (or does not say);
+    # always: every tool call; off: none (trusted automation only, logged at start-up).
+    approvals: ApprovalMode = "side_effects"
+    approval_overrides: Annotated[dict[str, Override], NoDecode] = Field(default_factory=dict)
+    # Seconds a pending approval waits before it expires (treated as a rejection).
+    approval_timeout: float = Field(86_400.0, gt=0, le=30 * 86_400)
 
     @field_validator("allowed_origins", mode="before")
     @classmethod
@@ -166,6 +174,24 @@ class Settings(BaseSettings):
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value or None
+
+    @field_validator("approval_overrides", mode="before")
+    @classmethod
+    def _parse_overrides(cls, value: object) -> object:
+        # "send_google_email=ask,search_google=auto" as well as JSON.
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            return json.loads(value)
+        if isinstance(value, str):
+            pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
+            if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+                raise ValueError("expected tool_name=ask or tool_name=auto pairs separated by "
+                                 "commas, e.g. send_google_email=ask,search_google=auto")
+            return {name.strip(): choice.strip().lower() for name, choice in pairs}
+        return value
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        return ApprovalPolicy(self.approvals, dict(self.approval_overrides))
 
     @field_validator("connector_options", mode="before")
     @classmethod
@@ -346,8 +372,10 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "settings"
-            variable = f"SWITCHBOARD_{field.split('.')[0].upper()}" if error["loc"] else field
+            loc = [str(part) for part in error["loc"]]
+            variable = f"SWITCHBOARD_{loc[0].upper()}" if loc else "settings"
+            if len(loc) > 1:  # which entry of a mapping or list: "… (send_email)"
+                variable += f" ({'.'.join(loc[1:])})"
             problems.append(f"{variable}: {error['msg']}")
         raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems)) from None
 

@@ -15,7 +15,8 @@ from cryptography.fernet import MultiFernet
 from app.models.providers import ConfiguredModels, build_models, describe
 from app.models.suggest import Suggester
 from app.services import Services
-from app.settings import Settings
+from app.settings import Settings, SettingsError
+from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import Connector, load_connectors
@@ -91,6 +92,31 @@ def build_engine(settings: Settings, db: Any, connectors: list[Connector],
     )
 
 
+def check_approval_settings(settings: Settings, orchestrator: Agent[ChatContext]) -> None:
+    """Refuse overrides naming no tool (a typo would silently leave a tool ungated), and
+    say loudly when nothing asks for approval."""
+    specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
+    problems = settings.approval_policy.unknown_overrides(
+        tool.name for tool in agent_tools(specialists))
+    if problems:
+        raise SettingsError("SWITCHBOARD_APPROVAL_OVERRIDES: " + "; ".join(problems))
+    if settings.approvals == "off":
+        logger.warning("APPROVALS ARE OFF (SWITCHBOARD_APPROVALS=off): tools that send, pay, "
+                       "write or delete run without asking anyone. Use this only for trusted "
+                       "automation, never for people's own accounts.")
+    ungated = sorted(tool.name for tool in agent_tools(specialists)
+                     if not approval_required(tool) and side_effect_of(tool) is not False)
+    if ungated:
+        logger.warning("tools with side effects run without approval",
+                       extra={"tools": ungated})
+
+
+def approval_sweep_interval(timeout: float) -> float:
+    """How often expired approvals are looked for: a few times per timeout, at most a
+    minute apart (an expiry is late by at most that)."""
+    return min(60.0, max(0.2, timeout / 4))
+
+
 @asynccontextmanager
 async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     """Plug the live parts into the services; on shutdown let running turns finish."""
@@ -105,6 +131,7 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     logger.info("models configured", extra=describe(models))
     engine = build_engine(settings, services.db, services.connectors, services.demo, models,
                           fernet=services.fernet, http=services.http)
+    check_approval_settings(settings, engine.orchestrator)
 
     def cancel_here(chat_id: str, turn_id: str | None) -> None:
         services.turns.cancel(chat_id, turn_id)
@@ -121,19 +148,23 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     services.hub = Hub(cluster)
     services.turns = TurnManager(services.store, services.hub, engine, services.db,
                                  cluster=cluster, lease_ttl=settings.turn_lease_seconds,
-                                 metrics=services.metrics)
+                                 metrics=services.metrics,
+                                 approval_timeout=settings.approval_timeout)
     services.prompt_limiter = PromptRateLimiter(settings.prompts_per_minute)
     closed = await services.turns.close_orphans(now_ts())
     if closed:
         logger.warning("closed turns interrupted by a restart", extra={"turns": closed})
     # Several instances: one may die mid-turn at any time, not only before a restart.
-    orphans = (asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch")
-               if cluster.remote else None)
+    watchers = [asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch")
+                ] if cluster.remote else []
+    watchers.append(asyncio.create_task(
+        services.turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
+        name="approval-expiry"))
     try:
         yield
     finally:
-        if orphans is not None:
-            orphans.cancel()
+        for watcher in watchers:
+            watcher.cancel()
         await services.turns.shutdown(settings.shutdown_grace_seconds)
         await cluster.stop()
         await models.aclose()

@@ -18,8 +18,15 @@ from agents.extensions.handoff_prompt import RECOMMENDED_PROMPT_PREFIX
 from agents.models.default_models import get_default_model_settings
 
 from app.settings import Settings
+from connectors.approvals import apply_policy
 from connectors.context import ChatContext
-from connectors.instructions import CONNECTOR_RULES, context_note, locale_of, timezone_of
+from connectors.instructions import (
+    CONNECTOR_RULES,
+    UNTRUSTED_DATA_RULE,
+    context_note,
+    locale_of,
+    timezone_of,
+)
 from connectors.registry import Connector
 
 ORCHESTRATOR_NAME = "Switchboard"
@@ -124,11 +131,15 @@ def build_orchestrator(
         if chosen is not None:
             _set_model(agent, chosen)
 
+    # The SDK pauses before a call that needs the person's approval (PROTOCOL.md §3a).
+    apply_policy(specialists, settings.approval_policy)
+
     return Agent[ChatContext](
         name=ORCHESTRATOR_NAME,
         handoff_description="Routes each request to the right specialist.",
         instructions=_instructions(
-            ORCHESTRATOR_INSTRUCTIONS.format(specialists=_describe(specialists))),
+            ORCHESTRATOR_INSTRUCTIONS.format(specialists=_describe(specialists)),
+            UNTRUSTED_DATA_RULE),
         handoffs=list(specialists),
         model=model,
     )

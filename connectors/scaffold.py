@@ -199,7 +199,7 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> Backend:
     return DemoBackend()
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def search_[[name]](ctx: RunContextWrapper[ChatContext], query: str,
                           limit: int = 5) -> ToolResponse:
     """Search [[agent]].

@@ -8,6 +8,9 @@ What it adds over ``agents.function_tool``:
   Bad arguments from the model (schema validation, invalid JSON) also become an
   ``ErrorResponse`` through the SDK's ``failure_error_function`` hook.
 - An optional per-tool timeout (``asyncio.timeout``) → ``Error: <tool> timed out …``.
+- ``side_effect``: whether calling the tool changes something for the user (sends,
+  pays, writes, deletes). Such calls wait for the person's approval
+  (``connectors.approvals``); a tool that does not say is treated as having side effects.
 - The return value is a ``ToolResult``: a ``dict`` (the ToolResponse ``to_dict()``, which the
   SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage) whose ``str()`` is the
   compact ``connectors.adapters.to_plain_text`` rendering. The SDK builds the
@@ -31,7 +34,9 @@ from typing import Any, cast, overload
 from agents import FunctionTool, RunContextWrapper, function_tool
 
 from connectors.adapters import to_plain_text
+from connectors.approvals import declare_side_effect
 from connectors.responses import ErrorResponse, ToolResponse
+from connectors.untrusted import fence
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +85,9 @@ def render_for_model(response: dict[str, Any]) -> str:
     except Exception:
         logger.exception("to_plain_text failed for %s; sending JSON", response.get("response_type"))
         visible = {key: value for key, value in response.items() if key != "debug_info"}
-        return json.dumps(visible, separators=(",", ":"), ensure_ascii=False, default=str)
+        # Whatever it holds, it is read as data (connectors.untrusted), never as orders.
+        return fence(json.dumps(visible, separators=(",", ":"), ensure_ascii=False,
+                                default=str), "tool result")
 
 
 def error_result(agent_name: str, message: str,
@@ -126,13 +133,15 @@ def _failure_function(agent_name: str, tool_name: str) -> Callable[..., Any]:
 
 @overload
 def connector_tool(
-    func: ToolFunc, *, agent_name: str, timeout: float | None = None, name: str | None = None
+    func: ToolFunc, *, agent_name: str, timeout: float | None = None, name: str | None = None,
+    side_effect: bool | None = None,
 ) -> FunctionTool: ...
 
 
 @overload
 def connector_tool(
-    func: None = None, *, agent_name: str, timeout: float | None = None, name: str | None = None
+    func: None = None, *, agent_name: str, timeout: float | None = None, name: str | None = None,
+    side_effect: bool | None = None,
 ) -> Callable[[ToolFunc], FunctionTool]: ...
 
 
@@ -142,12 +151,15 @@ def connector_tool(
     agent_name: str,
     timeout: float | None = None,
     name: str | None = None,
+    side_effect: bool | None = None,
 ) -> FunctionTool | Callable[[ToolFunc], FunctionTool]:
     """Declare an async connector tool that returns a ``ToolResponse`` (or its dict).
 
     The function's signature and Google-style docstring become the (strict) JSON schema,
     exactly as with ``agents.function_tool``. ``agent_name`` labels error cards;
-    ``timeout`` (seconds) bounds each call.
+    ``timeout`` (seconds) bounds each call. ``side_effect``: True for a tool that sends,
+    pays, writes or deletes, False for one that only reads; left None, the tool is treated
+    as having side effects and every call waits for the person's approval.
     """
 
     def decorate(inner: ToolFunc) -> FunctionTool:
@@ -179,11 +191,12 @@ def connector_tool(
                                     {"tool": tool_name, "exception": type(exc).__name__})
             return _as_result(agent_name, tool_name, value)
 
-        return function_tool(
+        tool = function_tool(
             wrapper,
             name_override=tool_name,
             failure_error_function=_failure_function(agent_name, tool_name),
         )
+        return declare_side_effect(tool, side_effect)
 
     if func is not None:
         return decorate(func)

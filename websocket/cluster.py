@@ -59,7 +59,7 @@ class Cluster(Protocol):
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None: ...
     async def announce_deleted(self, chat_id: str) -> None: ...
     async def hold_lease(self, chat_id: str, turn_id: str) -> None: ...
-    async def release_lease(self, chat_id: str) -> None: ...
+    async def release_lease(self, chat_id: str, turn_id: str) -> None: ...
     async def lease_held(self, chat_id: str) -> bool: ...
 
 
@@ -101,7 +101,7 @@ class LocalCluster:
     async def hold_lease(self, chat_id: str, turn_id: str) -> None:
         return None
 
-    async def release_lease(self, chat_id: str) -> None:
+    async def release_lease(self, chat_id: str, turn_id: str) -> None:
         return None
 
     async def lease_held(self, chat_id: str) -> bool:
@@ -324,10 +324,11 @@ class RedisCluster:
                                "writes if another instance closed it", extra={"chat_id": chat_id})
                 return
 
-    async def release_lease(self, chat_id: str) -> None:
-        held = self._leases.pop(chat_id, None)
-        if held is None:
-            return
+    async def release_lease(self, chat_id: str, turn_id: str) -> None:
+        held = self._leases.get(chat_id)
+        if held is None or held[0] != f"{self.instance_id}:{turn_id}":
+            return  # not held, or held by a later turn of the chat
+        del self._leases[chat_id]
         token, task = held
         task.cancel()
         await self._quietly(self._release(keys=[f"sb:lease:{chat_id}"], args=[token]))

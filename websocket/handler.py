@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import secrets
 from collections import Counter
 from typing import Any
 
@@ -18,7 +19,13 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from app.auth import authenticate, check_origin
 from storage.chats import ChatRepository
-from storage.errors import ChatForbidden, ChatNotFound, TurnInProgress
+from storage.errors import (
+    ApprovalDecided,
+    ApprovalNotFound,
+    ChatForbidden,
+    ChatNotFound,
+    TurnInProgress,
+)
 from websocket.hub import (
     Frame,
     Mark,
@@ -29,6 +36,7 @@ from websocket.hub import (
 )
 from websocket.protocol import (
     MAX_SEQ,
+    ApprovalFrame,
     CancelFrame,
     FrameError,
     PingFrame,
@@ -39,6 +47,7 @@ from websocket.protocol import (
     now_ts,
     parse_client_frame,
 )
+from websocket.turn import ServerDraining
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +168,8 @@ class _Session:
         self.settings = services.settings
         self.user_id = user_id
         self.chat_id = chat_id
+        # Names this socket in the record of the approvals it decides (and in logs).
+        self.id = secrets.token_hex(6)
         self.subscription: Subscription | None = None
         self.sender: asyncio.Task[None] | None = None
 
@@ -285,8 +296,12 @@ class _Session:
             frame = encode(envelope(type_, self.chat_id, None, None, payload, now_ts()))
             self.services.hub.send_to(self.subscription, Frame(None, frame))
 
-    def _error(self, code: str, message: str, retryable: bool = False) -> None:
-        self._reply("error", {"code": code, "message": message, "retryable": retryable})
+    def _error(self, code: str, message: str, retryable: bool = False,
+               approval_id: str | None = None) -> None:
+        payload: dict[str, Any] = {"code": code, "message": message, "retryable": retryable}
+        if approval_id is not None:  # which approval a refused decision was about
+            payload["approval_id"] = approval_id
+        self._reply("error", payload)
 
     async def close(self, code: int, reason: str) -> None:
         """Close from the server side; the receive loop then ends."""
@@ -333,12 +348,36 @@ class _Session:
             turns = self.services.turns
             if not await turns.cancel_anywhere(self.user_id, self.chat_id, frame.turn_id):
                 self._error("invalid_request", "no such turn is running")
+        elif isinstance(frame, ApprovalFrame):
+            await self._approval(frame)
         elif isinstance(frame, ResumeFrame):
             await self._stop_sender()
             if await ChatRepository(self.services.db, self.user_id).get(self.chat_id) is None:
                 await self._close(CLOSE_FORBIDDEN, CHAT_DELETED)
                 return
             await self._follow(frame.after_seq)
+
+    async def _approval(self, frame: ApprovalFrame) -> None:
+        """§2/§3a: decide a pending approval; what goes wrong is this socket's error."""
+        try:
+            decided = await self.services.turns.decide(
+                self.user_id, self.chat_id, frame.approval_id, frame.decision == "approve",
+                (frame.reason or "").strip() or None, f"socket:{self.id}")
+        except (ApprovalNotFound, ApprovalDecided) as exc:
+            self._error("invalid_request", decision_refused(exc),
+                        approval_id=frame.approval_id)
+        except ServerDraining as exc:
+            self._error("server_error", f"{exc}; reconnect and decide again", retryable=True,
+                        approval_id=frame.approval_id)
+        except Exception:
+            logger.exception("could not record an approval decision",
+                             extra={"chat_id": self.chat_id})
+            self._error("server_error", "could not record the decision; try again",
+                        retryable=True, approval_id=frame.approval_id)
+        else:
+            if decided.expired:
+                self._error("invalid_request", f"approval '{frame.approval_id}' had expired, "
+                            "so nothing was run", approval_id=frame.approval_id)
 
     def _within_limits(self) -> bool:
         services = self.services
@@ -382,6 +421,14 @@ class _Session:
         if not submitted.created and self.subscription is not None:
             record = submitted.user_prompt
             self.services.hub.send_to(self.subscription, Frame(None, encode(record.to_wire())))
+
+
+def decision_refused(exc: ApprovalNotFound | ApprovalDecided) -> str:
+    """Why a decision changed nothing; the same words for any approval id that is not a
+    pending one of this chat (another user's, another chat's, made up)."""
+    if isinstance(exc, ApprovalDecided):
+        return f"approval '{exc.approval_id}' is already {exc.status}; the first decision stands"
+    return f"no approval '{exc.approval_id}' in this chat"
 
 
 def _covers(snapshot: Mark, mark: Mark) -> bool:

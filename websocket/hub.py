@@ -169,9 +169,13 @@ class Hub:
         state.turn = RunningTurn(turn_id=turn_id, first_seq=first_seq)
         return state.turn
 
-    def end_turn(self, channel: str) -> None:
+    def end_turn(self, channel: str, turn_id: str) -> None:
+        """Forget the snapshot of ``turn_id``; a later turn of the channel that has begun
+        meanwhile (a prompt right after a pause) keeps its own."""
         state = self._channels.get(channel)
         if state is not None:
+            if state.turn is not None and state.turn.turn_id != turn_id:
+                return
             state.turn = None
             self._drop_if_idle(channel, state)
         if self.cluster is not None:

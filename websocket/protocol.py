@@ -1,4 +1,4 @@
-"""Wire protocol v1: client frames, server events and the one serialiser (PROTOCOL.md §2, §3, §5).
+"""Wire protocol v1.1: client frames, server events and the one serialiser (PROTOCOL.md §2, §3, §5).
 
 The pydantic models describe every frame and event exactly; they are used to parse client
 frames, to validate server events in tests and to publish JSON schema. The hot path (one
@@ -42,6 +42,8 @@ EndStatus: TypeAlias = Literal["completed", "cancelled", "failed"]
 
 DEFAULT_MAX_PROMPT_CHARS = 32_000
 MAX_CLIENT_MESSAGE_ID = 64
+MAX_APPROVAL_ID = 64
+MAX_APPROVAL_REASON = 500
 # Seqs are 32-bit columns (PostgreSQL INTEGER); a larger after_seq could never match and
 # would make the database query fail, so it is refused like any other bad value.
 MAX_SEQ = 2**31 - 1
@@ -93,8 +95,16 @@ class PingFrame(_Frame):
     type: Literal["ping"] = "ping"
 
 
+class ApprovalFrame(_Frame):
+    type: Literal["approval"] = "approval"
+    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=MAX_APPROVAL_REASON)
+
+
 ClientFrame: TypeAlias = Annotated[
-    PromptFrame | CancelFrame | ResumeFrame | PingFrame, Field(discriminator="type")
+    PromptFrame | CancelFrame | ResumeFrame | PingFrame | ApprovalFrame,
+    Field(discriminator="type"),
 ]
 CLIENT_FRAME_ADAPTER: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 
@@ -103,13 +113,19 @@ _FRAME_MODELS: dict[str, type[_Frame]] = {
     "cancel": CancelFrame,
     "resume": ResumeFrame,
     "ping": PingFrame,
+    "approval": ApprovalFrame,
 }
+_FRAME_TYPES = "prompt, cancel, resume, ping or approval"
 
 # What a field must be, phrased for a human; used instead of pydantic's error text.
 _FIELD_RULES: dict[tuple[str, str], str] = {
     ("prompt", "client_message_id"): f"must be a string of 1..{MAX_CLIENT_MESSAGE_ID} characters",
     ("cancel", "turn_id"): "must be a string or null",
     ("resume", "after_seq"): "must be an integer >= 0",
+    ("approval", "approval_id"): f"must be a string of 1..{MAX_APPROVAL_ID} characters",
+    ("approval", "decision"): "must be \"approve\" or \"reject\"",
+    ("approval", "reason"): f"must be a string of at most {MAX_APPROVAL_REASON} characters, "
+                            "or null",
 }
 
 
@@ -150,11 +166,11 @@ def parse_client_frame(text: str, *, max_prompt_chars: int) -> ClientFrame:
                          "send valid Unicode")
     frame_type = data.get("type")
     if frame_type is None:
-        raise FrameError("frame needs a 'type' field: prompt, cancel, resume or ping")
+        raise FrameError(f"frame needs a 'type' field: {_FRAME_TYPES}")
     model = _FRAME_MODELS.get(frame_type) if isinstance(frame_type, str) else None
     if model is None:
         shown = frame_type if isinstance(frame_type, str) else json.dumps(frame_type)
-        raise FrameError(f"unknown frame type '{shown[:40]}'; expected prompt, cancel, resume or ping")
+        raise FrameError(f"unknown frame type '{shown[:40]}'; expected {_FRAME_TYPES}")
     frame = _validate(model, data, max_prompt_chars)
     if isinstance(frame, PromptFrame):
         # The upper bound is a setting, so it is checked here rather than in the model.
@@ -167,6 +183,8 @@ def parse_client_frame(text: str, *, max_prompt_chars: int) -> ClientFrame:
             raise FrameError("prompt.text must not contain NUL (U+0000) characters")
         if frame.client_message_id is not None and "\x00" in frame.client_message_id:
             raise FrameError("prompt.client_message_id must not contain NUL (U+0000) characters")
+    if isinstance(frame, ApprovalFrame) and frame.reason is not None and "\x00" in frame.reason:
+        raise FrameError("approval.reason must not contain NUL (U+0000) characters")
     return frame  # type: ignore[return-value]
 
 
@@ -299,6 +317,9 @@ class ErrorEvent(_Event):
     code: ErrorCode
     message: str = Field(min_length=1)
     retryable: bool
+    # On the refusal of an ``approval`` frame: the approval it was about (docs/protocol.md,
+    # "Approval records"); absent otherwise.
+    approval_id: str | None = Field(default=None, max_length=MAX_APPROVAL_ID)
 
     @model_validator(mode="after")
     def _seq_iff_turn(self) -> ErrorEvent:
@@ -318,6 +339,29 @@ class SuggestedPromptsEvent(_Event):
     prompts: list[str] = Field(max_length=4)
 
 
+class ApprovalRequiredEvent(_Event):
+    type: Literal["approval_required"]
+    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
+    call_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    description: str
+    arguments: dict[str, Any]
+    current_agent: str
+    expires_at: str = Field(pattern=TS_PATTERN)
+
+
+class ApprovalResolvedEvent(_Event):
+    type: Literal["approval_resolved"]
+    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
+    call_id: str = Field(min_length=1)
+    decision: Literal["approved", "rejected", "expired", "superseded"]
+    reason: str | None
+    # The decision's record (docs/protocol.md, "Approval records"): the user who decided,
+    # or null when the server did (expiry, a new prompt), and through what.
+    decided_by: str | None = None
+    decided_via: str | None = None
+
+
 class PongEvent(_Event):
     type: Literal["pong"]
     turn_id: None  # type: ignore[assignment]
@@ -335,7 +379,9 @@ ServerEvent: TypeAlias = Annotated[
     | ErrorEvent
     | EndOfStreamEvent
     | SuggestedPromptsEvent
-    | PongEvent,
+    | PongEvent
+    | ApprovalRequiredEvent
+    | ApprovalResolvedEvent,
     Field(discriminator="type"),
 ]
 SERVER_EVENT_ADAPTER: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)

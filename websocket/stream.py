@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,19 @@ class StreamTranslator:
         self._called: set[str] = set()  # call_ids reported as tool_call
         self._skipped: set[str] = set()  # handoff call_ids: neither call nor output is shown
         self._answered: set[str] = set()  # call_ids whose output was handled
+
+    def resume(self, current_agent: str, approved: Iterable[str],
+               declined: Iterable[str] = ()) -> None:
+        """Continue a turn that paused for approvals. ``approved`` calls were reported as
+        ``tool_call`` before the pause and their outputs come now; ``declined`` ones never
+        ran, so what the model reads instead of their output is not a ``tool_output``
+        (§3: a call not approved has none). The agent that paused is active again (the SDK
+        announces it anew, which is not a change)."""
+        self._current_agent = current_agent
+        self._seen_agent_update = True
+        self._called.update(approved)
+        self._called.update(declined)
+        self._answered.update(declined)
 
     @property
     def current_agent(self) -> str:
@@ -121,9 +134,12 @@ class StreamTranslator:
     def _agent_updated(self, event: AgentUpdatedStreamEvent) -> list[OutEvent]:
         name = event.new_agent.name
         first, self._seen_agent_update = not self._seen_agent_update, True
+        unchanged = name == self._current_agent
         self._current_agent = name
         if first and name == self._orchestrator:
             return []  # §3: not sent for the orchestrator at turn start
+        if unchanged and not first:
+            return []  # a resumed run starts with the agent that paused
         payload = {"new_agent": name, "name": self._display_names.get(name, name),
                    "current_agent": name}
         return [OutEvent("agent_updated", payload, True)]
@@ -184,6 +200,36 @@ class StreamTranslator:
                 "retryable": RETRYABLE_TOOL_ERRORS[code],
             }, True))
         return events
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call the SDK paused on for the person's approval, as they will see it:
+    ``arguments`` are exactly those the call runs with."""
+
+    call_id: str
+    name: str
+    description: str
+    arguments: dict[str, Any]
+    current_agent: str
+
+
+def pending_call(item: Any, descriptions: Mapping[str, str],
+                 current_agent: str) -> PendingCall | None:
+    """An ``agents.items.ToolApprovalItem`` → ``PendingCall`` (None without a call id)."""
+    raw = item.raw_item
+    call_id = _get(raw, "call_id") or _get(raw, "id")
+    if not call_id:
+        return None
+    name = item.name or _get(raw, "type") or "tool"
+    agent = getattr(getattr(item, "agent", None), "name", None) or current_agent
+    return PendingCall(str(call_id), name, descriptions.get(name) or _humanise(name),
+                       call_arguments(raw), agent)
+
+
+def call_arguments(raw: Any) -> dict[str, Any]:
+    """A raw tool call's arguments as the ``tool_call`` and ``approval_required`` show them."""
+    return _arguments(raw)
 
 
 def usage_payload(usage: Any) -> dict[str, int]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents import Agent, RunConfig, Runner
@@ -20,14 +22,16 @@ from agents.result import RunResultStreaming
 
 from app.metrics import Metrics
 from app.models.errors import classify_model_error, log_model_failure
-from storage.errors import TurnInProgress
+from storage.approvals import ApprovalRequest, ApprovalStore, Decided
+from storage.errors import TurnFenced, TurnInProgress
 from storage.events import EventStore
-from storage.records import EventRecord, TurnUpdate
+from storage.records import EventRecord, PausedRun, TurnUpdate
 from storage.session import ChatSession, TurnSession
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
+from websocket.pause import ResumeFailed, paused_state, restore, restore_session
 from websocket.protocol import encode, now_ts
-from websocket.stream import OutEvent, StreamTranslator, usage_payload
+from websocket.stream import OutEvent, PendingCall, StreamTranslator, pending_call, usage_payload
 from websocket.writer import EventWriter, WriterFailed
 
 logger = logging.getLogger(__name__)
@@ -39,6 +43,13 @@ STORAGE_FAILED = {
                "Try again in a moment.",
     "retryable": True,
 }
+RESUME_FAILED = {
+    "code": "server_error",
+    "message": "This turn could not continue after the approval (the server was updated "
+               "while it waited). Nothing was run; ask again.",
+    "retryable": False,
+}
+DEFAULT_APPROVAL_TIMEOUT = 86_400.0
 
 # (prompt, final text, response_types shown) -> follow-up prompts
 Suggester = Callable[[str, str, list[str]], Awaitable[list[str]]]
@@ -64,12 +75,14 @@ class TurnEngine:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    """How a turn ended, for ``TurnPlan.finished``."""
+    """How a turn ended (or paused), for ``TurnPlan.finished``."""
 
-    status: str  # completed | cancelled | failed
+    status: str  # completed | cancelled | failed | paused
     usage: dict[str, int]
     final_text: str
     error: dict[str, Any] | None = None  # the ``error`` event's payload of a failed turn
+    # A paused turn's approvals (``approval_required`` payloads), in order.
+    approvals: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -79,8 +92,9 @@ class TurnPlan:
     ``agent``, ``input`` (model input items) and ``run_config`` replace the orchestrator,
     the prompt text and the engine's run config. ``observe`` sees every SDK stream event
     as it comes (it must neither block nor raise; errors are logged). ``finished`` runs
-    once the turn's end is committed and before another turn of the chat can start here.
-    No suggested prompts are made for such turns.
+    once the turn's end (or pause) is committed and before another turn of the chat can
+    start here. No suggested prompts are made for such turns. A turn resumed after its
+    approvals runs the orchestrator unless a plan gives its ``agent`` again.
     """
 
     agent: Agent[Any] | None = None
@@ -93,6 +107,7 @@ class TurnPlan:
 @dataclass
 class _Active:
     turn_id: str
+    chat_id: str
     user_id: str
     task: asyncio.Task[None]
     channel: str  # the hub channel of the turn's chat
@@ -102,6 +117,13 @@ class _Active:
     # cancels their generation so the next turn's events never interleave with them.
     suggestion: asyncio.Task[list[str]] | None = None
     finishing: bool = False
+    # The run stopped for approvals and the pause is being stored: a cancel now ends the
+    # paused turn right after (§3a), rather than reaching a run that is over.
+    pausing: bool = False
+
+
+class ServerDraining(RuntimeError):
+    """This instance is shutting down and starts nothing new; try again in a moment."""
 
 
 @dataclass(frozen=True)
@@ -116,16 +138,22 @@ class Submitted:
 class TurnManager:
     def __init__(self, store: EventStore, hub: Hub, engine: TurnEngine, db: Any,
                  cluster: Cluster | None = None, lease_ttl: float = 30.0,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None,
+                 approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT) -> None:
         self.store = store
+        self.approvals = ApprovalStore(db)
         self.hub = hub
         self.engine = engine
         self.db = db
         self.cluster: Cluster = cluster or LocalCluster()
         self.lease_ttl = lease_ttl
+        self.approval_timeout = approval_timeout
         self.draining = False
         self.metrics = metrics or Metrics()
         self._active: dict[str, _Active] = {}
+        # Chats whose approval decision is being taken here: the turn it may resume is
+        # not an orphan, although no task runs it yet.
+        self._deciding: dict[str, int] = {}
 
     @property
     def running_count(self) -> int:
@@ -152,11 +180,15 @@ class TurnManager:
             turn, event, created = await self.store.start_turn(
                 chat_id, text, client_message_id, ts, owner=user_id)
         except TurnInProgress as exc:
-            if not await self._is_orphan(chat_id, exc.turn_id):
+            # §3a: a prompt while the turn waits for approvals ends that turn (its
+            # approvals superseded); a turn whose instance died (no lease) or, alone,
+            # this process restarted is closed. Either way the chat is free again.
+            if await self._supersede(user_id, chat_id, exc.turn_id, "prompt", ts):
+                pass
+            elif await self._is_orphan(chat_id, exc.turn_id):
+                await self._close_orphan(chat_id, exc.turn_id, channel, ts)
+            else:
                 raise
-            # Its instance died (no lease) or, alone, this process restarted: close it so
-            # the chat is usable again, then start ours.
-            await self._close_orphan(chat_id, exc.turn_id, channel, ts)
             turn, event, created = await self.store.start_turn(
                 chat_id, text, client_message_id, ts, owner=user_id)
         if not created:
@@ -164,27 +196,127 @@ class TurnManager:
         self.metrics.events_persisted.inc()  # the user_prompt
         self.hub.begin_turn(channel, turn.id, event.seq)
         self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
-        task = asyncio.create_task(self._run(user_id, chat_id, turn.id, text, event.seq, plan),
-                                   name=f"turn-{turn.id}")
-        self._active[chat_id] = _Active(turn_id=turn.id, user_id=user_id, task=task,
-                                        channel=channel)
+        task = self._start(user_id, chat_id, turn.id, text, event.seq, plan)
         await self.cluster.hold_lease(chat_id, turn.id)
         return Submitted(event, created=True, task=task)
 
+    def _start(self, user_id: str, chat_id: str, turn_id: str, prompt: str, prompt_seq: int,
+               plan: TurnPlan | None, resume: PausedRun | None = None) -> asyncio.Task[None]:
+        """Start the turn's task and register it, with no await in between: from here on
+        this process runs the turn, for cancels and for the orphan checks."""
+        task = asyncio.create_task(
+            self._run(user_id, chat_id, turn_id, prompt, prompt_seq, plan, resume),
+            name=f"turn-{turn_id}")
+        self._active[chat_id] = _Active(turn_id=turn_id, chat_id=chat_id, user_id=user_id,
+                                        task=task, channel=channel_of(user_id, chat_id))
+        return task
+
+    # -- approvals (PROTOCOL.md §3a) ------------------------------------------------------
+
+    async def decide(self, user_id: str, chat_id: str, approval_id: str, approve: bool,
+                     reason: str | None, via: str, plan: TurnPlan | None = None) -> Decided:
+        """Take the person's decision on a pending approval of their chat; when it was the
+        pause's last, the turn resumes here (with ``plan``, for another front end).
+
+        Raises ``ApprovalNotFound`` / ``ApprovalDecided``, or ``ServerDraining`` while
+        this instance shuts down (the approval stays pending: a resumed turn would be cut
+        short mid-action); an approval that had expired is resolved as ``expired``
+        (``Decided.expired``) instead of decided.
+        """
+        if self.draining:
+            raise ServerDraining("the server is restarting; decide again in a moment")
+        with self._deciding_in(chat_id):
+            decided = await self.approvals.decide(
+                user_id, chat_id, approval_id, "approved" if approve else "rejected",
+                reason, via, now_ts())
+            self._after_decision(decided, plan)
+        if decided.resume is not None:
+            await self.cluster.hold_lease(chat_id, decided.resume.turn_id)
+        return decided
+
+    @contextmanager
+    def _deciding_in(self, chat_id: str) -> Iterator[None]:
+        """While a decision is taken in ``chat_id``: the turn it may claim (no longer
+        paused, not yet registered as running here) is not mistaken for an orphan."""
+        self._deciding[chat_id] = self._deciding.get(chat_id, 0) + 1
+        try:
+            yield
+        finally:
+            self._deciding[chat_id] -= 1
+            if not self._deciding[chat_id]:
+                del self._deciding[chat_id]
+
+    def _after_decision(self, decided: Decided, plan: TurnPlan | None = None) -> None:
+        """Publish a decision and, when it was the pause's last, resume the turn here.
+        Synchronous: the resumed turn is registered before anything else can run."""
+        event, paused = decided.event, decided.resume
+        self.metrics.approvals.labels(event.payload["decision"]).inc()
+        self.metrics.events_persisted.inc()
+        channel = channel_of(decided.owner, event.chat_id)
+        self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
+        if paused is None:
+            return
+        self.hub.begin_turn(channel, paused.turn_id, paused.after_seq + 1)
+        self._start(paused.user_id, paused.chat_id, paused.turn_id, paused.prompt,
+                    paused.prompt_seq, plan, paused)
+
+    async def expire_approvals(self) -> int:
+        """Resolve the approvals past their expiry as ``expired`` (each is treated as a
+        rejection; a pause with none left pending resumes here). Returns how many."""
+        expired = 0
+        for approval_id, chat_id in await self.approvals.due():
+            if self.draining:
+                break  # the instances that stay up expire the rest
+            with self._deciding_in(chat_id):
+                decided = await self.approvals.expire(chat_id, approval_id, now_ts())
+                if decided is None:
+                    continue  # decided meanwhile
+                self._after_decision(decided)
+            expired += 1
+            if decided.resume is not None:
+                await self.cluster.hold_lease(chat_id, decided.resume.turn_id)
+        return expired
+
+    async def watch_approvals(self, every: float) -> None:
+        """Run ``expire_approvals`` every ``every`` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.expire_approvals()
+            except Exception:
+                logger.warning("could not expire approvals", exc_info=True)
+
+    async def _supersede(self, user_id: str, chat_id: str, turn_id: str, via: str,
+                         ts: str) -> bool:
+        """End the chat's paused turn (a new prompt or a cancel came); False when
+        ``turn_id`` is not paused."""
+        ended = await self.approvals.supersede(chat_id, turn_id, via, ts)
+        if ended is None:
+            return False
+        channel = channel_of(user_id, chat_id)
+        self.metrics.events_persisted.inc(len(ended.events))
+        self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ended.events])
+        self.metrics.approvals.labels("superseded").inc(
+            sum(r.type == "approval_resolved" for r in ended.events))
+        self.metrics.turns.labels("cancelled").inc()
+        return True
+
     async def _is_orphan(self, chat_id: str, turn_id: str) -> bool:
-        """A running turn in storage that no live instance runs."""
-        if chat_id in self._active:
+        """A running turn in storage that no live instance runs (never a paused one)."""
+        if chat_id in self._active or chat_id in self._deciding:
             return False
         if not self.cluster.remote:
             return True  # one process, and not ours: a crash left it
         if await self.cluster.lease_held(chat_id):
             return False
         turn = await self.store.get_turn(turn_id)
-        if turn is None or turn.status != "running":
+        if turn is None or turn.status != "running" or turn.paused:
             return False
-        # A turn just started elsewhere may not hold its lease yet.
-        age = (datetime.now(UTC) - turn.created_at).total_seconds()
-        return age > self.lease_ttl
+        # A turn just started, or just resumed after its approvals, elsewhere may not
+        # hold its lease yet.
+        since = max(turn.created_at, await self.approvals.last_decision_at(turn_id)
+                    or turn.created_at)
+        return (datetime.now(UTC) - since).total_seconds() > self.lease_ttl
 
     async def close_orphans(self, ts: str) -> int:
         """Close the turns no live instance runs: at start-up, then (several instances)
@@ -201,7 +333,8 @@ class TurnManager:
         """Close the chat's running turn if its instance died (a socket is about to
         watch it, or asked to cancel it)."""
         running = await self.store.running_turn(chat_id)
-        if running is None or not await self._is_orphan(chat_id, running.id):
+        if running is None or running.paused or not await self._is_orphan(chat_id,
+                                                                           running.id):
             return False
         return await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
                                         now_ts())
@@ -217,13 +350,13 @@ class TurnManager:
 
     async def _close_orphan(self, chat_id: str, turn_id: str, channel: str, ts: str) -> bool:
         """Close the turn in storage and tell every socket of the chat it ended."""
-        end = await self.store.close_turn(chat_id, turn_id, ts)
-        if end is None:
-            return False  # it ended meanwhile, or another instance closed it first
+        ending = await self.store.close_turn(chat_id, turn_id, ts)
+        if not ending:
+            return False  # it ended meanwhile, another instance closed it, or it is paused
         logger.warning("closed an orphaned turn", extra={"chat_id": chat_id,
                                                          "turn_id": turn_id})
-        self.hub.publish(channel, [Frame(end.seq, encode(end.to_wire()))])
-        self.hub.end_turn(channel)
+        self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ending])
+        self.hub.end_turn(channel, turn_id)
         return True
 
     def cancel(self, chat_id: str, turn_id: str | None = None) -> bool:
@@ -234,6 +367,8 @@ class TurnManager:
         if active.finishing:
             return False  # its end_of_stream is out: for the client nothing runs any more
         active.cancel_requested = True
+        if active.pausing:
+            return True  # superseded as soon as its pause is stored (``_run``)
         if active.result is not None:
             active.result.cancel()
         return True
@@ -243,10 +378,17 @@ class TurnManager:
         """Cancel the chat's running turn, whichever instance runs it."""
         if self.cancel(chat_id, turn_id):
             return True
-        if not self.cluster.remote:
-            return False
         running = await self.store.running_turn(chat_id)
         if running is None or (turn_id is not None and running.id != turn_id):
+            return False
+        # §3a: waiting for approvals, nothing runs to hear the cancel: end it here. (If a
+        # decision resumed it meanwhile, here or elsewhere, it is cancelled as it runs.)
+        if running.paused and await self._supersede(user_id, chat_id, running.id, "cancel",
+                                                    now_ts()):
+            return True
+        if self.cancel(chat_id, turn_id):
+            return True
+        if not self.cluster.remote:
             return False
         if await self._is_orphan(chat_id, running.id):
             # Nobody runs it to hear the cancel: end it here, as failed (it was cut short).
@@ -255,6 +397,11 @@ class TurnManager:
             return True
         await self.cluster.request_cancel(chat_id, running.id)
         return True
+
+    def running_task(self, chat_id: str, turn_id: str) -> asyncio.Task[None] | None:
+        """The task running ``turn_id`` in this process (e.g. resumed by ``decide``)."""
+        active = self._active.get(chat_id)
+        return active.task if active is not None and active.turn_id == turn_id else None
 
     def running_turn_id(self, chat_id: str) -> str | None:
         active = self._active.get(chat_id)
@@ -277,7 +424,8 @@ class TurnManager:
         await self.wait_idle(5.0)
 
     async def _run(self, user_id: str, chat_id: str, turn_id: str, prompt: str,
-                   prompt_seq: int, plan: TurnPlan | None = None) -> None:
+                   prompt_seq: int, plan: TurnPlan | None = None,
+                   resume: PausedRun | None = None) -> None:
         engine = self.engine
         active = self._active[chat_id]
         writer = EventWriter(self.store, self.hub, chat_id, turn_id, active.channel,
@@ -295,14 +443,29 @@ class TurnManager:
         session = TurnSession(ChatSession(self.db, chat_id))
         external, plan = plan is not None, plan or TurnPlan()
         failed_with: dict[str, Any] | None = None  # the error event of a failed turn
+        agent = plan.agent or engine.orchestrator
+        context = engine.make_context(user_id, chat_id, turn_id)
+        waiting: list[PendingCall] = []  # the calls a paused turn waits on
+        result: RunResultStreaming | None = None
         try:
-            result = Runner.run_streamed(
-                plan.agent or engine.orchestrator,
-                input=plan.input if plan.input is not None else prompt,
-                context=engine.make_context(user_id, chat_id, turn_id),
-                run_config=plan.run_config or engine.run_config,
-                max_turns=engine.max_model_turns, session=session,
-            )
+            if resume is None:
+                result = Runner.run_streamed(
+                    agent, input=plan.input if plan.input is not None else prompt,
+                    context=context, run_config=plan.run_config or engine.run_config,
+                    max_turns=engine.max_model_turns, session=session)
+            else:
+                # §3a: the person has decided every call the turn paused on.
+                restore_session(session, resume.state)
+                state = await restore(agent, resume.state, context, resume.approvals)
+                approved = [a for a in resume.approvals if a.status == "approved"]
+                translator.resume(
+                    resume.state.get("agent") or agent.name,
+                    approved=[a.call_id for a in approved],
+                    declined=[a.call_id for a in resume.approvals if a.status != "approved"])
+                tools.agents.update({a.call_id: a.current_agent for a in approved})
+                result = Runner.run_streamed(
+                    agent, input=state, run_config=plan.run_config or engine.run_config,
+                    max_turns=engine.max_model_turns, session=session)
             active.result = result
             if active.cancel_requested:
                 result.cancel()
@@ -323,6 +486,12 @@ class TurnManager:
             usage = usage_payload(result.context_wrapper.usage)
             if active.cancel_requested:
                 status = "cancelled"
+            elif result.interruptions:
+                waiting = [call for item in result.interruptions if (call := pending_call(
+                    item, engine.tool_descriptions, translator.current_agent)) is not None]
+                if len(waiting) != len(result.interruptions):
+                    raise RuntimeError("the run paused on a call without a call id")
+                status, active.pausing = "paused", True
         except WriterFailed:
             status = "failed"
             logger.error("turn aborted: storage unavailable", extra=log_extra)
@@ -332,6 +501,10 @@ class TurnManager:
             # Written with the end_of_stream once the store is back (websocket.writer).
             failed_with = dict(STORAGE_FAILED)
             writer.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
+        except ResumeFailed:
+            status, failed_with = "failed", dict(RESUME_FAILED)
+            logger.exception("a paused turn could not be resumed", extra=log_extra)
+            writer.put(OutEvent("error", dict(RESUME_FAILED), persisted=True))
         except Exception as exc:
             status = "cancelled" if active.cancel_requested else "failed"
             if status == "failed":
@@ -345,45 +518,109 @@ class TurnManager:
 
         if status != "completed" and partial_text:
             final_text = partial_text  # what the user saw before the turn stopped
-        writer.put(
-            OutEvent("end_of_stream", {"status": status, "usage": usage}, persisted=True),
-            TurnUpdate(turn_id=turn_id, status=status, final_text=final_text, usage=usage,
-                       items=session.items_to_keep(status == "completed")),
-        )
+        asked: list[EventRecord] = []  # a paused turn's approval_required events
         try:
-            await writer.close()
+            if status == "paused":
+                assert result is not None
+                asked, writer = await self._pause(writer, result, session, waiting, usage,
+                                                  final_text, translator.current_agent,
+                                                  log_extra)
+                if writer is not None:  # the pause could not be stored: the turn fails
+                    status, failed_with = "failed", dict(STORAGE_FAILED)
+            if status != "paused":
+                writer.put(
+                    OutEvent("end_of_stream", {"status": status, "usage": usage},
+                             persisted=True),
+                    TurnUpdate(turn_id=turn_id, status=status, final_text=final_text,
+                               usage=usage, items=session.items_to_keep(status == "completed")),
+                )
+                await writer.close()
         except WriterFailed:
             logger.error("turn could not be closed in storage", extra=log_extra)
         finally:
-            self.hub.end_turn(active.channel)
+            self.hub.end_turn(active.channel, turn_id)
+            if status == "paused":
+                # No process runs a paused turn: from here a cancel or a prompt ends it
+                # in storage (§3a), and a decision resumes it wherever it is taken.
+                await self._detach(active)
+            # After end_turn: a socket joining now replays the pause from storage.
+            self.hub.publish(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in asked])
+            if asked and active.cancel_requested:  # cancelled while the pause was stored
+                try:
+                    await self._supersede(user_id, chat_id, turn_id, "cancel", now_ts())
+                except Exception:
+                    logger.exception("could not end a paused turn on cancel", extra=log_extra)
             metrics.turns_running.dec()
-            metrics.turns.labels(status).inc()
-            metrics.turn_seconds.observe(time.monotonic() - started)
-            tools.record(metrics)
+            if status != "paused":  # a pause is not an end: the turn goes on later
+                metrics.turns.labels(status).inc()
+                metrics.turn_seconds.observe(time.monotonic() - started)
+            tools.record(metrics, waiting={call.call_id for call in waiting})
         try:
             if plan.finished is not None:
                 # Its end is out: a new prompt for this chat now waits for this task.
                 active.finishing = True
                 try:
-                    await plan.finished(TurnOutcome(status, usage, final_text, failed_with))
+                    await plan.finished(TurnOutcome(status, usage, final_text, failed_with,
+                                                    tuple(r.to_wire() for r in asked)))
                 except Exception:
                     logger.exception("the turn's finish hook failed", extra=log_extra)
             if status == "completed" and writer.error is None:
                 active.finishing = True
                 await self._after_turn(active, user_id, chat_id, turn_id, prompt, final_text,
                                        shown_types, prompt_seq,
-                                       suggest=not external)
-            elif prompt_seq == 1:
-                # A title needs only the prompt: a first turn that failed or was stopped
-                # must not leave the chat untitled for good.
+                                       suggest=not external, title=resume is None)
+            elif prompt_seq == 1 and resume is None:
+                # A title needs only the prompt: a first turn that failed, was stopped or
+                # waits for approvals must not leave the chat untitled.
                 await self._title(user_id, chat_id, turn_id, prompt)
         finally:
-            self._active.pop(chat_id, None)
-            await self.cluster.release_lease(chat_id)
+            await self._detach(active)
+
+    async def _detach(self, active: _Active) -> None:
+        """This process no longer runs ``active`` (idempotent). Only its own entry and
+        lease are dropped: the chat may already run its next turn."""
+        if self._active.get(active.chat_id) is not active:
+            return
+        del self._active[active.chat_id]
+        await self.cluster.release_lease(active.chat_id, active.turn_id)
+
+    async def _pause(self, writer: EventWriter, result: RunResultStreaming,
+                     session: TurnSession, waiting: list[PendingCall], usage: dict[str, int],
+                     text: str, current_agent: str, log_extra: dict[str, Any],
+                     ) -> tuple[list[EventRecord], EventWriter | None]:
+        """Store the pause (PROTOCOL.md §3a) after every event before it.
+
+        Returns its ``approval_required`` events, and None; or, when storage failed, no
+        events and a fresh writer for the failed turn's end.
+        """
+        try:
+            await writer.close()
+            requests = [ApprovalRequest(new_approval_id(), call.call_id, call.name,
+                                        call.description, call.arguments, call.current_agent)
+                        for call in waiting]
+            expires_at = datetime.now(UTC) + timedelta(seconds=self.approval_timeout)
+            asked = await self.approvals.pause(
+                writer.chat_id, writer.turn_id, requests,
+                paused_state(result, session, current_agent), usage, expires_at, now_ts(),
+                text=text)
+        except TurnFenced:
+            logger.warning("turn closed elsewhere before it could pause", extra=log_extra)
+            return [], None
+        except Exception:
+            logger.exception("could not store the turn's pause", extra=log_extra)
+            failed = EventWriter(self.store, self.hub, writer.chat_id, writer.turn_id,
+                                 writer.channel, fenced=writer.fence_turn is not None,
+                                 metrics=self.metrics)
+            failed.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
+            return [], failed
+        self.metrics.approvals.labels("asked").inc(len(asked))
+        self.metrics.events_persisted.inc(len(asked))
+        logger.info("turn paused for approval", extra={**log_extra, "approvals": len(asked)})
+        return asked, None
 
     async def _after_turn(self, active: _Active, user_id: str, chat_id: str, turn_id: str,
                           prompt: str, final_text: str, shown_types: list[str],
-                          prompt_seq: int, suggest: bool = True) -> None:
+                          prompt_seq: int, suggest: bool = True, title: bool = True) -> None:
         """Suggestions and the chat title: useful, never allowed to fail the turn."""
         engine = self.engine
         log_extra = {"chat_id": chat_id, "turn_id": turn_id}
@@ -401,7 +638,7 @@ class TurnManager:
                     raise  # the turn task itself is being cancelled
             except Exception:
                 logger.exception("suggested prompts failed", extra=log_extra)
-        if prompt_seq == 1:
+        if prompt_seq == 1 and title:
             await self._title(user_id, chat_id, turn_id, prompt)
 
     async def _title(self, user_id: str, chat_id: str, turn_id: str, prompt: str) -> None:
@@ -412,6 +649,10 @@ class TurnManager:
         except Exception:
             logger.exception("chat title failed",
                              extra={"chat_id": chat_id, "turn_id": turn_id})
+
+
+def new_approval_id() -> str:
+    return "ap_" + uuid.uuid4().hex
 
 
 def _observe(observe: Callable[[object], None], sdk_event: object,
@@ -437,8 +678,13 @@ class ToolTally:
             failed = event.payload["output"].get("response_type") == "error"
             self.outcomes[event.payload["call_id"]] = "error" if failed else "ok"
 
-    def record(self, metrics: Metrics) -> None:
+    def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()
+               ) -> None:
+        """Count the calls that ran; ``waiting`` ones (paused for approval) have not yet:
+        they are counted by the resumed turn, if they run at all."""
         for call_id, agent in self.agents.items():
+            if call_id in waiting:
+                continue
             # No tool_output: a hidden result, which is a success.
             metrics.tool_calls.labels(agent, self.outcomes.get(call_id, "ok")).inc()
 

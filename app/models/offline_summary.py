@@ -13,8 +13,12 @@ from app.models.offline_transcript import TOOL_ROLE, Offer, PastCall, Transcript
 
 # ----------------------------------------------------------------------------- reading outputs
 
+# The fence lines third-party text arrives in (connectors.untrusted): not part of the data.
+_FENCE_LINE = re.compile(r'^(?:<external source="[^"]*">|</external>)$', re.M)
+
+
 def parse_json(text: str) -> Any:
-    stripped = text.strip()
+    stripped = _FENCE_LINE.sub("", text).strip()
     if not stripped.startswith(("{", "[")):
         return None
     try:
@@ -100,6 +104,8 @@ def _sentence_for(call: PastCall) -> str:
     if call.failed:
         message = output.strip().removeprefix("Error:").strip() or "it failed"
         return f"I couldn't complete that step: {message.rstrip('.')}."
+    if call.not_run:
+        return _not_run_sentence(call)
     if output.startswith(NOT_CONNECTED):
         # A "Connect" card was shown: say so, rather than reporting an empty result.
         return ("I need access to that account first: use the **Connect** button on the "
@@ -117,7 +123,8 @@ def _sentence_for(call: PastCall) -> str:
         newest = (f" The newest is **{first.group(2)}** from {first.group(1)}." if first
                   else f" The newest is {strip_item(items[0])[:80]}.")
         unread_text = f", {unread} of them unread" if unread else ""
-        return f"I found {_plural(len(items), 'email')} {where}{unread_text}.{newest}"
+        return (f"I found {_plural(len(items), 'email')} {where}{unread_text}.{newest}"
+                + _injection_warning(items))
     if name == "read_google_email":
         data = parse_json(output)
         if isinstance(data, dict):
@@ -185,6 +192,34 @@ def _sentence_for(call: PastCall) -> str:
     return f"I ran {name.replace('_', ' ')}."
 
 
+# What a prompt injection in third-party text usually says (connectors.instructions asks
+# every agent to tell the user about such text rather than follow it).
+_INJECTION = re.compile(r"ignore (?:all |any )?(?:previous|prior|earlier) instructions|"
+                        r"(?:note|message) to (?:the |any )?(?:ai|assistant)", re.I)
+
+
+def _injection_warning(items: list[str]) -> str:
+    flagged = [item for item in items if _INJECTION.search(item)]
+    if not flagged:
+        return ""
+    subject = re.search(r"Subject (.+?)(?: — |$)", flagged[0])
+    which = f"**{subject.group(1)}**" if subject else "one of them"
+    return (f" Careful: {which} contains instructions aimed at an AI assistant; I did not "
+            "follow them.")
+
+
+def _not_run_sentence(call: PastCall) -> str:
+    """A call the person did not approve: say plainly that nothing happened."""
+    what = {"send_google_email": f"send **{call.arguments.get('subject') or 'the email'}**",
+            "reply_to_google_email": "send the reply"}.get(
+        call.name, f"run {call.name.replace('_', ' ')}")
+    if "in time" in (call.output or ""):
+        return f"I didn't {what}: the approval request expired, so nothing was done."
+    said = re.search(r'They said: "(.*)"', call.output or "")
+    because = f" (you said: “{said.group(1)}”)" if said else ""
+    return f"OK, I didn't {what}: you declined it{because}, so nothing was done."
+
+
 def _search_summary(output: str, query: str) -> str:
     sources = re.findall(r"^\[(\d+)\] (.+?)(?: — \S+)?\n\s+(.+)$", output, re.M)
     if not sources:
@@ -202,6 +237,8 @@ def _follow_up(call: PastCall | None) -> str:
     role = TOOL_ROLE.get(call.name) if call else None
     if call is None or call.failed:
         return "Want me to try something else?"
+    if call.not_run:
+        return "Want me to change something and try again?"
     if (call.output or "").startswith(NOT_CONNECTED):
         return ""  # its sentence already says what to do: connect, then ask again
     if call.name in {"send_google_email", "reply_to_google_email"}:

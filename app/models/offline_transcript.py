@@ -39,6 +39,11 @@ class PastCall:
     def failed(self) -> bool:
         return self.output is None or self.output.lstrip().startswith(("Error", "An error"))
 
+    @property
+    def not_run(self) -> bool:
+        """The person declined the call, or its approval expired (websocket.pause)."""
+        return (self.output or "").lstrip().startswith("Not run:")
+
 
 @dataclass(frozen=True)
 class Transcript:

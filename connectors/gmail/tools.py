@@ -38,7 +38,7 @@ def _limit(max_results: int) -> int:
     return max(1, min(max_results, MAX_RESULTS))
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def google_email_inbox(ctx: RunContextWrapper[ChatContext],
                              max_results: int = 10) -> ToolResponse:
     """List the newest emails in the user's Gmail inbox.
@@ -51,7 +51,7 @@ async def google_email_inbox(ctx: RunContextWrapper[ChatContext],
     return ToolResponse("google_email_inbox", AGENT_NAME, "Gmail inbox", messages)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def google_email_search(ctx: RunContextWrapper[ChatContext], query: str,
                               max_results: int = 10) -> ToolResponse:
     """Search the user's Gmail with Gmail search syntax.
@@ -68,7 +68,7 @@ async def google_email_search(ctx: RunContextWrapper[ChatContext], query: str,
                         messages)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def google_email_search_from_email(ctx: RunContextWrapper[ChatContext],
                                          email: str) -> ToolResponse:
     """List recent emails sent by one address.
@@ -86,7 +86,7 @@ async def google_email_search_from_email(ctx: RunContextWrapper[ChatContext],
                         messages)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def read_google_email(ctx: RunContextWrapper[ChatContext],
                             message_id: str) -> ToolResponse:
     """Open one email (full text) by its id, as listed by the inbox or a search.
@@ -103,7 +103,7 @@ async def read_google_email(ctx: RunContextWrapper[ChatContext],
                                              {"type": "text", "content": message["text"]}])
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
 async def send_google_email(ctx: RunContextWrapper[ChatContext], to: list[str], subject: str,
                             body: str, cc: list[str] | None = None,
                             bcc: list[str] | None = None) -> ToolResponse:
@@ -130,7 +130,7 @@ async def send_google_email(ctx: RunContextWrapper[ChatContext], to: list[str], 
                          "body": body})
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
 async def reply_to_google_email(ctx: RunContextWrapper[ChatContext], message_id: str,
                                 body: str) -> ToolResponse:
     """Reply to an email (in the same thread) by its id.

@@ -46,7 +46,7 @@ def _parse_date(name: str, value: str | None, default: date) -> date:
         raise ToolError(f"{name} {value!r} is not a date; use YYYY-MM-DD") from None
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_accounts_at_plaid(ctx: RunContextWrapper[ChatContext]) -> ToolResponse:
     """List the user's connected bank accounts with their current and available balances."""
     service = await backend(ctx)
@@ -55,7 +55,7 @@ async def get_accounts_at_plaid(ctx: RunContextWrapper[ChatContext]) -> ToolResp
                         accounts)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_transactions_at_plaid(ctx: RunContextWrapper[ChatContext],
                                     start_date: str | None = None,
                                     end_date: str | None = None,
@@ -91,7 +91,7 @@ async def get_transactions_at_plaid(ctx: RunContextWrapper[ChatContext],
                         result)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_spending_summary_at_plaid(ctx: RunContextWrapper[ChatContext],
                                         days: int = 30) -> ToolResponse:
     """Total spending by category over the last few days (transfers and card payments excluded).

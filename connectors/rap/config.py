@@ -52,6 +52,9 @@ class RapToolDefinition(BaseModel):
     description: str = Field("", max_length=4000)
     input_schema: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_SCHEMA),
                                          alias="inputSchema")
+    # Whether the operation changes something for the user (sends, pays, writes,
+    # deletes). Not declared (None) counts as yes: every call waits for approval.
+    side_effect: bool | None = Field(None, alias="sideEffect")
 
     @field_validator("input_schema")
     @classmethod

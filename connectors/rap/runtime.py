@@ -29,6 +29,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from app.settings import Settings
+from connectors.approvals import declare_side_effect
 from connectors.context import ChatContext
 from connectors.http import ServiceError, ServiceHttp
 from connectors.orchestrator import ORCHESTRATOR_NAME
@@ -210,10 +211,11 @@ class RapRuntime:
                                     "try again later", {"rap_server": server.name,
                                                         "exception": type(exc).__name__})
 
-        return FunctionTool(name=tool.name, description=tool.description or tool.name,
-                            params_json_schema=tool.input_schema, on_invoke_tool=on_invoke,
-                            # A remote schema is taken as published, not made "strict".
-                            strict_json_schema=False)
+        function = FunctionTool(name=tool.name, description=tool.description or tool.name,
+                                params_json_schema=tool.input_schema, on_invoke_tool=on_invoke,
+                                # A remote schema is taken as published, not made "strict".
+                                strict_json_schema=False)
+        return declare_side_effect(function, tool.side_effect)
 
     # ------------------------------------------------------------------ one call
 

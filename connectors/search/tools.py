@@ -23,7 +23,7 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> SearchBackend:
     return DemoSearchBackend()
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def search_google(ctx: RunContextWrapper[ChatContext], query: str,
                         num_results: int = 5) -> ToolResponse:
     """Search the web. Cite results in the answer as [1], [2], … in the order returned.

@@ -24,7 +24,7 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> YelpBackend:
     return DemoYelpBackend(datetime.now(UTC).date())
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def resolve_user_location(ctx: RunContextWrapper[ChatContext],
                                 hint: str | None = None) -> ToolResponse:
     """Find where the user is, for "near me" requests: city, state and coordinates.
@@ -38,7 +38,7 @@ async def resolve_user_location(ctx: RunContextWrapper[ChatContext],
                         display_response=False)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def search_businesses_at_yelp(ctx: RunContextWrapper[ChatContext], term: str,
                                     location: str | None = None,
                                     latitude: float | None = None,
@@ -66,7 +66,7 @@ async def search_businesses_at_yelp(ctx: RunContextWrapper[ChatContext], term: s
                         f"Searching Yelp for {term.strip() or 'businesses'} in {where}", found)
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_business_reviews_at_yelp(ctx: RunContextWrapper[ChatContext],
                                        business_id: str) -> ToolResponse:
     """Get up to three recent reviews of one business.

@@ -33,11 +33,15 @@ DIFF = ("--- app/greet.py\n+++ app/greet.py\n@@ -1,2 +1,2 @@\n def greet():\n"
         "-    return 'hi'\n+    return 'hello'\n")
 
 TOOLS = [
+    # What each operation declares decides whether a call waits for approval: a write
+    # asks, a read does not, and an operation that says nothing asks too.
     {"name": "edit_file", "description": "Replace a file's content in the repository.",
+     "side_effect": True,
      "inputSchema": {"type": "object",
                      "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                      "required": ["path", "content"]}},
     {"name": "lookup", "description": "Look a term up in the team's notes.",
+     "side_effect": False,
      "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}},
                      "required": ["query"]}},
     {"name": "watch_repo", "description": "Subscribe to pushes to a repository.",
@@ -100,6 +104,7 @@ class RapToolServer(FakeService):
         self.invocation_signed: list[bool] = []
         self.deliveries: list[Delivery] = []
         self.delivered = asyncio.Event()  # set after each callback answer
+        self.invoked = asyncio.Event()  # set by the first invocation
         self._tasks: set[asyncio.Task[None]] = set()
         self._client = httpx.AsyncClient(timeout=10)
 
@@ -141,6 +146,7 @@ class RapToolServer(FakeService):
         body = await request.body()
         invocation = json.loads(body)
         self.invocations.append(invocation)
+        self.invoked.set()
         if self.secret is not None:
             self.invocation_signed.append(
                 signature_ok(self.secret, body, request.headers.get("x-switchboard-signature")))

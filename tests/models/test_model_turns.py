@@ -72,7 +72,7 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
     script_multi_agent_turn(fake_model)
     chat_id = uuid.uuid4().hex
     async with serve(model_settings()) as live:
-        async with open_client(live.ws_url(chat_id)) as client:
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             events = await client.turn(PROMPT, client_message_id="m1")
         async with live.client() as http:
             detail = (await http.get(f"/api/chats/{chat_id}")).json()
@@ -80,9 +80,11 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
 
     assert_turn_order(events)
     kinds = [e["type"] for e in events if e["type"] != "llm_response_delta"]
+    # The send waits for the person's approval (PROTOCOL §3a), then the turn goes on.
     assert kinds == ["user_prompt", "handoff", "agent_updated", "tool_call", "tool_output",
-                     "handoff", "agent_updated", "tool_call", "tool_output", "llm_response",
-                     "end_of_stream", "suggested_prompts"]
+                     "handoff", "agent_updated", "tool_call", "approval_required",
+                     "approval_resolved", "tool_output", "llm_response", "end_of_stream",
+                     "suggested_prompts"]
     by_type: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_type.setdefault(event["type"], []).append(event)
@@ -150,7 +152,7 @@ async def test_the_next_turn_sends_the_whole_conversation(
     fake_model.structured["FollowUps"] = {"prompts": []}
     fake_model.structured["ChatTitle"] = {"title": "Python asyncio"}
     async with serve(model_settings()) as live:
-        async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+        async with open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as client:
             first = await client.turn("search the web for python asyncio")
             second = await client.turn("does it have task groups?")
     assert first[-2]["status"] == "completed" and second[-2]["status"] == "completed"

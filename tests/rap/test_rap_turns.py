@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from connectors.untrusted import fence
 from tests.fakes.fake_service import Answer
 from tests.fakes.model_server import Call, FakeModelServer, Say
 from tests.fakes.rap_tool import DIFF, Result, Silence, signature
@@ -89,7 +90,7 @@ async def test_a_diff_result_shows_its_diff_and_the_model_reads_the_full_text(
     # Seed 001: the model reads the whole text, not a display hint or a summary of it.
     [sent] = outputs_sent_to_model(stack.model)
     assert sent["call_id"] == "call_edit_file"
-    assert sent["output"] == long_text
+    assert sent["output"] == fence(long_text, "remote tool")  # all of it, as outside data
     assert [d.status for d in stack.tool.deliveries] == [200]
     assert stack.tool.deliveries[0].body == {"status": "accepted"}
 
@@ -113,7 +114,8 @@ async def test_an_error_text_is_an_error_card_and_the_turn_goes_on(
     assert error["code"] == "tool_error" and error["retryable"] is False
     assert error["message"] == text
     assert events[-2]["type"] == "end_of_stream" and events[-2]["status"] == "completed"
-    assert outputs_sent_to_model(stack.model)[0]["output"] == text
+    assert outputs_sent_to_model(stack.model)[0]["output"] == (
+        f"Error: the remote tool reported this failure:\n{fence(text, 'remote tool')}")
 
 
 async def test_duplicate_deliveries_are_accepted_once(rap_stack: Callable[..., Any]) -> None:
@@ -128,7 +130,7 @@ async def test_duplicate_deliveries_are_accepted_once(rap_stack: Callable[..., A
         (200, {"status": "duplicate"})]
     assert len(of_type(events, "tool_output")) == 1
     assert [o["output"] for o in outputs_sent_to_model(stack.model)] == [
-        "Deploys happen on Tuesdays."]
+        fence("Deploys happen on Tuesdays.", "remote tool")]
 
 
 async def test_results_for_other_calls_are_discarded_and_never_injected(
@@ -189,7 +191,7 @@ async def test_a_forged_signature_is_refused_and_the_genuine_result_still_lands(
     [shown] = of_type(events, "tool_output")
     assert shown["output"]["response"] == "Dana is on call this week."
     assert [o["output"] for o in outputs_sent_to_model(stack.model)] == [
-        "Dana is on call this week."]
+        fence("Dana is on call this week.", "remote tool")]
 
 
 async def test_a_tool_that_never_answers_times_out(rap_stack: Callable[..., Any]) -> None:
@@ -335,6 +337,6 @@ async def test_open_responses_clients_see_remote_tool_calls_and_their_full_text(
     call, output, answer = response.output
     assert call.type == "function_call" and call.name == "lookup"
     assert json.loads(call.arguments) == {"query": "deploys"}
-    assert output.type == "function_call_output" and output.output == text
+    assert output.type == "function_call_output" and output.output == fence(text, "remote tool")
     assert answer.content[0].text == "There are three notes."
     assert stack.tool.invocations[0]["group_id"] == chat["id"]  # the response's own chat

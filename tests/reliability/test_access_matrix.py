@@ -38,7 +38,9 @@ from tests.ws.conftest import LiveServer, make_settings, open_client, serve
 
 __all__ = ["make_settings"]  # a fixture, used by name
 
-MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+# Two agents, two tools, a streamed answer, and nothing that waits for an approval
+# (tests/ws/test_approvals.py and test_approval_faults.py cover those).
+MULTI_AGENT = "find sushi in Boston and show my account balances"
 CALLBACK = "/oauth/google/callback"
 RAP_CALLBACK = "/rap/callback"
 
@@ -54,6 +56,7 @@ MATRIX = {
     ("DELETE", "/api/connectors/{name}"), ("GET", CALLBACK),
     ("GET", "/api/chats/{chat_id}/rap-subscriptions"), ("POST", RAP_CALLBACK),
     ("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}"),
+    ("GET", "/api/approvals"), ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
 }
 # Authenticated by its own per-call token (a remote tool answering), never a user's.
 CALL_TOKEN_ROUTES = {("POST", RAP_CALLBACK)}
@@ -79,11 +82,14 @@ class Alice(Person):
     cursor: str = ""
     oauth_state: str = ""
     events_before: dict[str, int] = field(default_factory=dict)
+    # A chat of hers whose turn waits for her approval of an email.
+    approval_chat: str = ""
+    approval_id: str = ""
 
     def secrets(self) -> list[str]:
         """Everything of Alice's that must never reach anyone else."""
         # Not her message id: Bob sends it himself in one attack, and it is echoed to him.
-        return [self.id, self.name, self.token, self.oauth_state,
+        return [self.id, self.name, self.token, self.oauth_state, self.approval_chat,
                 self.running_chat, *self.chats, *self.turn_ids, *self.prompts, "Tartan Bank"]
 
 
@@ -134,7 +140,7 @@ def shown(response: httpx.Response) -> str:
 async def socket_refusal(url: str, headers: dict[str, str]) -> tuple[int | None, str]:
     """The close code and everything received before it (which should be nothing)."""
     received = []
-    async with open_client(url, additional_headers=headers) as client:
+    async with open_client(url, additional_headers=headers, auto_approve=True) as client:
         try:
             while True:
                 received.append(json.dumps(await client.recv(within=5)))
@@ -178,7 +184,7 @@ async def world(make_settings: Callable[..., Settings],
             chat_id = f"alice-chat-{tag}-{n}"
             prompt = f"find ramen in Boston for alice {tag} {n}"
             url, headers = ws_as(live, chat_id, alice.token)
-            async with open_client(url, additional_headers=headers) as client:
+            async with open_client(url, additional_headers=headers, auto_approve=True) as client:
                 events = await client.turn(prompt, client_message_id=f"{alice.message_id}-{n}")
             assert events[-2]["status"] == "completed"
             alice.chats.append(chat_id)
@@ -202,8 +208,16 @@ async def world(make_settings: Callable[..., Settings],
                 stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
                 alice.events_before[chat_id] = len(stored)
 
-        url, headers = ws_as(live, f"bob-chat-{tag}", bob.token)
+        alice.approval_chat = f"alice-approval-{tag}"
+        url, headers = ws_as(live, alice.approval_chat, alice.token)
         async with open_client(url, additional_headers=headers) as client:
+            await client.send({"type": "prompt", "text": f"find sushi in Boston for {tag} "
+                                                         "and email the list to me@example.com"})
+            alice.approval_id = (await client.until("approval_required"))[-1]["approval_id"]
+        alice.prompts.append(f"find sushi in Boston for {tag}")
+
+        url, headers = ws_as(live, f"bob-chat-{tag}", bob.token)
+        async with open_client(url, additional_headers=headers, auto_approve=True) as client:
             await client.turn("hello")
         yield live, alice, bob
 
@@ -320,6 +334,29 @@ async def attack_open_responses(live: LiveServer, alice: Alice, bob: Person,
                           shown(chained))
 
 
+async def attack_approvals(live: LiveServer, alice: Alice, bob: Person,
+                           ledger: Ledger) -> None:
+    """Alice's pending approval: Bob can neither list it nor decide it, from anywhere."""
+    approval = alice.approval_id
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            listed = await http.get("/api/approvals")
+            ledger.record(f"{carrier} GET /api/approvals", listed.status_code == 200
+                          and listed.json()["approvals"] == [], shown(listed))
+            for chat_id in (alice.approval_chat, *alice.chats, f"bob-chat-{bob.name[4:]}"):
+                for decision in ("approve", "reject"):
+                    path = f"/api/chats/{chat_id}/approvals/{approval}"
+                    answer = await http.post(path, json={"decision": decision})
+                    ledger.record(f"{carrier} POST {path} {decision}",
+                                  answer.status_code == 404, shown(answer))
+    url, headers = ws_as(live, f"bob-decides-{uuid.uuid4().hex[:6]}", bob.token)
+    async with open_client(url, additional_headers=headers) as client:
+        await client.send({"type": "approval", "approval_id": approval, "decision": "approve"})
+        answer = await client.recv()
+        ledger.record("approval frame for Alice's approval", answer["type"] == "error"
+                      and answer["code"] == "invalid_request", json.dumps(answer))
+
+
 async def attack_socket(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """Bob's sockets on Alice's chats: refused with 4403 before any data frame."""
     for carrier in CARRIERS:
@@ -333,7 +370,7 @@ async def attack_socket(live: LiveServer, alice: Alice, bob: Person, ledger: Led
 async def attack_frames(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """From Bob's own chat: cancel Alice's running turn, replay, reuse her message id."""
     url, headers = ws_as(live, f"bob-frames-{uuid.uuid4().hex[:6]}", bob.token)
-    async with open_client(url, additional_headers=headers) as client:
+    async with open_client(url, additional_headers=headers, auto_approve=True) as client:
         for turn_id in (alice.running_turn, *alice.turn_ids):
             await client.send({"type": "cancel", "turn_id": turn_id})
             answer = await client.recv()
@@ -362,7 +399,8 @@ async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Led
 
 
 ATTACKS: list[Attack] = [attack_chats, attack_listings, attack_connectors, attack_rap_callback,
-                         attack_open_responses, attack_socket, attack_frames, attack_public]
+                         attack_open_responses, attack_approvals, attack_socket, attack_frames,
+                         attack_public]
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -388,7 +426,7 @@ async def start_running_turn(live: LiveServer, alice: Alice) -> asyncio.Task[lis
     started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def run() -> list[Any]:
-        async with open_client(url, additional_headers=headers) as client:
+        async with open_client(url, additional_headers=headers, auto_approve=True) as client:
             await client.send({"type": "prompt", "text": MULTI_AGENT})
             first = await client.recv()
             started.set_result(first["turn_id"])
@@ -438,6 +476,8 @@ async def test_bob_cannot_reach_anything_of_alices(
         listing = (await http.get("/api/connectors")).json()["connectors"]
         plaid = next(c for c in listing if c["name"] == "plaid")
         assert plaid["connected"] and plaid["account"]["institutions"] == ["Tartan Bank"]
+        pending = (await http.get("/api/approvals")).json()["approvals"]
+        assert [a["approval_id"] for a in pending] == [alice.approval_id]
 
 
 async def test_no_token_or_a_wrong_one_is_401_everywhere(
@@ -461,6 +501,9 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("GET", CALLBACK): (CALLBACK, {"state": alice.oauth_state, "code": "x"}),
         ("POST", "/v1/responses"): ("/v1/responses", {}),
         ("GET", "/v1/responses/{response_id}"): ("/v1/responses/resp_unknown", {}),
+        ("GET", "/api/approvals"): ("/api/approvals", {}),
+        ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"):
+            (f"/api/chats/{alice.approval_chat}/approvals/{alice.approval_id}", {}),
     }
     assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - {("WS", "/ws/chats/{chat_id}")}
     for token in (None, "sb_" + "x" * 43, alice.token[:-1], "Bearer", "null"):

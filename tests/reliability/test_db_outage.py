@@ -35,7 +35,9 @@ __all__ = ["make_settings"]  # a fixture, used by name
 
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 
-MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+# Two agents, two tools, a streamed answer, and nothing that waits for an approval
+# (tests/ws/test_approvals.py and test_approval_faults.py cover those).
+MULTI_AGENT = "find sushi in Boston and show my account balances"
 # What no client-visible text may contain: stack traces, driver or SQL details, addresses.
 LEAKS = ("Traceback", 'File "', "asyncpg", "sqlalchemy", "SELECT", "INSERT", "UPDATE",
          "postgres", "127.0.0.1", "Connection refused", "Errno")
@@ -96,7 +98,7 @@ async def test_prompt_while_down_is_a_retryable_server_error_then_works(
     async with serve(proxied_settings()) as live:
         with capture_logs(logging.WARNING) as logs:
             chat_id = uuid.uuid4().hex
-            async with open_client(live.ws_url(chat_id)) as client:
+            async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
                 first = await client.turn("what's in my inbox")
                 assert first[-2]["status"] == "completed"
 
@@ -128,7 +130,7 @@ async def test_outage_mid_turn_ends_the_turn_and_loses_no_event(
     async with serve(proxied_settings(offline_delta_delay=0.03)) as live:
         with capture_logs(logging.WARNING) as logs:
             chat_id = uuid.uuid4().hex
-            async with open_client(live.ws_url(chat_id)) as client:
+            async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
                 await client.send({"type": "prompt", "text": MULTI_AGENT})
                 seen = await client.until("llm_response_delta")
                 await proxy.stop()

@@ -18,7 +18,9 @@ from tests.ws.conftest import Client, make_settings, open_client, serve
 
 __all__ = ["make_settings"]  # a fixture, used by name
 
-MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+# Two agents, two tools, a streamed answer, and nothing that waits for an approval
+# (tests/ws/test_approvals.py and test_approval_faults.py cover those).
+MULTI_AGENT = "find sushi in Boston and show my account balances"
 
 
 async def closed_with(client: Client) -> tuple[int, str]:
@@ -41,8 +43,8 @@ async def test_deleting_a_chat_closes_its_sockets_and_the_id_starts_clean(
     (_, alice), (_, bob) = await users.create_user("alice"), await users.create_user("bob")
     chat_id = uuid.uuid4().hex
     async with serve(make_settings(auth_mode="token")) as live:
-        async with open_client(live.ws_url(chat_id, token=alice)) as stale, \
-                open_client(live.ws_url(chat_id, token=alice)) as other_tab:
+        async with open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as stale, \
+                open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as other_tab:
             await stale.turn("what are my account balances")
             await subscribed(other_tab)
             async with live.client(alice) as http:
@@ -51,14 +53,14 @@ async def test_deleting_a_chat_closes_its_sockets_and_the_id_starts_clean(
                 assert await closed_with(socket) == (4403, "chat deleted")
 
         # Bob takes the id: a chat of his own, with nothing of Alice's in it.
-        async with open_client(live.ws_url(chat_id, token=bob, after_seq=0)) as client:
+        async with open_client(live.ws_url(chat_id, token=bob, after_seq=0), auto_approve=True) as client:
             events = await client.turn(MULTI_AGENT)
         assert events[0]["type"] == "user_prompt" and events[0]["seq"] == 1
         async with live.client(bob) as http:
             stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
             assert [e["text"] for e in stored if e["type"] == "user_prompt"] == [MULTI_AGENT]
         # And Alice can no longer open it.
-        async with open_client(live.ws_url(chat_id, token=alice)) as refused:
+        async with open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as refused:
             assert await closed_with(refused) == (4403, "not your chat")
 
 
@@ -75,7 +77,7 @@ async def test_a_delete_on_one_instance_closes_sockets_on_another(
     first.start()
     second.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(second.ws_url(chat_id)) as there:
+    async with open_client(second.ws_url(chat_id), auto_approve=True) as there:
         await there.turn("what are my account balances")
         async with httpx.AsyncClient(base_url=first.http) as http:
             assert (await http.delete(f"/api/chats/{chat_id}")).status_code == 204
@@ -91,8 +93,8 @@ async def test_a_turn_whose_instance_died_ends_for_the_sockets_watching_it(
     first.start()
     second.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as runner, \
-            open_client(second.ws_url(chat_id)) as watcher:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as runner, \
+            open_client(second.ws_url(chat_id), auto_approve=True) as watcher:
         await subscribed(watcher)
         await runner.send({"type": "prompt", "text": MULTI_AGENT})
         await watcher.until("llm_response_delta")

@@ -13,7 +13,9 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.ws.conftest import open_client
 
-MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+# Two agents, two tools, a streamed answer, and nothing that waits for an approval
+# (tests/ws/test_approvals.py and test_approval_faults.py cover those).
+MULTI_AGENT = "find sushi in Boston and show my account balances"
 
 
 async def events_of(server: Any, chat_id: str) -> list[dict[str, Any]]:
@@ -33,7 +35,7 @@ async def test_kill_9_mid_turn_loses_at_most_the_checkpoint_window(
     server = servers(database_url, offline_delta_delay=0.04)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         seen = await client.until("llm_response_delta")
         for _ in range(15):  # ~600 ms of streaming: at least two checkpoints
@@ -43,7 +45,7 @@ async def test_kill_9_mid_turn_loses_at_most_the_checkpoint_window(
     streamed = "".join(e["delta"] for e in seen if e["type"] == "llm_response_delta")
 
     server.start()  # same database: start-up closes the interrupted turn
-    async with open_client(server.ws_url(chat_id, after_seq=0)) as client:
+    async with open_client(server.ws_url(chat_id, after_seq=0), auto_approve=True) as client:
         replay = await client.until("end_of_stream")
     # Every event the client saw is there, then the turn is closed as failed.
     assert replay[: len(persisted_seen)] == persisted_seen
@@ -57,7 +59,7 @@ async def test_kill_9_mid_turn_loses_at_most_the_checkpoint_window(
     assert len(streamed) - len(turn["final_text"]) <= 80  # ≈ 250 ms at 40 ms a word
 
     # The chat is usable again.
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn("what are my account balances")
     assert events[-2]["status"] == "completed"
 
@@ -67,7 +69,7 @@ async def test_sigterm_lets_the_running_turn_finish_then_closes_with_1001(
     server = servers(database_url, offline_delta_delay=0.01, shutdown_grace_seconds=20)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("tool_call")
         server.terminate()
@@ -90,7 +92,7 @@ async def test_sigterm_past_the_grace_period_cancels_and_persists(
     server = servers(database_url, offline_delta_delay=0.2, shutdown_grace_seconds=0.3)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("llm_response_delta")
         server.terminate()
@@ -108,7 +110,7 @@ async def test_redis_down_at_start_means_one_instance_with_a_warning(
     server = servers(database_url, redis_url="redis://127.0.0.1:1/0")
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn("what's in my inbox")
     assert events[-2]["status"] == "completed"
     assert "redis unreachable" in server.log()
@@ -120,7 +122,7 @@ async def test_client_drop_mid_turn_does_not_stop_the_turn(
     server = servers(database_url, offline_delta_delay=0.01)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("tool_call")
     for _ in range(100):

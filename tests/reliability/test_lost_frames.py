@@ -43,7 +43,7 @@ async def test_a_gap_in_the_published_seqs_is_filled_from_storage(
     server = servers(database_url, redis_url=redis_url)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id, after_seq=0)) as client:
+    async with open_client(server.ws_url(chat_id, after_seq=0), auto_approve=True) as client:
         channel, turn_id, last = await watching(server, chat_id, client)
         records = await written_elsewhere(db, chat_id, turn_id, 3)
         # Only the last batch reaches Redis: the first two were lost on the way.
@@ -62,7 +62,7 @@ async def test_after_the_subscription_reconnects_the_socket_catches_up(
     server = servers(database_url, redis_url=redis_url)
     server.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(server.ws_url(chat_id, after_seq=0)) as client:
+    async with open_client(server.ws_url(chat_id, after_seq=0), auto_approve=True) as client:
         _, turn_id, last = await watching(server, chat_id, client)
         # Published while the server's subscription was down: nobody heard it.
         records = await written_elsewhere(db, chat_id, turn_id, 2)

@@ -11,7 +11,9 @@ import pytest
 
 from tests.ws.conftest import open_client
 
-MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
+# Two agents, two tools, a streamed answer, and nothing that waits for an approval
+# (tests/ws/test_approvals.py and test_approval_faults.py cover those).
+MULTI_AGENT = "find sushi in Boston and show my account balances"
 EPHEMERAL = {"llm_response_delta", "pong"}
 
 # Run on PostgreSQL only: several processes on one SQLite file is not a deployment we offer.
@@ -34,8 +36,8 @@ def pair(servers: Any, database_url: str, redis_url: str) -> tuple[Any, Any]:
 async def test_sockets_on_both_instances_get_every_event_in_order(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as here, \
-            open_client(second.ws_url(chat_id)) as there:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as here, \
+            open_client(second.ws_url(chat_id), auto_approve=True) as there:
         for client in (here, there):
             await client.send({"type": "ping"})
             await client.until("pong")
@@ -55,13 +57,13 @@ async def test_sockets_on_both_instances_get_every_event_in_order(pair: Any) -> 
 async def test_resume_on_the_other_instance_mid_turn_misses_nothing(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as client:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         before = await client.until("llm_response_delta")
         for _ in range(4):
             before.append(await client.recv())
     last_seq = max(e["seq"] for e in before if e["seq"] is not None)
-    async with open_client(second.ws_url(chat_id, after_seq=last_seq)) as client:
+    async with open_client(second.ws_url(chat_id, after_seq=last_seq), auto_approve=True) as client:
         after = await client.until("end_of_stream")
     async with httpx.AsyncClient(base_url=first.http) as http:
         stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
@@ -79,8 +81,8 @@ async def test_resume_on_the_other_instance_mid_turn_misses_nothing(pair: Any) -
 async def test_cancel_reaches_the_instance_running_the_turn(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as runner, \
-            open_client(second.ws_url(chat_id)) as remote:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as runner, \
+            open_client(second.ws_url(chat_id), auto_approve=True) as remote:
         await remote.send({"type": "ping"})
         await remote.until("pong")
         await runner.send({"type": "prompt", "text": "search the web for python asyncio"})
@@ -95,8 +97,8 @@ async def test_cancel_reaches_the_instance_running_the_turn(pair: Any) -> None:
 async def test_one_turn_at_a_time_across_instances(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as here, \
-            open_client(second.ws_url(chat_id)) as there:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as here, \
+            open_client(second.ws_url(chat_id), auto_approve=True) as there:
         await here.send({"type": "prompt", "text": MULTI_AGENT})
         await here.until("user_prompt")
         await there.send({"type": "prompt", "text": "what's in my inbox"})
@@ -116,12 +118,12 @@ async def test_an_orphaned_turn_is_closed_when_its_lease_expires(
     first.start()
     second.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as client:
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("llm_response_delta")
         first.kill()
     await asyncio.sleep(1.5)  # the lease expires; nobody runs the turn any more
-    async with open_client(second.ws_url(chat_id, after_seq=0)) as client:
+    async with open_client(second.ws_url(chat_id, after_seq=0), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": "what's in my inbox"})
         events = await client.until("end_of_stream")  # the orphan's, closed by this prompt
         events += await client.until("end_of_stream")  # the new turn's

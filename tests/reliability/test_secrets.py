@@ -105,7 +105,7 @@ async def test_no_secret_in_any_log_line_or_event(
     prompts = [f"hello {marker}", f"tell me about my inbox {marker}", f"and my bank {marker}",
                f"find sushi in Boston {marker}"]
     events: list[dict[str, Any]] = []
-    async with open_client(server.ws_url(chat_id, token=token)) as client:
+    async with open_client(server.ws_url(chat_id, token=token), auto_approve=True) as client:
         for prompt in prompts:
             events += await collect_turn(client, prompt)
     statuses = [e["status"] for e in events if e["type"] == "end_of_stream"]
@@ -122,7 +122,7 @@ async def test_no_secret_in_any_log_line_or_event(
     # The handshake headers are logged at DEBUG: the token in a header and in a cookie.
     for extra in ({"Authorization": f"Bearer {token}"}, {"Cookie": f"sb_session={token}"}):
         async with open_client(server.ws_url(chat_id, after_seq=0),
-                               additional_headers=extra) as client:
+                               additional_headers=extra, auto_approve=True) as client:
             await client.send({"type": "ping"})
             events_again = await client.until("pong")
             assert events_again[0]["type"] == "user_prompt"

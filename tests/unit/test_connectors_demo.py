@@ -388,7 +388,7 @@ async def test_the_model_reads_plain_text_while_the_output_stays_a_dict() -> Non
     assert json.loads(json.dumps(output)) == dict(output)  # still plain JSON for the socket
 
 
-@connector_tool(agent_name="Flaky")
+@connector_tool(agent_name="Flaky", side_effect=False)
 async def check_flaky(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
     """A plug-in tool that always fails with a secret in its exception.
 

@@ -52,15 +52,32 @@ class Turn:
 
 
 async def run_turn(prompt: str | list[Any], *, store: DemoStore | None = None,
-                   user: str = "user-1", provider: OfflineModelProvider | None = None) -> Turn:
+                   user: str = "user-1", provider: OfflineModelProvider | None = None,
+                   approve: bool = True) -> Turn:
+    """Run a turn, deciding each approval it pauses for (the SDK's own resume path) as
+    ``approve`` says; the events of every leg are recorded in order."""
     store = store or DemoStore()
     context = ChatContext(user_id=user, chat_id="chat-1", turn_id="turn-1", settings=SETTINGS,
                           demo=store.for_user(user))
-    result = Runner.run_streamed(
-        build_orchestrator(SETTINGS, CONNECTORS), input=prompt, context=context,
-        run_config=RunConfig(model_provider=provider or OfflineModelProvider(),
-                             tracing_disabled=True))
+    orchestrator = build_orchestrator(SETTINGS, CONNECTORS)
+    config = RunConfig(model_provider=provider or OfflineModelProvider(), tracing_disabled=True)
+    result = Runner.run_streamed(orchestrator, input=prompt, context=context, run_config=config)
     turn = Turn(result)
+    await _record(turn, result)
+    while result.interruptions:
+        state = result.to_state()
+        for item in result.interruptions:
+            turn.events.append(("approval", item.name))
+            if approve:
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message="Not run: the user declined this call.")
+        result = turn.result = Runner.run_streamed(orchestrator, state, run_config=config)
+        await _record(turn, result)
+    return turn
+
+
+async def _record(turn: Turn, result: RunResultStreaming) -> None:
     async for event in result.stream_events():
         if event.type == "raw_response_event":
             turn.raw_types.append(event.data.type)
@@ -80,7 +97,6 @@ async def run_turn(prompt: str | list[Any], *, store: DemoStore | None = None,
         elif event.name == "message_output_created":
             text = "".join(part.text for part in event.item.raw_item.content)
             turn.events.append(("message", text, event.item.agent.name))
-    return turn
 
 
 async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
@@ -90,6 +106,11 @@ async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
     assert handoffs == [("Switchboard", "Yelp"), ("Yelp", "GMail")]
     names = [name for name, _ in turn.calls()]
     assert names == ["search_businesses_at_yelp", "send_google_email"]
+    # The send waited for approval (PROTOCOL §3a) and ran only once approved.
+    send_id = next(e[3] for e in turn.events if e[0] == "call" and e[1] == "send_google_email")
+    asked = turn.events.index(("approval", "send_google_email"))
+    sent_at = next(i for i, e in enumerate(turn.events) if e[0] == "output" and e[1] == send_id)
+    assert asked < sent_at
     search_args = turn.calls()[0][1]
     assert search_args["term"] == "sushi"
     assert search_args["location"] == "Boston, MA"
@@ -108,6 +129,28 @@ async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
     assert 20 <= len(text.split()) <= 70
     assert turn.result.final_output == text
     assert turn.result.last_agent.name == "GMail"
+
+
+async def test_the_demo_inbox_injection_is_reported_not_obeyed() -> None:
+    turn = await run_turn("what's in my inbox?")
+    assert [name for name, _ in turn.calls()] == ["google_email_inbox"]
+    assert [e for e in turn.events if e[0] == "approval"] == []
+    (text,) = turn.messages()
+    assert "**Action required: verify your account** contains instructions aimed at an AI " \
+           "assistant; I did not follow them" in text
+
+
+async def test_a_rejected_email_is_not_sent_and_the_answer_says_so() -> None:
+    store = DemoStore()
+    turn = await run_turn("find sushi in Boston and email the list to bob@example.com",
+                          store=store, approve=False)
+    assert [e[1] for e in turn.events if e[0] == "approval"] == ["send_google_email"]
+    assert store.for_user("user-1").namespace("gmail").get("sent", []) == []
+    # The model reads the refusal instead of an output; the tool never ran.
+    assert [o if isinstance(o, str) else o["response_type"] for o in turn.outputs()] == [
+        "yelp_search_results", "Not run: the user declined this call."]
+    (text,) = turn.messages()
+    assert "didn't send" in text and "declined" in text
 
 
 @pytest.mark.parametrize(("prompt", "agent", "tools", "response_type"), [

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from websocket import protocol
 from websocket.protocol import (
     ENVELOPE_KEYS,
+    ApprovalFrame,
     CancelFrame,
     ErrorCode,
     FrameError,
@@ -66,6 +67,12 @@ def frame_error(text: str, max_prompt_chars: int = MAX) -> str:
         ('{"type":"resume","after_seq":0}', ResumeFrame(after_seq=0)),
         ('{"type":"resume","after_seq":41}', ResumeFrame(after_seq=41)),
         ('{"type":"ping"}', PingFrame()),
+        ('{"type":"approval","approval_id":"ap_1","decision":"approve"}',
+         ApprovalFrame(approval_id="ap_1", decision="approve")),
+        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"no"}',
+         ApprovalFrame(approval_id="ap_1", decision="reject", reason="no")),
+        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":null}',
+         ApprovalFrame(approval_id="ap_1", decision="reject")),
         (' {"type": "ping"} \n', PingFrame()),
         ('{"type":"prompt","text":"  padded  "}', PromptFrame(text="  padded  ")),
         ('{"type":"prompt","text":"' + "x" * MAX + '"}', PromptFrame(text="x" * MAX)),
@@ -91,12 +98,12 @@ def test_json_that_is_not_an_object(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"type":"foo"}', "unknown frame type 'foo'; expected prompt, cancel, resume or ping"),
+        ('{"type":"foo"}', "unknown frame type 'foo'; expected prompt, cancel, resume, ping or approval"),
         ('{"type":"PROMPT","text":"x"}',
-         "unknown frame type 'PROMPT'; expected prompt, cancel, resume or ping"),
-        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume or ping"),
-        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume or ping"),
-        ("{}", "frame needs a 'type' field: prompt, cancel, resume or ping"),
+         "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping or approval"),
+        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping or approval"),
+        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
+        ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
         ('{"type":"prompt","text":"hi","foo":1}', "unknown field 'foo' in prompt frame"),
         ('{"type":"ping","x":true}', "unknown field 'x' in ping frame"),
         ('{"type":"cancel","chat_id":"c"}', "unknown field 'chat_id' in cancel frame"),
@@ -118,6 +125,27 @@ def test_json_that_is_not_an_object(text: str) -> None:
         ('{"type":"resume","after_seq":-1}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":"5"}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":true}', "resume.after_seq must be an integer >= 0"),
+        ('{"type":"approval","decision":"approve"}', "approval.approval_id is required"),
+        ('{"type":"approval","approval_id":"ap_1"}', "approval.decision is required"),
+        ('{"type":"approval","approval_id":"ap_1","decision":"yes"}',
+         'approval.decision must be "approve" or "reject"'),
+        ('{"type":"approval","approval_id":"ap_1","decision":true}',
+         'approval.decision must be "approve" or "reject"'),
+        ('{"type":"approval","approval_id":"","decision":"approve"}',
+         "approval.approval_id must be a string of 1..64 characters"),
+        ('{"type":"approval","approval_id":"' + "a" * 65 + '","decision":"approve"}',
+         "approval.approval_id must be a string of 1..64 characters"),
+        ('{"type":"approval","approval_id":7,"decision":"approve"}',
+         "approval.approval_id must be a string of 1..64 characters"),
+        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"'
+         + "r" * 501 + '"}', "approval.reason must be a string of at most 500 characters, "
+                             "or null"),
+        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":5}',
+         "approval.reason must be a string of at most 500 characters, or null"),
+        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"a\\u0000"}',
+         "approval.reason must not contain NUL (U+0000) characters"),
+        ('{"type":"approval","approval_id":"ap_1","decision":"approve","call_id":"c"}',
+         "unknown field 'call_id' in approval frame"),
         ('{"type":"resume","after_seq":1.5}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":null}', "resume.after_seq must be an integer >= 0"),
     ],
@@ -161,7 +189,8 @@ def test_frame_error_is_a_value_error() -> None:
 
 def test_client_frame_schema_has_every_frame() -> None:
     schema = client_frame_json_schema()
-    assert set(schema["discriminator"]["mapping"]) == {"prompt", "cancel", "resume", "ping"}
+    assert set(schema["discriminator"]["mapping"]) == {"prompt", "cancel", "resume", "ping",
+                                                        "approval"}
     prompt = schema["$defs"]["PromptFrame"]
     assert prompt["additionalProperties"] is False
     assert prompt["properties"]["text"]["maxLength"] == MAX
@@ -198,6 +227,19 @@ VALID: list[tuple[str, str | None, int | None, dict[str, Any]]] = [
     ("suggested_prompts", "t1", 9, {"prompts": ["a", "b", "c", "d"]}),
     ("suggested_prompts", "t1", 9, {"prompts": []}),
     ("pong", None, None, {}),
+    ("approval_required", "t1", 10, {
+        "approval_id": "ap_1", "call_id": "c2", "name": "send_google_email",
+        "description": "Sending an email", "current_agent": "GMail",
+        "arguments": {"to": ["bob@example.com"], "subject": "Sushi", "body": "Hi"},
+        "expires_at": "2025-02-01T12:00:00.000Z"}),
+    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
+                                     "decision": "approved", "reason": None}),
+    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
+                                     "decision": "rejected", "reason": "wrong person",
+                                     "decided_by": "u1", "decided_via": "rest"}),
+    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
+                                     "decision": "superseded", "reason": None,
+                                     "decided_by": None, "decided_via": "prompt"}),
 ]
 
 
@@ -249,6 +291,14 @@ _DROP = object()
         _with(5, output={**TOOL_RESPONSE, "display_as": [{"type": "hologram", "content": ""}]}),
         _with(0, client_message_id="m" * 65),
         _with(0, type="user_promptx"),
+        _with(15, expires_at="tomorrow"),
+        _with(15, arguments='{"to": "bob"}'),  # the arguments are an object
+        _with(15, approval_id=""),
+        _with(15, seq=None),  # persisted
+        _with(16, decision="approve"),  # the decision, not the frame's verb
+        _with(16, decision="maybe"),
+        _with(16, reason=_DROP),
+        _with(16, extra=1),
     ],
 )
 def test_invalid_server_events(event: dict[str, Any]) -> None:
@@ -347,7 +397,7 @@ def test_doc_examples_are_valid() -> None:
     examples = DOC.read_text().split("\n## Examples\n", 1)[1]
     client, server = examples.split("### Server events", 1)
     frames = [parse(json.dumps(block)) for block in _json_blocks(client)]
-    assert {frame.type for frame in frames} == {"prompt", "cancel", "resume", "ping"}
+    assert {frame.type for frame in frames} == {"prompt", "cancel", "resume", "ping", "approval"}
     events = _json_blocks(server)
     for event in events:
         validate_server_event(event)

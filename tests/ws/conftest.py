@@ -87,10 +87,15 @@ async def server(make_settings: Callable[..., Settings]) -> AsyncIterator[LiveSe
 
 
 class Client:
-    """A websockets client that decodes events and keeps everything it received."""
+    """A websockets client that decodes events and keeps everything it received.
 
-    def __init__(self, connection: ClientConnection) -> None:
+    ``auto_approve``: approve every approval request as it arrives (PROTOCOL §3a), as a
+    person clicking Approve would, for tests about something else than approvals.
+    """
+
+    def __init__(self, connection: ClientConnection, auto_approve: bool = False) -> None:
         self.connection = connection
+        self.auto_approve = auto_approve
         self.events: list[dict[str, Any]] = []
 
     async def send(self, frame: dict[str, Any] | str) -> None:
@@ -99,6 +104,8 @@ class Client:
     async def recv(self, within: float = 10) -> dict[str, Any]:
         event = json.loads(await asyncio.wait_for(self.connection.recv(), within))
         self.events.append(event)
+        if self.auto_approve and event["type"] == "approval_required":
+            await self.decide(event["approval_id"])
         return event
 
     async def until(self, type_: str, within: float = 20) -> list[dict[str, Any]]:
@@ -111,16 +118,37 @@ class Client:
                 if event["type"] == type_:
                     return received
 
-    async def turn(self, text: str, **fields: Any) -> list[dict[str, Any]]:
-        """Send a prompt and return every event up to its suggested prompts."""
+    async def turn(self, text: str, *, approve: bool = True,
+                   **fields: Any) -> list[dict[str, Any]]:
+        """Send a prompt and return every event up to its suggested prompts, deciding each
+        approval it asks for as ``approve`` says (PROTOCOL §3a), as a person would."""
         await self.send({"type": "prompt", "text": text, **fields})
-        events = await self.until("end_of_stream")
+        events = await self.decide_until_end(approve)
         if events[-1]["status"] == "completed":
             events += await self.until("suggested_prompts")
         return events
 
+    async def decide_until_end(self, approve: bool = True,
+                               within: float = 20) -> list[dict[str, Any]]:
+        """Receive until ``end_of_stream``, approving (or rejecting) each request."""
+        received = []
+        async with asyncio.timeout(within):
+            while True:
+                event = await self.recv(within)
+                received.append(event)
+                if event["type"] == "approval_required" and not self.auto_approve:
+                    await self.decide(event["approval_id"], approve)
+                if event["type"] == "end_of_stream":
+                    return received
+
+    async def decide(self, approval_id: str, approve: bool = True,
+                     reason: str | None = None) -> None:
+        await self.send({"type": "approval", "approval_id": approval_id,
+                         "decision": "approve" if approve else "reject", "reason": reason})
+
 
 @asynccontextmanager
-async def open_client(url: str, **kwargs: Any) -> AsyncIterator[Client]:
+async def open_client(url: str, *, auto_approve: bool = False,
+                      **kwargs: Any) -> AsyncIterator[Client]:
     async with connect(url, open_timeout=10, **kwargs) as connection:
-        yield Client(connection)
+        yield Client(connection, auto_approve)

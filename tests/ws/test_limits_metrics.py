@@ -23,7 +23,7 @@ def test_the_prompt_window_slides() -> None:
 async def test_too_many_prompts_a_minute_are_refused(make_settings: Any) -> None:
     async with serve(make_settings(prompts_per_minute=2)) as live:
         chat_id = uuid.uuid4().hex
-        async with open_client(live.ws_url(chat_id)) as client:
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             await client.turn("what's in my inbox")
             await client.turn("what are my account balances")
             await client.send({"type": "prompt", "text": "search the web for tea"})
@@ -37,8 +37,8 @@ async def test_too_many_prompts_a_minute_are_refused(make_settings: Any) -> None
 
 async def test_turns_in_flight_per_user_are_limited(make_settings: Any) -> None:
     async with serve(make_settings(max_turns_per_user=1, offline_delta_delay=0.02)) as live:
-        async with open_client(live.ws_url(uuid.uuid4().hex)) as first, \
-                open_client(live.ws_url(uuid.uuid4().hex)) as second:
+        async with open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as first, \
+                open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as second:
             await first.send({"type": "prompt", "text": "search the web for python asyncio"})
             await first.until("user_prompt")
             await second.send({"type": "prompt", "text": "what's in my inbox"})
@@ -58,7 +58,7 @@ def sample(text: str, name: str) -> float:
 
 
 async def test_metrics_count_sockets_turns_events_and_tools(server: Any) -> None:
-    async with open_client(server.ws_url(uuid.uuid4().hex)) as client:
+    async with open_client(server.ws_url(uuid.uuid4().hex), auto_approve=True) as client:
         events = await client.turn("find sushi in Boston and email the list to bob@example.com")
         async with httpx.AsyncClient(base_url=server.http) as http:
             during = (await http.get("/metrics")).text

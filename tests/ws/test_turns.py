@@ -55,7 +55,7 @@ def assert_turn_order(events: list[dict[str, Any]]) -> None:
 
 async def test_multi_agent_turn_emits_every_event_in_order(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn(MULTI_AGENT, client_message_id="m1")
 
     assert_turn_order(events)
@@ -84,7 +84,7 @@ async def test_multi_agent_turn_emits_every_event_in_order(server: LiveServer) -
 
 async def test_persisted_events_equal_what_the_socket_sent(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn(MULTI_AGENT)
         events += await client.turn("what are my account balances")
     async with server.client() as http:
@@ -98,7 +98,7 @@ async def test_persisted_events_equal_what_the_socket_sent(server: LiveServer) -
 
 async def test_hidden_tool_output_is_never_sent_nor_persisted(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn(HIDDEN)
     assert_turn_order(events)
     calls = {e["call_id"]: e["name"] for e in events if e["type"] == "tool_call"}
@@ -118,8 +118,8 @@ async def test_hidden_tool_output_is_never_sent_nor_persisted(server: LiveServer
 
 async def test_two_sockets_on_one_chat_receive_identical_events(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as first, \
-            open_client(server.ws_url(chat_id)) as second:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as first, \
+            open_client(server.ws_url(chat_id), auto_approve=True) as second:
         await first.send({"type": "ping"})
         await second.send({"type": "ping"})
         await first.until("pong")
@@ -132,7 +132,7 @@ async def test_two_sockets_on_one_chat_receive_identical_events(server: LiveServ
 
 async def test_repeated_client_message_id_starts_nothing(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         first = await client.turn("what's in my inbox", client_message_id="same")
         await client.send({"type": "prompt", "text": "what's in my inbox",
                            "client_message_id": "same"})
@@ -145,7 +145,7 @@ async def test_repeated_client_message_id_starts_nothing(server: LiveServer) -> 
 
 async def test_prompt_while_a_turn_runs_is_refused(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("user_prompt")
         await client.send({"type": "prompt", "text": "and another"})
@@ -165,7 +165,7 @@ async def test_cancel_ends_the_turn_as_cancelled(make_settings: Any) -> None:
 
     async with serve(make_settings(offline_delta_delay=0.02)) as live:
         chat_id = new_chat()
-        async with open_client(live.ws_url(chat_id)) as client:
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             await client.send({"type": "prompt", "text": "search the web for python asyncio"})
             await client.until("llm_response_delta")
             await client.send({"type": "cancel"})
@@ -186,12 +186,12 @@ async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
 
     async with serve(make_settings(offline_delta_delay=0.01)) as live:
         chat_id = new_chat()
-        async with open_client(live.ws_url(chat_id)) as client:
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             await client.send({"type": "prompt", "text": MULTI_AGENT})
             before = await client.until("tool_output")
         last_seq = max(e["seq"] for e in before if e["seq"] is not None)
         await asyncio.sleep(0.05)
-        async with open_client(live.ws_url(chat_id, after_seq=last_seq)) as client:
+        async with open_client(live.ws_url(chat_id, after_seq=last_seq), auto_approve=True) as client:
             after = await client.until("end_of_stream")
             after += await client.until("suggested_prompts")
         async with live.client() as http:
@@ -208,7 +208,7 @@ async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
 
 async def test_resume_frame_replays_once(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         events = await client.turn("what's in my inbox")
         await client.send({"type": "resume", "after_seq": 1})
         replay = [await client.recv() for _ in range(len(persisted(events)) - 1)]
@@ -220,7 +220,7 @@ async def test_resume_frame_replays_once(server: LiveServer) -> None:
 
 async def test_a_first_turn_that_was_stopped_still_titles_the_chat(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as client:
+    async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         await client.until("llm_response_delta")
         await client.send({"type": "cancel"})

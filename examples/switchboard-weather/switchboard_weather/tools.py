@@ -24,7 +24,7 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> ForecastBackend:
     return DemoForecastBackend(datetime.now(UTC).date())
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT)
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_weather_forecast(ctx: RunContextWrapper[ChatContext], city: str,
                                days: int = 3) -> ToolResponse:
     """Daily weather forecast for a city: conditions, high and low, chance of rain.

@@ -1,0 +1,72 @@
+"""REST for approvals (PROTOCOL.md §3a, §7): the user's pending approvals, and deciding one.
+
+``POST /api/chats/{id}/approvals/{approval_id}`` takes exactly the decision an ``approval``
+frame takes, through the same ``TurnManager.decide``: the first decision wins, from any
+socket or this endpoint, on any instance. An approval that is not a pending one of this
+user's chat answers 404 whatever the reason (unknown, another chat's, another user's), so
+nothing about other chats is revealed; one already decided (or expired) answers 409.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from app.errors import ApiError
+from app.rest import approval_json, chat_id_param, current_user, json_body, services_of
+from storage.errors import ApprovalDecided, ApprovalNotFound
+from websocket.handler import decision_refused
+from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON
+from websocket.turn import ServerDraining
+
+EXAMPLE = '{"decision": "approve"} or {"decision": "reject", "reason": "wrong address"}'
+
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    decision: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=MAX_APPROVAL_REASON)
+
+
+async def pending_approvals(request: Request) -> Response:
+    user = await current_user(request)
+    pending = await services_of(request).turns.approvals.pending_for_user(user.id)
+    return JSONResponse({"approvals": [approval_json(approval) for approval in pending]})
+
+
+async def decide(request: Request) -> Response:
+    user = await current_user(request)
+    chat_id = chat_id_param(request)
+    approval_id: str = request.path_params["approval_id"]
+    if not 1 <= len(approval_id) <= MAX_APPROVAL_ID:
+        raise ApiError(404, "not_found", "approval not found in this chat")
+    body: DecisionBody = await json_body(request, DecisionBody, EXAMPLE)
+    if body.reason is not None and "\x00" in body.reason:
+        raise ApiError(400, "invalid_request", "reason must not contain NUL (U+0000) characters")
+    turns = services_of(request).turns
+    try:
+        decided = await turns.decide(user.id, chat_id, approval_id, body.decision == "approve",
+                                     (body.reason or "").strip() or None, "rest")
+    except ApprovalNotFound as exc:
+        raise ApiError(404, "not_found", decision_refused(exc)) from None
+    except ApprovalDecided as exc:
+        raise ApiError(409, "invalid_request", decision_refused(exc)) from None
+    except ServerDraining as exc:
+        raise ApiError(503, "server_error", f"{exc}; the approval is still pending") from None
+    if decided.expired:
+        raise ApiError(409, "invalid_request",
+                       f"approval '{approval_id}' had expired, so nothing was run")
+    record = await turns.approvals.get(chat_id, approval_id)
+    return JSONResponse({"approval": approval_json(record) if record else None})
+
+
+def approval_routes() -> list[BaseRoute]:
+    return [
+        Route("/api/approvals", pending_approvals, methods=["GET"]),
+        Route("/api/chats/{chat_id}/approvals/{approval_id}", decide, methods=["POST"]),
+    ]

@@ -1,0 +1,77 @@
+"""Pausing a turn for approvals and resuming it, on the Agents SDK's own machinery.
+
+When a tool needs approval the SDK ends the streamed run with ``result.interruptions``;
+``paused_state`` serialises its ``RunState`` (with the turn's unsaved conversation items)
+for storage. Once every approval of the pause is decided, ``restore`` rebuilds the
+``RunState``, approves or rejects each interruption as the person decided, and the turn
+runs on from it (``Runner.run_streamed(agent, state)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents import Agent, RunState
+from agents.result import RunResultStreaming
+
+from storage.records import ApprovalRecord
+from storage.session import TurnSession
+from websocket.stream import call_arguments
+
+# Bumped when what ``paused_state`` stores changes shape.
+STATE_VERSION = 1
+
+
+class ResumeFailed(RuntimeError):
+    """A paused run could not be restored (e.g. stored by an incompatible SDK version)."""
+
+
+def rejection_message(approval: ApprovalRecord | None) -> str:
+    """What the model reads instead of the output of a call that was not approved."""
+    if approval is not None and approval.status == "expired":
+        return ("Not run: the user did not answer the approval request in time, so nothing "
+                "was done. Do not try again unless the user asks.")
+    reason = (approval.reason or "").strip() if approval is not None else ""
+    said = f' They said: "{reason}"' if reason else ""
+    return (f"Not run: the user declined this call, so nothing was done.{said} Do not try "
+            "again unless the user asks.")
+
+
+def paused_state(result: RunResultStreaming, session: TurnSession,
+                 current_agent: str) -> dict[str, Any]:
+    """The stored form of a paused run. The run context is left out (it holds clients
+    and credentials): it is rebuilt for the resumed run."""
+    run = result.to_state().to_json(context_serializer=lambda _context: {})
+    return {"version": STATE_VERSION, "run": run, "session": list(session.pending),
+            "agent": current_agent}
+
+
+async def restore(agent: Agent[Any], state: dict[str, Any], context: Any,
+                  approvals: tuple[ApprovalRecord, ...]) -> RunState[Any]:
+    """The paused ``RunState`` with every interruption decided as the person did.
+
+    A call runs only when its approval says ``approved`` and its arguments are still
+    exactly those the person saw; anything else is rejected.
+    """
+    if state.get("version") != STATE_VERSION:
+        raise ResumeFailed(f"paused run format {state.get('version')!r} is not "
+                           f"{STATE_VERSION}")
+    try:
+        run_state = await RunState.from_json(agent, state["run"], context_override=context)
+    except Exception as exc:
+        raise ResumeFailed(f"the paused run could not be restored: {type(exc).__name__}") \
+            from exc
+    by_call = {approval.call_id: approval for approval in approvals}
+    for item in run_state.get_interruptions():
+        approval = by_call.get(str(item.call_id))
+        shown = approval is not None and call_arguments(item.raw_item) == approval.arguments
+        if approval is not None and approval.status == "approved" and shown:
+            run_state.approve(item)
+        else:
+            run_state.reject(item, rejection_message=rejection_message(approval))
+    return run_state
+
+
+def restore_session(session: TurnSession, state: dict[str, Any]) -> None:
+    """Give the resumed turn's session the items the paused run had not saved yet."""
+    session.pending[:] = [dict(item) for item in state.get("session", [])]
