@@ -4,10 +4,14 @@ A response continues a conversation through ``previous_response_id``. Its contex
 chat's conversation items up to ``last_item_id`` (the newest item once its turn ended):
 when the chat went on since (another response, a socket prompt), the conversation is
 forked into a new chat holding exactly those items (``fork``).
+
+A response whose turn paused for approvals is stored ``completed`` while the turn waits,
+before the turn has written its items: ``turn_items`` finds them for a fork.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +20,7 @@ from sqlalchemy import func, select
 
 from storage.chats import ChatRepository
 from storage.engine import Database
-from storage.models import chats, conversation_items, open_responses, utcnow
+from storage.models import chats, conversation_items, open_responses, paused_turns, utcnow
 from storage.session import ChatSession
 
 STATUSES = ("completed", "incomplete", "failed")
@@ -79,18 +83,42 @@ class ResponseRepository:
             return await session.scalar(select(func.max(conversation_items.c.id))
                                         .where(conversation_items.c.chat_id == chat_id))
 
-    async def fork(self, source: StoredResponse, new_chat_id: str) -> None:
-        """A new chat of this user holding the conversation up to ``source``."""
+    async def turn_items(self, source: StoredResponse, limit: int = 500
+                         ) -> list[dict[str, Any]]:
+        """The conversation items of ``source``'s turn that come after its
+        ``last_item_id``: those of a response that asked for approval, whose turn was
+        paused when it was stored. While that turn still waits, the paused run's items;
+        once it ended, the chat's items after ``last_item_id`` (the turn's first, as a
+        paused turn holds its chat), oldest first, at most ``limit``."""
+        async with self._db.session() as session:
+            state = await session.scalar(select(paused_turns.c.state)
+                                         .where(paused_turns.c.turn_id == source.turn_id))
+            if state is not None:
+                return [dict(item) for item in state.get("session", [])]
+            table = conversation_items
+            query = select(table.c.item).where(table.c.chat_id == source.chat_id)
+            if source.last_item_id is not None:
+                query = query.where(table.c.id > source.last_item_id)
+            items = (await session.scalars(query.order_by(table.c.id).limit(limit))).all()
+        return [dict(item) for item in items]
+
+    async def fork(self, source: StoredResponse, new_chat_id: str,
+                   extra: Sequence[dict[str, Any]] = ()) -> None:
+        """A new chat of this user holding the conversation up to ``source``, then
+        ``extra`` items."""
         chat = await ChatRepository(self._db, self.user_id).get(source.chat_id)
         await ChatRepository(self._db, self.user_id).get_or_create(new_chat_id)
         if chat is not None and chat.title:
             await ChatRepository(self._db, self.user_id).set_title(new_chat_id, chat.title)
-        if source.last_item_id is None:
-            return
-        table = conversation_items
-        query = (select(table.c.item)
-                 .where(table.c.chat_id == source.chat_id, table.c.id <= source.last_item_id)
-                 .order_by(table.c.id))
-        async with self._db.session() as session:
-            items = list((await session.scalars(query)).all())
-        await ChatSession(self._db, new_chat_id).add_items(items)
+        items: list[Any] = []
+        if source.last_item_id is not None:
+            table = conversation_items
+            query = (select(table.c.item)
+                     .where(table.c.chat_id == source.chat_id,
+                            table.c.id <= source.last_item_id)
+                     .order_by(table.c.id))
+            async with self._db.session() as session:
+                items = list((await session.scalars(query)).all())
+        items += extra
+        if items:
+            await ChatSession(self._db, new_chat_id).add_items(items)

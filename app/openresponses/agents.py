@@ -26,6 +26,7 @@ from agents import Agent, FunctionTool, Handoff, ModelSettings, RunContextWrappe
 
 from app.openresponses.errors import invalid
 from app.openresponses.request import AllowedTools, CreateResponse, FunctionToolRef
+from connectors.approvals import approval_required
 
 CALLER_NOTE = ("Instructions from the API caller for this response (follow them unless "
                "they conflict with the rules above):\n{text}")
@@ -49,6 +50,13 @@ def function_tools(orchestrator: Agent[Any]) -> dict[str, tuple[Agent[Any], Func
             if isinstance(tool, FunctionTool):
                 found.setdefault(tool.name, (agent, tool))
     return found
+
+
+def gated_tools(orchestrator: Agent[Any]) -> frozenset[str]:
+    """The tools whose calls may wait for the person's approval (PROTOCOL.md §3a)."""
+    return frozenset(agent_tool.name for agent in specialists(orchestrator)
+                     for agent_tool in agent.tools
+                     if isinstance(agent_tool, FunctionTool) and approval_required(agent_tool))
 
 
 def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy:

@@ -4,8 +4,10 @@ Pure: no I/O. What Switchboard does with each field (docs/open-responses.md):
 
 - ``input``: a string (one user message) or items: messages (``user``, ``assistant``,
   ``system``, ``developer``; text, image and file parts), and ``function_call`` /
-  ``function_call_output`` pairs round-tripped from an earlier output. The last user
-  message is the turn's prompt (what the chat history shows).
+  ``function_call_output`` pairs and ``switchboard:approval_request`` items round-tripped
+  from an earlier output. The last user message is the turn's prompt (what the chat
+  history shows). Or, to answer a response that asked for approval, only
+  ``switchboard:approval_response`` items (``approval_decisions``).
 - ``instructions``: added to every agent's instructions for this response only (they are
   not carried over by ``previous_response_id``, as in the spec).
 - ``tools`` / ``tool_choice``: the model may only use Switchboard's own tools; ``tools``
@@ -14,13 +16,15 @@ Pure: no I/O. What Switchboard does with each field (docs/open-responses.md):
 - ``temperature``, ``top_p``, ``max_output_tokens``, ``parallel_tool_calls``: passed to the
   model on every agent. ``metadata``, ``user``, ``model``: echoed.
 
-Unknown fields are ignored (forward compatibility); known fields with a wrong shape, and
+Unknown fields are ignored (forward compatibility), except in approval responses (a
+decision is refused rather than half read); known fields with a wrong shape, and
 features this server does not offer (``background``, ``conversation``, structured
 ``text`` formats, hosted tools), are refused with a 400 that names the field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -29,11 +33,14 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
     Tag,
     ValidationError,
 )
 
 from app.openresponses.errors import OpenResponsesError, invalid
+from storage.approvals import NOT_RUN
+from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON
 
 MAX_INSTRUCTIONS = 32_000
 MAX_ITEMS = 1000
@@ -102,6 +109,40 @@ class FunctionCallOutputItem(BaseModel):
     output: str | list[ContentPart]
 
 
+APPROVAL_REQUEST = "switchboard:approval_request"
+APPROVAL_RESPONSE = "switchboard:approval_response"
+
+
+class ApprovalRequestItem(BaseModel):
+    """A ``switchboard:approval_request`` output item sent back as input (a client that
+    keeps its own history): the spec wants provider items to round-trip."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["switchboard:approval_request"]
+    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
+    call_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str
+
+
+class ApprovalResponseItem(BaseModel):
+    """The person's decision on one ``switchboard:approval_request`` (the Responses API's
+    ``mcp_approval_response``, vendor-prefixed). Unknown fields are refused, unlike other
+    items: a misspelt field of a decision that sends an email must not pass unnoticed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["switchboard:approval_response"]
+    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
+    approve: StrictBool
+    reason: str | None = Field(None, max_length=MAX_APPROVAL_REASON)
+    id: str | None = Field(None, max_length=200)  # optional, as on mcp_approval_response
+
+
+APPROVAL_RESPONSE_FIELDS = "type, approval_id, approve and reason"
+
+
 def _item_kind(value: Any) -> str | None:
     # A message may leave out its type ({"role": "user", "content": "hi"}).
     if isinstance(value, dict):
@@ -112,7 +153,9 @@ def _item_kind(value: Any) -> str | None:
 InputItem = Annotated[
     Annotated[MessageItem, Tag("message")]
     | Annotated[FunctionCallItem, Tag("function_call")]
-    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[ApprovalRequestItem, Tag(APPROVAL_REQUEST)]
+    | Annotated[ApprovalResponseItem, Tag(APPROVAL_RESPONSE)],
     Discriminator(_item_kind),
 ]
 
@@ -227,6 +270,11 @@ def parse_request(body: object) -> CreateResponse:
         param = _param(first["loc"])
         top = param.split(".")[0].split("[")[0]
         message = _UNSUPPORTED.get(top)
+        if message is None and first["type"] == "extra_forbidden":
+            # Only approval responses forbid extra fields (see ApprovalResponseItem).
+            message = (f"unknown field {str(first['loc'][-1])!r} in a {APPROVAL_RESPONSE} "
+                       f"item; its fields are {APPROVAL_RESPONSE_FIELDS}")
+            raise invalid(message, param, "unknown_parameter") from None
         if message is None and first["type"] == "union_tag_invalid":
             context = first.get("ctx") or {}
             message = (f"{param}: type {context.get('tag')!r} is not supported here; "
@@ -234,6 +282,87 @@ def parse_request(body: object) -> CreateResponse:
         if message is None:
             message = f"{param}: {first['msg']}"
         raise invalid(message, param) from None
+
+
+# ----------------------------------------------------------------------------- approvals
+
+@dataclass(frozen=True)
+class Decision:
+    """One ``switchboard:approval_response``: ``param`` is where it is in the body."""
+
+    approval_id: str
+    approve: bool
+    reason: str | None
+    param: str
+
+
+def approval_decisions(request: CreateResponse) -> list[Decision]:
+    """The request's approval responses, in order; [] when it has none.
+
+    A request that answers approvals does only that: the paused run goes on from where it
+    stopped, so there is no new prompt to add, and the agents it resumes with must be the
+    ones that paused (``tool_choice`` / ``tools`` cannot change them).
+    """
+    if isinstance(request.input, str):
+        return []
+    answers = [(index, item) for index, item in enumerate(request.input)
+               if isinstance(item, ApprovalResponseItem)]
+    if not answers:
+        return []
+    others = [index for index, item in enumerate(request.input)
+              if not isinstance(item, ApprovalResponseItem)]
+    if others:
+        raise invalid(f"{APPROVAL_RESPONSE} items must be the whole input: they resume the "
+                      "paused response as it was; send other items in the next request",
+                      f"input[{others[0]}]")
+    if request.previous_response_id is None:
+        raise invalid(f"{APPROVAL_RESPONSE} items answer the approval requests of a "
+                      "response: set previous_response_id to that response's id",
+                      "previous_response_id", "missing_required_parameter")
+    if request.tools is not None:
+        raise invalid("tools cannot be given while answering approvals: the paused run "
+                      "goes on with the tools it had; send tools in the next request",
+                      "tools")
+    if request.tool_choice != "auto":
+        raise invalid("tool_choice cannot be given while answering approvals: the paused "
+                      "run goes on with the tools it had; send tool_choice in the next "
+                      "request", "tool_choice")
+    decisions: list[Decision] = []
+    seen: set[str] = set()
+    for index, item in answers:
+        assert isinstance(item, ApprovalResponseItem)
+        where = f"input[{index}]"
+        if item.approval_id in seen:
+            raise invalid(f"approval {item.approval_id!r} is answered twice; send one "
+                          f"{APPROVAL_RESPONSE} per approval", f"{where}.approval_id",
+                          "duplicate_approval_response")
+        seen.add(item.approval_id)
+        reason = (item.reason or "").strip() or None
+        if reason is not None and "\x00" in reason:
+            raise invalid("reason must not contain NUL (U+0000) characters",
+                          f"{where}.reason")
+        decisions.append(Decision(item.approval_id, item.approve, reason, where))
+    return decisions
+
+
+def check_decisions(decisions: Sequence[Decision], asked: Sequence[str],
+                    response_id: str) -> None:
+    """Every decision answers one of ``asked`` (the approval ids ``response_id`` asked
+    for), and every one of them is answered: the paused run goes on only once all are
+    decided, so a partial answer could not produce a response."""
+    for decision in decisions:
+        if decision.approval_id not in asked:
+            hint = (f"its approval requests are {', '.join(map(repr, asked))}" if asked
+                    else "it asked for no approval")
+            raise invalid(f"response {response_id!r} has no approval request "
+                          f"{decision.approval_id!r}: {hint}",
+                          f"{decision.param}.approval_id", "unknown_approval")
+    answered = {decision.approval_id for decision in decisions}
+    missing = [approval_id for approval_id in asked if approval_id not in answered]
+    if missing:
+        raise invalid(f"answer every approval request of {response_id!r} in one request: "
+                      f"no {APPROVAL_RESPONSE} for {', '.join(map(repr, missing))}",
+                      "input", "missing_approval_response")
 
 
 # ----------------------------------------------------------------------------- to a turn
@@ -290,11 +419,28 @@ def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
             called.add(item.call_id)
             out.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
                         "arguments": item.arguments})
+        elif isinstance(item, ApprovalRequestItem):
+            # A replayed request that was never answered in this conversation: the model
+            # reads the call and that it did not run (a model API refuses a call without
+            # an output), as after a paused turn that was superseded.
+            if item.call_id in called:
+                raise invalid(f"the call {item.call_id!r} of this approval request appears "
+                              "twice", where)
+            called.add(item.call_id)
+            answered.add(item.call_id)
+            out += [{"type": "function_call", "call_id": item.call_id, "name": item.name,
+                     "arguments": item.arguments},
+                    {"type": "function_call_output", "call_id": item.call_id,
+                     "output": NOT_RUN}]
+        elif isinstance(item, ApprovalResponseItem):
+            raise invalid(f"{APPROVAL_RESPONSE} items must be the whole input", where)
         else:
             if item.call_id not in called:
                 raise invalid(f"function_call_output for {item.call_id!r} has no function_call "
                               "before it in input: Switchboard runs its tools itself, so no "
                               "call ever waits for a client's result", where)
+            if item.call_id in answered:
+                raise invalid(f"function_call {item.call_id!r} has a second output", where)
             answered.add(item.call_id)
             output = item.output if isinstance(item.output, str) else _text_of(item.output)
             out.append({"type": "function_call_output", "call_id": item.call_id,

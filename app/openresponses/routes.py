@@ -113,7 +113,7 @@ async def create_response(request: Request) -> Response:
                      extra={"response_id": started.id})
         return OpenResponsesError("server_error", LOST).response()
     outcome, body = ended
-    if outcome.status != "completed":
+    if outcome.status not in ("completed", "paused"):  # paused: it asks for approval
         return http_error(started.id, outcome).response()
     return JSONResponse(body)
 

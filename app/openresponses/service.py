@@ -9,6 +9,12 @@ one, a prompt from the UI) so that the context is exactly the chain's.
 The turn runs in the turn manager (``websocket.turn.TurnPlan``): this module feeds its SDK
 events to a ``ResponseBuilder`` and, when the turn has ended, stores the final Response
 object before the terminal event goes out, so a client can chain on it at once.
+
+Approvals (PROTOCOL.md §3a): a turn that pauses for them ends its response ``completed``
+with ``switchboard:approval_request`` items; the paused turn stays the chat's running
+turn. A request chained on that response with ``switchboard:approval_response`` items
+takes the decisions (``TurnManager.decide``) and the turn resumes into the new response;
+one with anything else supersedes the pause, in the same chat (``TurnManager.submit``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from agents import ModelSettings, RunConfig
@@ -26,18 +33,32 @@ from agents import ModelSettings, RunConfig
 from app.openresponses.agents import (
     ToolPolicy,
     function_tools,
+    gated_tools,
     response_agent,
     tool_definitions,
     tool_policy,
 )
 from app.openresponses.errors import OpenResponsesError
-from app.openresponses.request import CreateResponse, turn_input
-from app.openresponses.stream import Event, ResponseBuilder, new_id
+from app.openresponses.request import (
+    CreateResponse,
+    Decision,
+    approval_decisions,
+    check_decisions,
+    turn_input,
+)
+from app.openresponses.stream import (
+    DecidedCall,
+    Event,
+    ResponseBuilder,
+    approval_requests,
+    new_id,
+)
 from app.services import Services
+from storage.approvals import NOT_RUN
 from storage.chats import ChatRepository
-from storage.errors import TurnInProgress
+from storage.errors import ApprovalDecided, ApprovalNotFound, TurnInProgress
 from storage.open_responses import ResponseRepository, StoredResponse
-from storage.records import UserRecord
+from storage.records import ApprovalRecord, UserRecord
 from websocket.protocol import now_ts
 from websocket.turn import TurnOutcome, TurnPlan
 
@@ -149,73 +170,165 @@ async def _previous(services: Services, user: UserRecord,
     return stored
 
 
+def _asked(stored: StoredResponse) -> list[str]:
+    """The approval ids ``stored`` asked for (none unless its turn paused)."""
+    return [str(item.get("approval_id")) for item in approval_requests(stored.body)]
+
+
+async def _still_asking(services: Services, stored: StoredResponse) -> bool:
+    """Whether ``stored``'s approvals all still wait: its pause is the turn's current one
+    (a turn resumed by another response and paused again waits for other approvals)."""
+    asked = _asked(stored)
+    for approval_id in asked:
+        record = await services.turns.approvals.get(stored.chat_id, approval_id)
+        if record is None or record.status != "pending":
+            return False
+    return bool(asked)
+
+
 async def _continues(services: Services, user: UserRecord, stored: StoredResponse) -> bool:
     """Whether the chat still ends exactly where ``stored`` left it."""
     newest = await ResponseRepository(services.db, user.id).newest_item_id(stored.chat_id)
+    if newest != stored.last_item_id:
+        return False
     running = await services.store.running_turn(stored.chat_id)
-    return newest == stored.last_item_id and running is None
+    if running is None:
+        return True
+    # The turn still waits for this very response's approvals: the chat is where the
+    # response left it, and the new turn's prompt supersedes the pause (§3a).
+    return running.paused and running.id == stored.turn_id and \
+        await _still_asking(services, stored)
+
+
+def paused_context(items: list[dict[str, Any]], call_ids: set[str]) -> list[dict[str, Any]]:
+    """A paused turn's conversation items as they were at the pause on ``call_ids``: up
+    to the last of those calls, each call without an output answered "not run" (a model
+    API refuses a call without one), as when a pause is superseded. Pure."""
+    last = max((index for index, item in enumerate(items)
+                if item.get("type") == "function_call" and item.get("call_id") in call_ids),
+               default=None)
+    if last is None:
+        # The turn's later items are gone (a resumed turn that failed keeps only its
+        # input): its input, the messages it starts with.
+        last = -1
+        while last + 1 < len(items) and items[last + 1].get("type", "message") == "message":
+            last += 1
+    kept = items[:last + 1]
+    answered = {item.get("call_id") for item in kept
+                if item.get("type") == "function_call_output"}
+    return kept + [{"type": "function_call_output", "call_id": item["call_id"],
+                    "output": NOT_RUN} for item in kept
+                   if item.get("type") == "function_call" and item["call_id"] not in answered]
 
 
 async def _new_chat(services: Services, user: UserRecord,
                     fork_of: StoredResponse | None) -> str:
     chat_id = uuid.uuid4().hex  # the shape of the UI's chat ids
-    if fork_of is not None:
-        await ResponseRepository(services.db, user.id).fork(fork_of, chat_id)
-    else:
+    responses = ResponseRepository(services.db, user.id)
+    if fork_of is None:
         await ChatRepository(services.db, user.id).get_or_create(chat_id)
+        return chat_id
+    asked = approval_requests(fork_of.body)
+    # A response that asked for approval was stored while its turn was paused, before
+    # the turn wrote its items: the fork adds them as they were at that pause.
+    extra = paused_context(await responses.turn_items(fork_of),
+                           {str(item.get("call_id")) for item in asked}) if asked else []
+    await responses.fork(fork_of, chat_id, extra)
     return chat_id
+
+
+# ----------------------------------------------------------------------------- one response
+
+@dataclass
+class _Response:
+    """One response being built: its events, its end, and the turn plan that feeds them."""
+
+    services: Services
+    user: UserRecord
+    request: CreateResponse
+    builder: ResponseBuilder
+    events: asyncio.Queue[Event | None]
+    final: asyncio.Future[tuple[TurnOutcome, dict[str, Any]]]  # outcome, Response object
+    started: asyncio.Future[tuple[str, str]]  # its chat id and turn id, once known
+
+    @classmethod
+    def create(cls, services: Services, user: UserRecord, request: CreateResponse,
+               tools: list[dict[str, Any]], gated: frozenset[str]) -> _Response:
+        builder = ResponseBuilder(id=new_id("resp"), created_at=int(time.time()),
+                                  model=request.model, echo=_echo(request, tools), gated=gated)
+        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        for event in builder.start():
+            events.put_nowait(event)
+        loop = asyncio.get_running_loop()
+        return cls(services, user, request, builder, events, loop.create_future(),
+                   loop.create_future())
+
+    @property
+    def id(self) -> str:
+        return self.builder.id
+
+    def observe(self, sdk_event: object) -> None:
+        for event in self.builder.feed(sdk_event):
+            self.events.put_nowait(event)
+
+    async def finished(self, outcome: TurnOutcome) -> None:
+        # A turn paused for approvals has done all it can: the response is complete and
+        # asks for the decisions (its approval request items).
+        status = "completed" if outcome.status in ("completed", "paused") else "failed"
+        closing = self.builder.finish(
+            status, usage=outcome.usage, completed_at=int(time.time()),
+            error=response_error(outcome.error) if status == "failed" else None,
+            approvals=outcome.approvals if outcome.status == "paused" else ())
+        body = closing[-1]["response"]
+        try:
+            chat_id, turn_id = await asyncio.wait_for(asyncio.shield(self.started), 30)
+            await ResponseRepository(self.services.db, self.user.id).save(
+                self.id, chat_id, turn_id, self.request.previous_response_id, status, body)
+        except Exception:
+            logger.exception("could not store the response", extra={"response_id": self.id})
+        finally:
+            for event in closing:
+                self.events.put_nowait(event)
+            self.events.put_nowait(None)
+            if not self.final.done():
+                self.final.set_result((outcome, body))
+
+    def plan(self, agent: Any, items: list[dict[str, Any]] | None) -> TurnPlan:
+        return TurnPlan(agent=agent, input=items,
+                        run_config=_run_config(self.services.turns.engine.run_config,
+                                               self.request),
+                        observe=self.observe, finished=self.finished)
+
+    def running(self, task: asyncio.Task[None] | None) -> StartedResponse:
+        return StartedResponse(self.id, self.events, self.final, task, self.builder)
 
 
 async def start_response(services: Services, user: UserRecord,
                          request: CreateResponse) -> StartedResponse:
     """Start the turn; raises ``OpenResponsesError`` for anything that cannot run."""
     turns = services.turns
-    given = turn_input(request, services.settings.max_prompt_chars)
+    decisions = approval_decisions(request)
+    given = None if decisions else turn_input(request, services.settings.max_prompt_chars)
     orchestrator = turns.engine.orchestrator
     policy = tool_policy(request, function_tools(orchestrator).keys())
     agent = orchestrator if policy == ToolPolicy(None, None) and not request.instructions \
         else response_agent(orchestrator, request.instructions, policy)
     previous = (await _previous(services, user, request.previous_response_id)
                 if request.previous_response_id else None)
+    asked: list[ApprovalRecord] = []
+    if decisions:
+        assert previous is not None  # approval_decisions requires it
+        asked = await _pending(services, previous, decisions)
     _check_limits(services, user)
 
-    response_id = new_id("resp")
-    builder = ResponseBuilder(id=response_id, created_at=int(time.time()), model=request.model,
-                              echo=_echo(request, tool_definitions(orchestrator,
-                                                                   policy.allowed)))
-    events: asyncio.Queue[Event | None] = asyncio.Queue()
-    for event in builder.start():
-        events.put_nowait(event)
-    loop = asyncio.get_running_loop()
-    final: asyncio.Future[tuple[TurnOutcome, dict[str, Any]]] = loop.create_future()
-    started: asyncio.Future[tuple[str, str]] = loop.create_future()  # chat id, turn id
-
-    def observe(sdk_event: object) -> None:
-        for event in builder.feed(sdk_event):
-            events.put_nowait(event)
-
-    async def finished(outcome: TurnOutcome) -> None:
-        status = "completed" if outcome.status == "completed" else "failed"
-        closing = builder.finish(
-            status, usage=outcome.usage, completed_at=int(time.time()),
-            error=response_error(outcome.error) if status == "failed" else None)
-        body = closing[-1]["response"]
-        try:
-            chat_id, turn_id = await asyncio.wait_for(asyncio.shield(started), 30)
-            await ResponseRepository(services.db, user.id).save(
-                response_id, chat_id, turn_id, request.previous_response_id, status, body)
-        except Exception:
-            logger.exception("could not store the response", extra={"response_id": response_id})
-        finally:
-            for event in closing:
-                events.put_nowait(event)
-            events.put_nowait(None)
-            if not final.done():
-                final.set_result((outcome, body))
-
-    plan = TurnPlan(agent=agent, input=given.items,
-                    run_config=_run_config(turns.engine.run_config, request),
-                    observe=observe, finished=finished)
+    response = _Response.create(services, user, request,
+                                tool_definitions(orchestrator, policy.allowed),
+                                gated_tools(orchestrator))
+    if decisions:
+        assert previous is not None
+        return await _resume(services, user, response, agent, previous, decisions, asked)
+    assert given is not None
+    plan = response.plan(agent, given.items)
     continuing = previous is not None and await _continues(services, user, previous)
     chat_id = previous.chat_id if continuing and previous is not None \
         else await _new_chat(services, user, previous)
@@ -230,11 +343,103 @@ async def start_response(services: Services, user: UserRecord,
             submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(),
                                            plan)
     except BaseException as exc:
-        started.set_exception(exc if isinstance(exc, Exception) else RuntimeError("stopped"))
-        started.exception()  # retrieved: the finish hook will not run without a turn
+        response.started.set_exception(
+            exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+        response.started.exception()  # retrieved: the finish hook will not run without a turn
         raise
-    started.set_result((chat_id, submitted.user_prompt.turn_id or ""))
+    response.started.set_result((chat_id, submitted.user_prompt.turn_id or ""))
     logger.info("open responses turn started", extra={
-        "response_id": response_id, "chat_id": chat_id,
+        "response_id": response.id, "chat_id": chat_id,
         "turn_id": submitted.user_prompt.turn_id})
-    return StartedResponse(response_id, events, final, submitted.task, builder)
+    return response.running(submitted.task)
+
+
+# ----------------------------------------------------------------------------- approvals
+
+def _decided_error(approval_id: str, status: str, param: str) -> OpenResponsesError:
+    """A decision on an approval that is not pending any more: 409, as the REST endpoint
+    answers, since the request conflicts with what happened to it, not with its shape."""
+    if status == "expired":
+        return OpenResponsesError(
+            "invalid_request", f"approval {approval_id!r} expired before it was answered, "
+            "so nothing was run; ask again in a new message", code="approval_expired",
+            param=param, status=409)
+    if status == "superseded":
+        return OpenResponsesError(
+            "invalid_request", f"approval {approval_id!r} was superseded by a later "
+            "message (or stopped from the chat), so nothing was run; ask again in a new "
+            "message", code="approval_decided", param=param, status=409)
+    return OpenResponsesError(
+        "invalid_request", f"approval {approval_id!r} is already {status}; the first "
+        "decision stands (continue from the response that followed it)",
+        code="approval_decided", param=param, status=409)
+
+
+async def _pending(services: Services, previous: StoredResponse,
+                   decisions: list[Decision]) -> list[ApprovalRecord]:
+    """The approvals ``decisions`` answer, checked before any is taken: each is one that
+    ``previous`` asked for, all of them are answered, and each still waits."""
+    check_decisions(decisions, _asked(previous), previous.id)
+    records = []
+    now = datetime.now(UTC)
+    for decision in decisions:
+        record = await services.turns.approvals.get(previous.chat_id, decision.approval_id)
+        param = f"{decision.param}.approval_id"
+        if record is None:  # the chat was deleted meanwhile
+            raise OpenResponsesError("not_found", f"approval {decision.approval_id!r} no "
+                                     "longer exists", code="previous_response_not_found",
+                                     param=param)
+        if record.status != "pending":
+            raise _decided_error(record.id, record.status, param)
+        if record.expires_at <= now:
+            # Due but not swept yet: refused here, so nothing is decided (the sweep
+            # resolves it as expired, as everywhere else).
+            raise _decided_error(record.id, "expired", param)
+        records.append(record)
+    return records
+
+
+async def _resume(services: Services, user: UserRecord, response: _Response, agent: Any,
+                  previous: StoredResponse, decisions: list[Decision],
+                  records: list[ApprovalRecord]) -> StartedResponse:
+    """Take the decisions; the last one resumes the paused turn into ``response``."""
+    response.builder.resuming(DecidedCall(record.call_id, record.name, record.arguments,
+                                          decision.approve)
+                              for decision, record in zip(decisions, records, strict=True))
+    plan = response.plan(agent, None)
+    # The turn that resumes is the one that paused: the response belongs to it.
+    response.started.set_result((previous.chat_id, previous.turn_id))
+    resumed = None
+    for decision, record in zip(decisions, records, strict=True):
+        param = f"{decision.param}.approval_id"
+        try:
+            decided = await services.turns.decide(
+                user.id, previous.chat_id, decision.approval_id, decision.approve,
+                decision.reason, "responses", plan)
+        except ApprovalNotFound:
+            raise OpenResponsesError("not_found", f"approval {decision.approval_id!r} no "
+                                     "longer exists", code="previous_response_not_found",
+                                     param=param) from None
+        except ApprovalDecided as exc:  # decided elsewhere since we looked
+            raise _decided_error(exc.approval_id, exc.status, param) from None
+        if decided.expired:
+            # It expired in the moment since we looked, and was resolved as such: not
+            # run. The builder learns it before the resumed turn's first event, short of
+            # a race of milliseconds (it would then show the "not run" text as output).
+            response.builder.decided(DecidedCall(record.call_id, record.name,
+                                                 record.arguments, False))
+            if decided.resume is None:
+                raise _decided_error(decision.approval_id, "expired", param)
+        resumed = decided.resume or resumed
+    if resumed is None:
+        # Every decision was taken, yet the pause had already ended (stopped from the
+        # chat meanwhile): nothing runs into this response.
+        raise OpenResponsesError(
+            "invalid_request", "the decisions were recorded, but the paused turn had "
+            "already been stopped; send a new message to go on", code="approval_decided",
+            status=409)
+    logger.info("open responses turn resumed", extra={
+        "response_id": response.id, "chat_id": previous.chat_id,
+        "turn_id": previous.turn_id})
+    # The response watches the resumed turn's task, to notice a turn that dies unfinished.
+    return response.running(services.turns.running_task(previous.chat_id, resumed.turn_id))

@@ -11,9 +11,18 @@ What becomes an output item:
 
 - each assistant message (of whichever agent spoke): ``message`` with one
   ``output_text`` part, streamed as ``response.output_text.delta`` events;
-- each call of a Switchboard tool: a ``function_call`` item (status ``completed``: the
-  server ran it) followed, once it returned, by its ``function_call_output`` item holding
-  exactly the text the model read. Clients see the agent's work and need not run anything.
+- each call of a Switchboard tool: a ``function_call`` item followed, once it returned,
+  by its ``function_call_output`` item holding exactly the text the model read. Clients
+  see the agent's work and need not run anything.
+- a call of a tool that may wait for the person's approval (``gated``, PROTOCOL.md §3a) is
+  held back until it has run, then shown as both items at once: in the spec's agentic
+  loop a ``function_call`` without its output asks the *client* to run it, which must
+  never be read into a call waiting for approval. If the turn pauses instead, ``finish``
+  gives one ``switchboard:approval_request`` item per approval (the Responses API's
+  ``mcp_approval_request``, vendor-prefixed as the spec asks of provider items).
+- a response that resumes a paused turn (``resuming``) shows each approved call, with its
+  output, once it has run; a declined one is not shown (it never ran: what the model read
+  instead says so, and its answer tells the person).
 - Hand-offs between agents (``transfer_to_*``) are internal routing, not tools: not shown.
 """
 
@@ -21,7 +30,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +38,7 @@ from agents import ItemHelpers
 from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
 from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
 
+from app.openresponses.request import APPROVAL_REQUEST
 from connectors.adapters import coerce_tool_output, to_function_call_output
 
 HANDOFF_PREFIX = "transfer_to_"
@@ -45,6 +55,38 @@ def _get(obj: Any, key: str) -> Any:
 
 def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def arguments_text(arguments: Mapping[str, Any]) -> str:
+    """Call arguments as a JSON string, as ``function_call.arguments`` and the Responses
+    API's ``mcp_approval_request.arguments`` carry them."""
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``approval_required`` event's payload → a ``switchboard:approval_request`` item.
+    ``arguments`` are exactly those the call runs with if approved."""
+    return {"id": new_id("apr"), "type": APPROVAL_REQUEST, "status": "completed",
+            "approval_id": approval["approval_id"], "call_id": approval["call_id"],
+            "name": approval["name"], "arguments": arguments_text(approval["arguments"]),
+            "expires_at": approval.get("expires_at")}
+
+
+def approval_requests(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``switchboard:approval_request`` items of a Response object, in order."""
+    output = (body or {}).get("output") or []
+    return [item for item in output
+            if isinstance(item, dict) and item.get("type") == APPROVAL_REQUEST]
+
+
+@dataclass(frozen=True)
+class DecidedCall:
+    """A call of the paused turn a response resumes, as the person decided it."""
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    approved: bool
 
 
 @dataclass
@@ -65,8 +107,12 @@ class ResponseBuilder:
     sequence: int = 0
     output: list[dict[str, Any]] = field(default_factory=list)
     _open: dict[str, _Message] = field(default_factory=dict)  # SDK message id → message
+    # Tools whose calls may wait for approval: held back until they have run.
+    gated: frozenset[str] = frozenset()
     _calls: dict[str, int] = field(default_factory=dict)  # call_id → output index
     _answered: set[str] = field(default_factory=set)
+    _held: dict[str, dict[str, Any]] = field(default_factory=dict)  # call_id → its item
+    _declined: set[str] = field(default_factory=set)  # resumed calls that did not run
     status: str = "in_progress"
 
     # ---------------------------------------------------------------- the object
@@ -108,6 +154,21 @@ class ResponseBuilder:
 
     def start(self) -> list[Event]:
         return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
+
+    def resuming(self, calls: Iterable[DecidedCall]) -> None:
+        """This response continues a paused turn: the SDK reports its decided calls'
+        outputs only (their ``tool_called`` came before the pause)."""
+        for call in calls:
+            self.decided(call)
+
+    def decided(self, call: DecidedCall) -> None:
+        if call.approved:
+            self._held[call.call_id] = _call_item(call.call_id, call.name,
+                                                  arguments_text(call.arguments))
+            self._declined.discard(call.call_id)
+        else:
+            self._held.pop(call.call_id, None)
+            self._declined.add(call.call_id)
 
     # ---------------------------------------------------------------- SDK events
 
@@ -187,30 +248,42 @@ class ResponseBuilder:
         name, call_id = _get(raw, "name"), _get(raw, "call_id")
         if _get(raw, "type") != "function_call" or not name or not call_id:
             return []  # hosted tools and the like are not function calls
-        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls:
+        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls \
+                or call_id in self._held:
             return []
         arguments = _get(raw, "arguments")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+        done = _call_item(str(call_id), str(name), arguments)
+        if name in self.gated:
+            self._held[str(call_id)] = done  # shown once it has run (module docstring)
+            return []
+        return self._show_call(done)
+
+    def _show_call(self, done: dict[str, Any]) -> list[Event]:
         index = len(self.output)
-        item_id = new_id("fc")
-        self._calls[call_id] = index
-        done = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name,
-                "arguments": arguments, "status": "completed"}
+        self._calls[done["call_id"]] = index
         self.output.append(done)
-        where = {"output_index": index, "item_id": item_id}
+        where = {"output_index": index, "item_id": done["id"]}
+        arguments = done["arguments"]
         return [
             self._event("response.output_item.added", output_index=index,
                         item={**done, "arguments": "", "status": "in_progress"}),
             self._event("response.function_call_arguments.delta", **where, delta=arguments),
-            self._event("response.function_call_arguments.done", **where, name=name,
+            self._event("response.function_call_arguments.done", **where, name=done["name"],
                         arguments=arguments),
             self._event("response.output_item.done", output_index=index, item=dict(done)),
         ]
 
     def _call_output(self, item: ToolCallOutputItem) -> list[Event]:
         call_id = _get(item.raw_item, "call_id")
-        if call_id not in self._calls or call_id in self._answered:
+        if call_id in self._declined:
+            # Not run: the model reads why instead of an output, which is no tool output
+            # (as on the socket, §3a); its answer tells the person.
+            self._declined.discard(call_id)
             return []
+        events = self._show_call(self._held.pop(call_id)) if call_id in self._held else []
+        if call_id not in self._calls or call_id in self._answered:
+            return events
         self._answered.add(call_id)
         # Exactly what the model read; a structured output becomes the adapter's text.
         text = _get(item.raw_item, "output")
@@ -222,25 +295,50 @@ class ResponseBuilder:
         done = {"type": "function_call_output", "id": new_id("fco"), "call_id": call_id,
                 "output": text, "status": "completed"}
         self.output.append(done)
-        return [
+        return events + [
             self._event("response.output_item.added", output_index=index,
                         item={**done, "output": "", "status": "in_progress"}),
             self._event("response.output_item.done", output_index=index, item=dict(done)),
+        ]
+
+    def _approval_request(self, approval: Mapping[str, Any]) -> list[Event]:
+        item = approval_request_item(approval)
+        index = len(self.output)
+        self.output.append(item)
+        return [
+            self._event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress"}),
+            self._event("response.output_item.done", output_index=index, item=dict(item)),
         ]
 
     # ---------------------------------------------------------------- the end
 
     def finish(self, status: str, *, usage: dict[str, int], completed_at: int,
                error: dict[str, Any] | None = None,
-               incomplete_reason: str | None = None) -> list[Event]:
+               incomplete_reason: str | None = None,
+               approvals: Sequence[Mapping[str, Any]] = ()) -> list[Event]:
         """Close open messages and end: ``completed``, ``failed`` (with ``error``) or
-        ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``)."""
+        ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``).
+
+        ``approvals`` (``approval_required`` payloads): the turn paused for them; the
+        response is then ``completed`` and ends with their approval request items."""
         if status not in ("completed", "failed", "incomplete"):
             raise ValueError(f"a response ends completed, failed or incomplete, not {status!r}")
+        if approvals and status != "completed":
+            raise ValueError("a response that asks for approval ends completed")
         events: list[Event] = []
         ended = "completed" if status == "completed" else "incomplete"
         for key in list(self._open):
             events += self._close(key, "".join(self._open[key].text), ended)
+        waiting = {approval["call_id"] for approval in approvals}
+        for call_id in list(self._held):
+            held = self._held.pop(call_id)
+            if call_id not in waiting:
+                # Cut short (a failed or stopped turn) before any output: what the model
+                # asked for, with no result, as for any other call.
+                events += self._show_call(held)
+        for approval in approvals:
+            events += self._approval_request(approval)
         self.status = status
         if status == "completed":
             events.append(self._lifecycle("response.completed", usage=usage,
@@ -251,6 +349,11 @@ class ResponseBuilder:
             events.append(self._lifecycle("response.incomplete", usage=usage,
                                           incomplete={"reason": incomplete_reason}))
         return events
+
+
+def _call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "id": new_id("fc"), "call_id": call_id, "name": name,
+            "arguments": arguments, "status": "completed"}
 
 
 def _usage(usage: Mapping[str, int]) -> dict[str, Any]:

@@ -7,11 +7,16 @@ errors), Response objects by ``Response``. On top of that, what the types cannot
 the required fields of the spec's ResponseResource (openresponses/openresponses,
 schema/components/schemas/ResponseResource.json), SSE framing (``event:`` = ``type``,
 ``data: [DONE]`` last), sequence numbers, and the response and item state machines.
+
+Provider items (``vendor:type``, "Extensions" in seed 002) are not in the ``openai``
+types: they are checked for the fields every output item has, Switchboard's own
+(``switchboard:approval_request``) for its exact shape, and left out of the type check.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +35,9 @@ RESOURCE_FIELDS = (
 )
 LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 TERMINAL = ("response.completed", "response.failed", "response.incomplete")
+VENDOR_TYPE = re.compile(r"[a-z0-9_-]+:[a-z0-9_]+")
+APPROVAL_REQUEST_FIELDS = {"id", "type", "status", "approval_id", "call_id", "name",
+                           "arguments", "expires_at"}
 
 
 def _event_classes() -> dict[str, type[BaseModel]]:
@@ -46,13 +54,48 @@ def _event_classes() -> dict[str, type[BaseModel]]:
 EVENT_CLASSES = _event_classes()
 
 
+def is_vendor_item(item: dict[str, Any]) -> bool:
+    return ":" in str(item.get("type"))
+
+
+def check_vendor_item(item: dict[str, Any]) -> None:
+    """A provider item: vendor-prefixed type, the item state machine's statuses; an
+    approval request with exactly its documented fields."""
+    assert VENDOR_TYPE.fullmatch(item["type"]), f"not a vendor-prefixed type: {item['type']}"
+    assert item["status"] in ("in_progress", "completed", "incomplete")
+    assert isinstance(item["id"], str) and item["id"]
+    if item["type"] == "switchboard:approval_request":
+        assert set(item) == APPROVAL_REQUEST_FIELDS, sorted(item)
+        assert item["id"].startswith("apr_") and item["approval_id"].startswith("ap_")
+        assert isinstance(json.loads(item["arguments"]), dict)  # a JSON string, as MCP's
+
+
 def check_resource(body: dict[str, Any]) -> Response:
     missing = [name for name in RESOURCE_FIELDS if name not in body]
     assert not missing, f"Response object lacks {missing}"
     assert body["object"] == "response" and body["id"].startswith("resp_")
     for item in body["output"]:
         assert {"id", "type", "status"} <= set(item), f"output item lacks id/type/status: {item}"
-    return Response.model_validate(body)
+        if is_vendor_item(item):
+            check_vendor_item(item)
+    core = [item for item in body["output"] if not is_vendor_item(item)]
+    return Response.model_validate({**body, "output": core})
+
+
+def _check_event(event: dict[str, Any]) -> None:
+    kind = EVENT_CLASSES.get(event["type"])
+    assert kind is not None, f"not a spec event type: {event['type']}"
+    item = event.get("item")
+    if isinstance(item, dict) and is_vendor_item(item):
+        check_vendor_item(item)
+        # The envelope is the spec's; the item stands in as a core one for the type check.
+        event = {**event, "item": {"type": "message", "id": item["id"], "role": "assistant",
+                                   "status": item["status"], "content": []}}
+    response = event.get("response")
+    if isinstance(response, dict):  # its vendor items are checked by check_resource
+        event = {**event, "response": {**response, "output": [
+            item for item in response["output"] if not is_vendor_item(item)]}}
+    kind.model_validate(event)
 
 
 @dataclass
@@ -90,9 +133,7 @@ def check_stream(stream: Stream) -> None:
     """Every event valid for its type, in an order the state machines allow."""
     events = stream.events
     for event in events:
-        kind = EVENT_CLASSES.get(event["type"])
-        assert kind is not None, f"not a spec event type: {event['type']}"
-        kind.model_validate(event)
+        _check_event(event)
         if "response" in event:
             check_resource(event["response"])
     assert [e["sequence_number"] for e in events] == list(range(len(events)))

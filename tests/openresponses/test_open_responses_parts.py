@@ -19,14 +19,22 @@ from openai.types.responses import (
 
 from app.openresponses.agents import response_agent, tool_policy
 from app.openresponses.errors import OpenResponsesError
-from app.openresponses.request import parse_request, turn_input
+from app.openresponses.request import (
+    Decision,
+    approval_decisions,
+    check_decisions,
+    parse_request,
+    turn_input,
+)
 from app.openresponses.routes import LOST, _stream
-from app.openresponses.service import StartedResponse
-from app.openresponses.stream import ResponseBuilder
+from app.openresponses.service import StartedResponse, paused_context
+from app.openresponses.stream import DecidedCall, ResponseBuilder
 from app.settings import load_settings
+from connectors.adapters import to_function_call_output
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import load_connectors
 from connectors.responses import TextResponse
+from storage.approvals import NOT_RUN
 from tests.openresponses.spec import Stream, check_stream
 
 AGENT = Agent(name="Yelp")
@@ -147,9 +155,9 @@ async def test_caller_instructions_are_added_to_each_agents_own(
 
 # ----------------------------------------------------------------------------- events
 
-def builder() -> ResponseBuilder:
+def builder(gated: frozenset[str] = frozenset()) -> ResponseBuilder:
     return ResponseBuilder(id="resp_test", created_at=1_700_000_000, model="switchboard",
-                           echo={})
+                           echo={}, gated=gated)
 
 
 def delta(text: str, item_id: str = "m1") -> RawResponsesStreamEvent:
@@ -178,8 +186,9 @@ def output(call_id: str, value: Any, raw_output: Any) -> RunItemStreamEvent:
         agent=AGENT, raw_item=raw, output=value))
 
 
-def run(events: list[Any], status: str = "completed", **finish: Any) -> Stream:
-    built = builder()
+def run(events: list[Any], status: str = "completed", built: ResponseBuilder | None = None,
+        **finish: Any) -> Stream:
+    built = built or builder()
     out = built.start()
     for event in events:
         out += built.feed(event)
@@ -210,7 +219,9 @@ def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
         ("function_call", "c2"), ("function_call_output", "c2"), ("message", None)]
     assert items[0]["arguments"] == '{"q":1}' and items[0]["status"] == "completed"
     assert items[1]["output"] == "what the model read"
-    assert items[3]["output"] == "from the adapter"  # a structured output: the adapter's text
+    # A structured output: the adapter's text.
+    assert items[3]["output"] == to_function_call_output("c2", structured)["output"]
+    assert "from the adapter" in items[3]["output"]
 
 
 def test_a_failed_turn_closes_its_message_as_incomplete() -> None:
@@ -247,3 +258,117 @@ async def test_a_turn_that_dies_without_finishing_still_ends_the_stream() -> Non
     assert blocks[-2].startswith("event: error\n") and LOST in blocks[-2]
     assert '"sequence_number": 2' in blocks[-2]
     assert await started.outcome() is None
+
+
+# ----------------------------------------------------------------------------- approvals
+
+SEND = frozenset({"send"})
+ASKED = {"approval_id": "ap_1", "call_id": "c1", "name": "send", "arguments": {"q": 1},
+         "expires_at": "2030-01-01T00:00:00.000Z", "description": "Sending",
+         "current_agent": "Yelp", "type": "approval_required", "seq": 9}
+
+
+def test_a_gated_call_is_shown_once_it_ran_with_its_output() -> None:
+    stream = run([called("send", "c1"), called("search", "c2"),
+                  output("c2", "x", "found"), output("c1", "x", "sent")], built=builder(SEND))
+    assert [(i["type"], i.get("call_id")) for i in stream.final["output"]] == [
+        ("function_call", "c2"), ("function_call_output", "c2"),
+        ("function_call", "c1"), ("function_call_output", "c1")]
+
+
+def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
+    stream = run([called("search", "c0"), output("c0", "x", "found"), called("send", "c1")],
+                 built=builder(SEND), approvals=[ASKED])
+    final = stream.final
+    assert final["status"] == "completed"
+    assert [i["type"] for i in final["output"]] == [
+        "function_call", "function_call_output", "switchboard:approval_request"]
+    request = final["output"][-1]
+    assert request == {"id": request["id"], "type": "switchboard:approval_request",
+                       "status": "completed", "approval_id": "ap_1", "call_id": "c1",
+                       "name": "send", "arguments": '{"q":1}',
+                       "expires_at": "2030-01-01T00:00:00.000Z"}
+    assert stream.types[-3:] == ["response.output_item.added", "response.output_item.done",
+                                 "response.completed"]
+    with pytest.raises(ValueError, match="ends completed"):
+        builder().finish("failed", usage=USAGE, completed_at=0, approvals=[ASKED])
+
+
+def test_a_gated_call_cut_short_is_shown_without_output() -> None:
+    stream = run([called("send", "c1")], "failed", built=builder(SEND),
+                 error={"code": "server_error", "message": "stopped"})
+    assert [(i["type"], i["call_id"]) for i in stream.final["output"]] == [
+        ("function_call", "c1")]
+
+
+def test_a_resumed_response_shows_approved_calls_and_hides_declined_ones() -> None:
+    built = builder(SEND)
+    built.resuming([DecidedCall("c1", "send", {"to": ["a@x"]}, True),
+                    DecidedCall("c2", "send", {"to": ["b@x"]}, False)])
+    stream = run([output("c2", "x", "Not run: declined"), output("c1", "x", "sent"),
+                  message("Sent one.")], built=built)
+    items = stream.final["output"]
+    assert [(i["type"], i.get("call_id")) for i in items] == [
+        ("function_call", "c1"), ("function_call_output", "c1"), ("message", None)]
+    assert items[0]["arguments"] == '{"to":["a@x"]}' and items[1]["output"] == "sent"
+
+
+def test_approval_responses_are_the_whole_input_of_a_chained_request() -> None:
+    item = {"type": "switchboard:approval_response", "approval_id": "ap_1", "approve": False,
+            "reason": "  no  "}
+    decisions = approval_decisions(request(input=[item], previous_response_id="resp_1"))
+    assert decisions == [Decision("ap_1", False, "no", "input[0]")]
+    assert approval_decisions(request(input="hi")) == []
+    for fields, param in [({"input": [item]}, "previous_response_id"),
+                          ({"input": [item, {"role": "user", "content": "x"}],
+                            "previous_response_id": "r"}, "input[1]"),
+                          ({"input": [item, item], "previous_response_id": "r"},
+                           "input[1].approval_id"),
+                          ({"input": [item], "previous_response_id": "r",
+                            "tool_choice": "required"}, "tool_choice")]:
+        with pytest.raises(OpenResponsesError) as raised:
+            approval_decisions(request(**fields))
+        assert raised.value.param == param, fields
+    with pytest.raises(OpenResponsesError) as raised:
+        parse_request({"model": "m", "input": [{**item, "approved": True}]})
+    assert (raised.value.param, raised.value.code) == ("input[0].approved", "unknown_parameter")
+
+
+def test_decisions_must_answer_exactly_the_responses_requests() -> None:
+    yes = Decision("ap_1", True, None, "input[0]")
+    check_decisions([yes], ["ap_1"], "resp_1")
+    with pytest.raises(OpenResponsesError, match="no switchboard:approval_response for 'ap_2'"):
+        check_decisions([yes], ["ap_1", "ap_2"], "resp_1")
+    with pytest.raises(OpenResponsesError, match="it asked for no approval") as raised:
+        check_decisions([yes], [], "resp_1")
+    assert raised.value.code == "unknown_approval"
+
+
+def test_a_replayed_approval_request_is_a_call_that_did_not_run() -> None:
+    given = turn_input(request(input=[
+        {"role": "user", "content": "email Ada"},
+        {"type": "switchboard:approval_request", "id": "apr_1", "status": "completed",
+         "approval_id": "ap_1", "call_id": "c1", "name": "send", "arguments": "{}",
+         "expires_at": "2030-01-01T00:00:00.000Z"},
+        {"role": "user", "content": "never mind"}]), max_prompt_chars=100)
+    assert given.items[1:3] == [
+        {"type": "function_call", "call_id": "c1", "name": "send", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": NOT_RUN}]
+    with pytest.raises(OpenResponsesError, match="second output"):
+        turn_input(request(input=[
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a"},
+            {"type": "function_call_output", "call_id": "c1", "output": "b"},
+            {"role": "user", "content": "hi"}]), max_prompt_chars=100)
+
+
+def test_paused_context_keeps_the_turn_up_to_the_pause() -> None:
+    items = [{"type": "message", "role": "user", "content": "email Ada"},
+             {"type": "function_call", "call_id": "c1", "name": "send", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": "sent for real"},
+             {"type": "message", "role": "assistant", "content": "Sent."}]
+    assert paused_context(items, {"c1"}) == [
+        items[0], items[1], {"type": "function_call_output", "call_id": "c1",
+                             "output": NOT_RUN}]
+    # Only the input left (a resumed turn that failed keeps no more).
+    assert paused_context(items[:1], {"c1"}) == items[:1]
