@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.async_api import Page
+from playwright.async_api import Locator, Page
 
 from tests.ws.conftest import LiveServer
 
@@ -54,7 +54,7 @@ async def assistant_texts(page: Page) -> list[str]:
 
 async def body_items(page: Page, turn: int = -1) -> list[str]:
     """What a turn shows, in order: 'agent:<name>', 'card:<response_type>', 'tool:<name>',
-    'text', 'error:<code>'."""
+    'approval:<tool name>', 'text', 'error:<code>'."""
     return await page.evaluate(
         """i => {
             const turns = [...document.querySelectorAll('#transcript .turn')];
@@ -63,10 +63,28 @@ async def body_items(page: Page, turn: int = -1) -> list[str]:
                 el.classList.contains('agent-badge') ? 'agent:' + el.dataset.agent
                 : el.classList.contains('card') ? 'card:' + el.dataset.responseType
                 : el.classList.contains('tool-row') ? 'tool:' + el.dataset.tool
+                : el.classList.contains('approval') ? 'approval:' + el.dataset.tool
                 : el.classList.contains('assistant') ? 'text'
                 : el.classList.contains('error-row') ? 'error:' + el.dataset.code
                 : el.className);
         }""", turn)
+
+
+def approval_card(page: Page, state: str | None = None) -> Locator:
+    """The (last) approval card of the page, optionally only in ``state``: pending,
+    deciding, approved, rejected, expired or superseded."""
+    selector = "#transcript .approval"
+    if state:
+        selector += f"[data-state={state}]"
+    return page.locator(selector).last
+
+
+async def approve(page: Page) -> None:
+    """Approve the pending approval card (waiting for it to appear and arm)."""
+    card = approval_card(page, "pending")
+    await card.wait_for()
+    await card.get_by_role("button", name="Approve").click()
+    await approval_card(page, "approved").wait_for()
 
 
 async def rest_events(live: LiveServer, chat_id: str) -> list[dict[str, Any]]:

@@ -18,13 +18,14 @@ from playwright.async_api import Browser, Page, async_playwright
 from app.settings import load_settings
 from storage.migrate import upgrade
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.browser.pages import open_ui, retry_now, send, wait_chips
+from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
 from tests.browser.proxy import dropping_proxy
 from tests.ws.conftest import LiveServer, serve
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 DESKTOP = {"width": 1280, "height": 820}
 PHONE = {"width": 390, "height": 844}
+EMAIL = "find sushi in Boston and email the list to bob@example.com"
 
 
 async def new_page(browser: Browser, **options: Any) -> Page:
@@ -39,6 +40,17 @@ async def chat(page: Page, *prompts: str) -> None:
     for turn, prompt in enumerate(prompts, 1):
         await send(page, prompt)
         await wait_chips(page, turns=turn)
+
+
+async def ask_approval(page: Page, prompt: str = EMAIL) -> None:
+    """Send ``prompt`` and wait until its approval card waits for the person."""
+    await send(page, prompt)
+    await approval_card(page, "pending").wait_for()
+    # The From line fills in once the connections are known.
+    await page.wait_for_function("""() => {
+        const from = document.querySelector('#transcript .approval .approval-fields dd');
+        return from && from.textContent !== '…';
+    }""")
 
 
 async def shoot(page: Page, name: str) -> None:
@@ -57,7 +69,10 @@ async def fast_states(browser: Browser, live: LiveServer) -> None:
         await page.click("#new-chat")
         await chat(page, prompt)
     await page.click("#new-chat")
-    await chat(page, "find sushi in Boston and email the list to bob@example.com")
+    await ask_approval(page)
+    await shoot(page, "approval-card.png")
+    await approve(page)
+    await wait_chips(page)
     await shoot(page, "multi-agent-turn.png")
 
     await page.goto(history_url)
@@ -89,9 +104,23 @@ async def fast_states(browser: Browser, live: LiveServer) -> None:
     await shoot(dark, "cards-dark.png")
     await dark.context.close()
 
+    # Left waiting: the phone's chat list below shows its "Needs approval" marker.
+    dark_phone = await new_page(browser, viewport=PHONE, device_scale_factor=2, has_touch=True,
+                                color_scheme="dark")
+    await open_ui(dark_phone, live.http)
+    await ask_approval(dark_phone)
+    await dark_phone.evaluate("""() => {
+        const card = document.querySelector('#transcript .approval');
+        document.getElementById('scroller').scrollTop = card.offsetTop - 8;
+    }""")
+    await shoot(dark_phone, "approval-phone-dark.png")
+    await dark_phone.context.close()
+
     phone = await new_page(browser, viewport=PHONE, device_scale_factor=2, has_touch=True)
     await open_ui(phone, live.http)
-    await chat(phone, "find sushi in Boston and email the list to bob@example.com")
+    await send(phone, EMAIL)
+    await approve(phone)
+    await wait_chips(phone)
     await shoot(phone, "phone.png")
     await phone.click("#open-sidebar")
     await phone.wait_for_selector("#sidebar", state="visible")

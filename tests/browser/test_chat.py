@@ -5,6 +5,8 @@ from __future__ import annotations
 from playwright.async_api import Page
 
 from tests.browser.pages import (
+    approval_card,
+    approve,
     assistant_texts,
     body_items,
     chat_id_of,
@@ -22,10 +24,18 @@ async def test_multi_agent_turn_shows_agents_cards_text_and_chips_in_order(
         live: LiveServer, page: Page) -> None:
     await open_ui(page, live.http)
     await send(page, MULTI_AGENT)
+    # The send waits for the person, right after its (now waiting) progress row.
+    await approval_card(page, "pending").wait_for()
+    assert await body_items(page) == [
+        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "tool:send_google_email",
+        "approval:send_google_email",
+    ]
+    await approve(page)
     await wait_chips(page)
 
     assert await body_items(page) == [
-        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "card:send_google_email", "text",
+        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "approval:send_google_email",
+        "card:send_google_email", "text",
     ]
     events = await rest_events(live, chat_id_of(page))
     final = next(e["text"] for e in events if e["type"] == "llm_response")
@@ -142,17 +152,26 @@ async def test_keyboard_only_enter_sends_and_shift_enter_adds_a_line(
     assert (await page.locator("#transcript .message.user").all_inner_texts())[-1] == chosen
 
 
+UNNAMED_CONTROLS = """() => {
+    const name = el => (el.getAttribute('aria-label') || el.textContent || '').trim()
+        || [...(el.labels || [])].map(l => l.textContent.trim()).join('');
+    return [...document.querySelectorAll('button, a[href], textarea, input, select')]
+        .filter(el => !el.closest('[hidden]') && !name(el))
+        .map(el => el.outerHTML.slice(0, 120));
+}"""
+
+
 async def test_every_control_has_an_accessible_name(live: LiveServer, page: Page) -> None:
     await open_ui(page, live.http)
     await send(page, MULTI_AGENT)
+    # The approval card with its reason field open: every control of it is on the page.
+    card = approval_card(page, "pending")
+    await card.get_by_role("button", name="Reject").click()
+    await card.get_by_label("Reason (optional)").wait_for()
+    assert await page.evaluate(UNNAMED_CONTROLS) == []
+    await card.get_by_role("button", name="Back").click()
+    await approve(page)
     await wait_chips(page)
     await page.click("#open-connections")
     await page.wait_for_selector(".connector")
-    unnamed = await page.evaluate("""() => {
-        const name = el => (el.getAttribute('aria-label') || el.textContent || '').trim()
-            || [...(el.labels || [])].map(l => l.textContent.trim()).join('');
-        return [...document.querySelectorAll('button, a[href], textarea, input, select')]
-            .filter(el => !el.closest('[hidden]') && !name(el))
-            .map(el => el.outerHTML.slice(0, 120));
-    }""")
-    assert unnamed == []
+    assert await page.evaluate(UNNAMED_CONTROLS) == []

@@ -10,10 +10,23 @@ from playwright.async_api import Browser, Page
 from app.settings import Settings
 from storage.users import UserRepository
 from tests.browser.conftest import WAIT_MS
-from tests.browser.pages import body_items, open_ui, send, wait_chips
+from tests.browser.pages import approval_card, approve, body_items, open_ui, send, wait_chips
 from tests.ws.conftest import LiveServer, serve
 
 PHONE = {"width": 390, "height": 844}
+
+
+async def overflow(page: Page) -> dict[str, object]:
+    """How far the page and the conversation run past the phone's width (0: not at all)."""
+    return await page.evaluate("""w => {
+        const scroller = document.getElementById('scroller');
+        const wide = [...document.querySelectorAll(
+                '#transcript .card, #transcript .approval, #transcript .approval button, '
+                + '#transcript .approval input, #transcript .message, .composer')]
+            .filter(el => el.getBoundingClientRect().right > w + 0.5).map(el => el.className);
+        return {page: document.documentElement.scrollWidth,
+                scroller: scroller.scrollWidth - scroller.clientWidth, wide};
+    }""", PHONE["width"])
 
 
 async def test_phone_width_layout(live: LiveServer, browser: Browser) -> None:
@@ -28,17 +41,19 @@ async def test_phone_width_layout(live: LiveServer, browser: Browser) -> None:
         assert await menu.is_visible()
 
         await send(page, "find sushi in Boston and email the list to bob@example.com")
+        # The approval card, its buttons and its reason field fit the phone too.
+        card = approval_card(page, "pending")
+        await card.wait_for()
+        assert await overflow(page) == {"page": PHONE["width"], "scroller": 0, "wide": []}
+        await card.get_by_role("button", name="Reject").click()
+        assert await overflow(page) == {"page": PHONE["width"], "scroller": 0, "wide": []}
+        await card.get_by_role("button", name="Back").click()
+        await approve(page)
         await wait_chips(page)
         assert await body_items(page) == ["agent:Yelp", "card:yelp_search_results", "agent:GMail",
-                                          "card:send_google_email", "text"]
-        overflow = await page.evaluate("""w => {
-            const scroller = document.getElementById('scroller');
-            const wide = [...document.querySelectorAll('#transcript .card, #transcript .message, .composer')]
-                .filter(el => el.getBoundingClientRect().right > w + 0.5).map(el => el.className);
-            return {page: document.documentElement.scrollWidth,
-                    scroller: scroller.scrollWidth - scroller.clientWidth, wide};
-        }""", PHONE["width"])
-        assert overflow == {"page": PHONE["width"], "scroller": 0, "wide": []}
+                                          "approval:send_google_email", "card:send_google_email",
+                                          "text"]
+        assert await overflow(page) == {"page": PHONE["width"], "scroller": 0, "wide": []}
         composer = await page.locator("#composer").bounding_box()
         assert composer is not None and composer["y"] + composer["height"] <= PHONE["height"]
 

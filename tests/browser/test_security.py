@@ -206,8 +206,12 @@ async def test_the_page_runs_under_its_content_security_policy(
         await page.goto(live.http + "/")
         await page.fill("#prompt", "find sushi in Boston and email the list to bob@example.com")
         await page.press("#prompt", "Enter")
+        # The approval card works under the policy too (no inline script or style).
+        card = page.locator("#transcript .approval[data-state=pending]")
+        await card.get_by_role("button", name="Approve").click(timeout=10_000)
         await page.locator("#transcript .turn .chips .chip").first.wait_for(timeout=10_000)
         assert await page.locator("#transcript .card").count() == 2
+        assert await page.locator("#transcript .approval[data-state=approved]").count() == 1
         assert violations == []
     finally:
         await context.close()

@@ -84,6 +84,19 @@ export class Api {
     return this.request("DELETE", `/api/chats/${encodeURIComponent(chatId)}`);
   }
 
+  /** The user's pending approvals across their chats. */
+  approvals() {
+    return this.request("GET", "/api/approvals");
+  }
+
+  /** Decide a pending approval over REST (the same decision as the socket's frame). */
+  decide(chatId, approvalId, decision, reason = null) {
+    const body = { decision };
+    if (reason) body.reason = reason;
+    return this.request("POST",
+      `/api/chats/${encodeURIComponent(chatId)}/approvals/${encodeURIComponent(approvalId)}`, body);
+  }
+
   connectors() {
     return this.request("GET", "/api/connectors");
   }

@@ -25,6 +25,19 @@ export class Connections {
     return this.connectors.find((c) => c.name === name)?.display_name || name;
   }
 
+  /** The account a tool acts as (its connector's, found by tool, else by agent name),
+   *  for an approval's "From"; null when unknown. */
+  accountOf(toolName, agentName) {
+    const hasTool = (c) => asList(c.tools).some((t) => (isObject(t) ? t.name : t) === toolName);
+    const connector = this.connectors.find(hasTool)
+      || this.connectors.find((c) => c.agent_name === agentName || c.name === agentName);
+    if (!connector) return null;
+    if (connector.needs_account !== false && !connector.connected) {
+      return `no ${asText(connector.display_name) || connector.name} account is connected`;
+    }
+    return accountLabel(connector.account) || null;
+  }
+
   /** Load the connectors; false when this server has no connections API. */
   async load() {
     try {

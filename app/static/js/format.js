@@ -49,3 +49,17 @@ export function relativeTime(value, now = Date.now()) {
   if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
   return longDay.format(parsed.date);
 }
+
+const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+
+/** "in 5 minutes", "in 23 hours", "in 2 days" (or "… ago"): how far a time is from now. */
+export function fromNow(value, now = Date.now()) {
+  const parsed = parseDate(value);
+  if (!parsed) return "";
+  const seconds = Math.round((parsed.date.getTime() - now) / 1000);
+  const abs = Math.abs(seconds);
+  if (abs < 60) return relative.format(seconds, "second");
+  if (abs < 3600) return relative.format(Math.round(seconds / 60), "minute");
+  if (abs < 86400 * 2) return relative.format(Math.round(seconds / 3600), "hour");
+  return relative.format(Math.round(seconds / 86400), "day");
+}

@@ -22,6 +22,8 @@ const PATHS = {
   close: "M6 6l12 12 M18 6L6 18",
   key: "M14 10a4 4 0 1 0-4 4 M10 14l-6 6 M6 18l2 2 M8 16l2 2",
   retry: "M4 12a8 8 0 1 0 2.3-5.7 M4 4v4h4",
+  shield: "M12 3l8 3v6c0 5-3.4 8.3-8 9-4.6-0.7-8-4-8-9V6z M12 8v4 M12 15.5v.01",
+  clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18z M12 7v5l3 2",
 };
 
 const SVG = "http://www.w3.org/2000/svg";

@@ -1,5 +1,7 @@
-// The page: wires the chat list, the transcript, the socket, connections and sign-in.
+// The page: wires the chat list, the transcript, the socket, approvals, connections and sign-in.
+import { announce } from "./announce.js";
 import { Api, ApiError } from "./api.js";
+import { PendingApprovals } from "./approvals.js";
 import { askForToken, tokenStore } from "./auth.js";
 import { Connections } from "./connections.js";
 import { h } from "./dom.js";
@@ -20,6 +22,8 @@ const EXAMPLES = [
 const TOAST_MS = 6000;
 const STICK_PX = 80;
 const TITLE_CHECKS = 4;
+// A key pressed in the message box this recently means the person is typing there.
+const TYPING_MS = 3000;
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,6 +41,8 @@ class App {
     this.countdown = null;
     this.scroller = $("scroller");
     this.prompt = $("prompt");
+    this.lastTyped = 0;
+    this.connectionsReady = Promise.resolve();
 
     this.transcript = new Transcript($("transcript"), {
       onChip: (text) => this.send(text),
@@ -45,7 +51,21 @@ class App {
       displayName: (name) => this.connections.displayName(name),
       onRunning: (turnId) => this.showRunning(turnId),
       changed: () => this.afterChange(),
+      approvals: {
+        accountOf: (toolName, agent) => this.connectionsReady.then(() => this.connections.accountOf(toolName, agent)),
+        decide: (approvalId, decision, reason) => this.decide(approvalId, decision, reason),
+        onEscape: () => this.prompt.focus(),
+        shown: (card, event, live) => {
+          this.pendingApprovals.add(event.chat_id || this.chatId, event);
+          if (live) this.presentApproval(card);
+        },
+        resolved: (card, event, live) => {
+          this.pendingApprovals.remove(card.approvalId);
+          if (live && card.outcome) announce(card.outcome);
+        },
+      },
     });
+    this.pendingApprovals = new PendingApprovals(this.api, (pending) => this.showPendingApprovals(pending));
     this.chats = new ChatList(this.api,
       { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status") },
       { onDelete: (chat) => this.confirmDelete(chat), onOpen: () => this.closeSidebar() });
@@ -62,8 +82,9 @@ class App {
     this.renderExamples();
     const me = await this.signIn();
     this.showUser(me);
-    this.connections.load().catch(() => {});
+    this.connectionsReady = this.connections.load().catch(() => {});
     this.chats.refresh();
+    this.pendingApprovals.refresh();
     window.addEventListener("hashchange", () => this.route());
     await this.route();
   }
@@ -114,7 +135,10 @@ class App {
         this.sendFromComposer();
       }
     });
-    this.prompt.addEventListener("input", () => this.fitComposer());
+    this.prompt.addEventListener("input", () => {
+      this.lastTyped = Date.now();
+      this.fitComposer();
+    });
     $("cancel").addEventListener("click", () => this.cancel());
     $("new-chat").addEventListener("click", () => {
       this.closeSidebar();
@@ -143,6 +167,10 @@ class App {
     }, { passive: true });
     $("banner-action").addEventListener("click", () => this.bannerAction?.());
     window.addEventListener("offline", () => this.showConnection("offline"));
+    // Approvals may have been decided (or asked for) in another tab meanwhile.
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden) this.pendingApprovals.refresh();
+    });
   }
 
   renderExamples() {
@@ -179,6 +207,7 @@ class App {
     this.chats.setActive(null);
     this.updateEmptyState();
     this.prompt.focus();
+    this.pendingApprovals.refresh();
   }
 
   leaveChat() {
@@ -228,6 +257,10 @@ class App {
     this.stick = true;
     this.scrollToEnd();
     this.connect();
+    this.pendingApprovals.refresh();
+    // Reopened (or reloaded) while a tool waits: the card is live again; bring it forward.
+    const waiting = this.transcript.pendingApprovals[0];
+    if (waiting) this.presentApproval(waiting);
   }
 
   setTitle(title) {
@@ -288,6 +321,8 @@ class App {
 
   onEphemeralError(event) {
     const message = event.message || "The server refused that.";
+    // A refused decision (already decided, expired): its card shows why.
+    if (/approval/i.test(message) && this.transcript.approvalRefused(message)) return;
     const cancelError = /no such turn/i.test(message);
     if (!cancelError) {
       // The oldest prompt in flight is the one refused (frames are answered in order).
@@ -322,6 +357,7 @@ class App {
 
   sendFromComposer() {
     if (this.send(this.prompt.value)) {
+      this.lastTyped = 0; // what was typed is sent: only typing after this counts
       this.prompt.value = "";
       this.fitComposer();
     }
@@ -331,7 +367,9 @@ class App {
   send(raw) {
     const text = String(raw ?? "").trim();
     if (!text) return false;
-    if (this.transcript.runningTurnId || this.outbox.size) {
+    // A turn paused on an approval does not block a new prompt: the server cancels it (the
+    // approval is superseded) and starts the new one. The card says so while it waits.
+    if ((this.transcript.runningTurnId && !this.transcript.awaitingApproval) || this.outbox.size) {
       this.toast("Wait for the current answer, or press Stop.");
       return false;
     }
@@ -367,8 +405,54 @@ class App {
     cancel.hidden = !running;
     cancel.disabled = false;
     cancel.querySelector("span:last-child").textContent = "Stop";
-    $("send").disabled = running;
+    $("send").disabled = running && !this.transcript.awaitingApproval;
     $("composer").classList.toggle("running", running);
+  }
+
+  // ---------------------------------------------------------------------- approvals
+
+  /** Send a decision: on the socket, or over REST while the socket is down. Resolves
+   *  "sent" (the approval_resolved event answers) or "recorded" (REST took it). */
+  async decide(approvalId, decision, reason) {
+    const frame = { type: "approval", approval_id: approvalId, decision };
+    if (reason) frame.reason = reason;
+    if (this.socket?.send(frame)) return "sent";
+    try {
+      await this.api.decide(this.chatId, approvalId, decision, reason);
+    } catch (error) {
+      // Not reaching the server is worth another try; a refusal (404, 409) is final.
+      if (error instanceof ApiError && (error.status === 0 || error.status >= 500)) error.retryable = true;
+      throw error;
+    }
+    return "recorded";
+  }
+
+  /** A live approval card appeared: announce it, and move focus to it unless the person
+   *  is busy elsewhere. Never while they type in the message box: their next Enter is
+   *  meant for their message. Focus goes to the card itself, never to Approve, so no
+   *  stray key can approve anything. */
+  presentApproval(card) {
+    announce(card.announcement);
+    const active = document.activeElement;
+    const typing = active === this.prompt
+      && (this.prompt.value.trim() !== "" || Date.now() - this.lastTyped < TYPING_MS);
+    const idle = !active || active === document.body || active === $("send") || active === $("cancel")
+      || (active === this.prompt && !typing)
+      || ($("transcript").contains(active) && !active.matches("input, textarea"));
+    if (!idle || document.querySelector("dialog[open]") || document.body.classList.contains("sidebar-open")) return;
+    card.el.focus({ preventScroll: true });
+  }
+
+  showPendingApprovals(pending) {
+    const byChat = pending.byChat();
+    this.chats.setPending(byChat);
+    // On a phone the chat list is behind the menu button: it carries the marker too.
+    const menu = $("open-sidebar");
+    const others = [...byChat.keys()].filter((id) => id !== this.chatId).length;
+    menu.classList.toggle("has-flag", others > 0);
+    menu.setAttribute("aria-label", others
+      ? `Open the chat list (${others} other chat${others === 1 ? "" : "s"} need${others === 1 ? "s" : ""} approval)`
+      : "Open the chat list");
   }
 
   fitComposer() {

@@ -1,4 +1,6 @@
-// The chat list: the user's chats, newest first, with "load more" and delete.
+// The chat list: the user's chats, newest first, with "load more", delete, and a "Needs
+// approval" marker on the chats where a tool waits for the person.
+import { describeApproval } from "./approval-card.js";
 import { asText, clear, h } from "./dom.js";
 import { relativeTime } from "./format.js";
 import { icon } from "./icons.js";
@@ -19,6 +21,7 @@ export class ChatList {
     this.cursor = null;
     this.activeId = null;
     this.loading = null;
+    this.pending = new Map(); // chat_id -> its pending approvals
     this.moreEl.addEventListener("click", () => this.loadMore());
   }
 
@@ -72,6 +75,23 @@ export class ChatList {
     }
   }
 
+  /** Mark the chats that have pending approvals (``byChat``: chat_id -> approvals). */
+  setPending(byChat) {
+    this.pending = byChat;
+    for (const link of this.listEl.querySelectorAll("a.chat-link")) this.flag(link);
+  }
+
+  flag(link) {
+    const waiting = this.pending.get(link.dataset.chatId) || [];
+    link.querySelector(".chat-flag")?.remove();
+    link.classList.toggle("needs-approval", waiting.length > 0);
+    if (!waiting.length) return;
+    const text = waiting.length === 1 ? "Needs approval" : `${waiting.length} need approval`;
+    // Inside the link: its accessible name says it, and a click on it opens the chat.
+    link.append(h("span", { class: "chat-flag", title: waiting.map((a) => `Waiting for you: ${describeApproval(a)}`).join("\n") },
+      h("span", { class: "chat-flag-dot", "aria-hidden": "true" }), h("span", { text })));
+  }
+
   find(chatId) {
     return this.chats.find((c) => c.id === chatId) || null;
   }
@@ -87,6 +107,7 @@ export class ChatList {
         dataset: { chatId: chat.id }, "aria-current": chat.id === this.activeId ? "page" : null },
       h("span", { class: "chat-title", text: title }),
       h("span", { class: "chat-time", text: relativeTime(chat.updated_at) }));
+      this.flag(link);
       link.addEventListener("click", () => this.hooks.onOpen?.(chat.id));
       const remove = h("button", { type: "button", class: "icon-button delete-chat",
         "aria-label": `Delete chat: ${title}`, title: "Delete chat" }, icon("trash"));

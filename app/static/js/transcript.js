@@ -2,6 +2,7 @@
 // feed persisted events through apply(), so a chat reopened later looks exactly as it did
 // live. Streaming text (llm_response_delta, not persisted) only ever becomes what the
 // following llm_response says, which history renders directly.
+import { ApprovalCard } from "./approval-card.js";
 import { asList, asText, clear, h, isObject } from "./dom.js";
 import { count } from "./format.js";
 import { icon } from "./icons.js";
@@ -29,6 +30,7 @@ class TurnView {
     this.chunks = new Map(); // citation id -> content chunk
     this.message = null; // the assistant message being streamed: {el, content, text}
     this.errorCards = 0; // error cards whose tool_error event has not come yet
+    this.approvals = new Map(); // call_id -> ApprovalCard
     this.el = h("section", { class: "turn", dataset: { turnId: id } });
     this.user = h("div", { class: "message user" });
     this.body = h("div", { class: "turn-body" });
@@ -41,7 +43,9 @@ class TurnView {
 export class Transcript {
   /**
    * hooks: {onChip(text), onRetry(text), connect(connector), displayName(connector),
-   *         onRunning(turnId | null), changed()}
+   *         onRunning(turnId | null), changed(),
+   *         approvals: {accountOf(toolName, agent), decide(approvalId, decision, reason), onEscape(),
+   *                     shown(card, event, live), resolved(card, event, live)}}
    */
   constructor(root, hooks = {}) {
     this.root = root;
@@ -50,6 +54,7 @@ export class Transcript {
   }
 
   reset() {
+    for (const card of this.approvals?.values() || []) card.dispose();
     clear(this.root);
     this.turns = new Map();
     this.lastSeq = 0;
@@ -58,7 +63,29 @@ export class Transcript {
     this.interrupted = new Map();
     this.pending = new Map();
     this.agentNames = new Map();
+    this.approvals = new Map(); // approval_id -> ApprovalCard
     this.frame = 0;
+  }
+
+  /** The cards still waiting for a decision, oldest first. */
+  get pendingApprovals() {
+    return [...this.approvals.values()].filter((card) => card.pending);
+  }
+
+  /** The running turn is paused on an approval: a new prompt may supersede it. */
+  get awaitingApproval() {
+    const view = this.turns.get(this.runningTurnId);
+    return Boolean(view) && [...view.approvals.values()].some((card) => card.pending);
+  }
+
+  /** A refusal (error event) of a decision this page sent; false if no card was waiting
+   *  for an answer. The message names the approval when it can. */
+  approvalRefused(message) {
+    const waiting = [...this.approvals.values()].filter((card) => card.state === "deciding");
+    const card = waiting.find((c) => message.includes(c.approvalId)) || waiting[0];
+    if (!card) return false;
+    card.refused(message);
+    return true;
   }
 
   get isEmpty() {
@@ -189,8 +216,59 @@ export class Transcript {
     if (output.response_type === "error") view.errorCards += 1;
     const row = view.calls.get(asText(event.call_id));
     view.calls.delete(asText(event.call_id));
+    const approval = view.approvals.get(asText(event.call_id));
     if (row) row.replaceWith(card);
+    else if (approval) approval.el.after(card); // the output follows the approval it ran on
     else view.body.append(card);
+    if (approval) {
+      const wasPending = approval.pending;
+      approval.finished();
+      if (wasPending) this.hooks.approvals?.resolved?.(approval, event, live);
+    }
+  }
+
+  on_approval_required(event, live) {
+    const view = this.turn(event);
+    this.closeMessage(view);
+    const callId = asText(event.call_id);
+    const hooks = this.hooks.approvals || {};
+    const card = new ApprovalCard(event, {
+      live,
+      agentName: (agent) => this.agentNames.get(agent) || agent,
+      accountOf: (toolName, agent) => Promise.resolve(hooks.accountOf?.(toolName, agent)),
+      decide: (decision, reason) => hooks.decide(asText(event.approval_id), decision, reason),
+      onEscape: () => hooks.onEscape?.(),
+    });
+    // The call's progress row says it waits; the card right after it says for what.
+    const row = view.calls.get(callId);
+    if (row) {
+      row.classList.replace("running", "waiting");
+      row.removeAttribute("role"); // the card's own announcement says it, once
+      row.querySelector(".spinner")?.replaceWith(icon("shield"));
+      const label = row.querySelector(".tool-label");
+      label.textContent = `${label.textContent.replace(/…$/, "")} — waiting for your approval`;
+    }
+    view.approvals.set(callId, card);
+    this.approvals.set(card.approvalId, card);
+    view.body.append(card.el);
+    if (this.runningTurnId === view.id) this.hooks.onRunning?.(view.id);
+    hooks.shown?.(card, event, live);
+  }
+
+  on_approval_resolved(event, live) {
+    const view = this.turn(event);
+    const card = this.approvals.get(asText(event.approval_id))
+      || view.approvals.get(asText(event.call_id));
+    // Decided: the record that follows stands for the call; its waiting row goes.
+    const row = view.calls.get(asText(event.call_id));
+    if (row) {
+      row.remove();
+      view.calls.delete(asText(event.call_id));
+    }
+    if (!card) return;
+    card.resolve(event, { live });
+    if (this.runningTurnId === view.id) this.hooks.onRunning?.(view.id);
+    this.hooks.approvals?.resolved?.(card, event, live);
   }
 
   on_llm_response_delta(event) {
@@ -234,7 +312,7 @@ export class Transcript {
       retry));
   }
 
-  on_end_of_stream(event) {
+  on_end_of_stream(event, live) {
     const view = this.turn(event);
     const status = asText(event.status);
     const stopped = status !== "completed";
@@ -259,6 +337,11 @@ export class Transcript {
       label.textContent = label.textContent.replace(/…$/, "");
     }
     view.calls.clear();
+    for (const card of view.approvals.values()) {
+      const wasPending = card.pending;
+      card.turnEnded();
+      if (wasPending) this.hooks.approvals?.resolved?.(card, event, live);
+    }
     const usage = isObject(event.usage) ? event.usage : {};
     const foot = [
       status === "cancelled" ? h("span", { class: "turn-status cancelled", text: "Stopped" }) : null,
