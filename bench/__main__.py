@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench``): the five benchmarks, one after the other.
+"""``python -m bench`` (``make bench``): the six benchmarks, one after the other.
 
 Prints a table with the targets, writes ``bench/results/<time>.json`` (and
 ``latest.json``) and the generated part of ``docs/benchmarks.md``. PostgreSQL runs use
@@ -8,7 +8,8 @@ reachable. Exit status 1 if a hard requirement failed (lost events, sockets that
 stay open); a missed performance target is reported, not an error.
 
     python -m bench                        # everything (about 5 minutes on 2 cores)
-    python -m bench --only turn,streaming  # some of: turn streaming concurrency idle storage
+    python -m bench --only turn,streaming  # some of: turn streaming concurrency idle
+                                           # storage approval
     python -m bench --quick                # smaller counts: a smoke run, numbers not kept
 """
 
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import concurrency, idle, report, storage, streaming, turn_overhead
+from bench import approval, concurrency, idle, report, storage, streaming, turn_overhead
 from bench.common import (
     POSTGRES_URL,
     RESULTS_DIR,
@@ -36,7 +37,7 @@ from bench.common import (
     use_uvloop,
 )
 
-NAMES = ("turn", "streaming", "concurrency", "idle", "storage")
+NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval")
 DOC = ROOT / "docs" / "benchmarks.md"
 
 
@@ -60,6 +61,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
             "concurrency": lambda d: concurrency.run(d, levels=((20, 2), (50, 1))),
             "idle": lambda d: idle.run(d, sockets=500, processes=2),
             "storage": lambda d: storage.run(d, postgres_url=postgres, turns=50),
+            "approval": lambda d: approval.run(d, postgres_url=postgres, count=5, warmup=1),
         }
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
@@ -67,6 +69,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         "concurrency": lambda d: concurrency.run(d),
         "idle": lambda d: idle.run(d),
         "storage": lambda d: storage.run(d, postgres_url=postgres),
+        "approval": lambda d: approval.run(d, postgres_url=postgres),
     }
 
 

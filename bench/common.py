@@ -147,6 +147,9 @@ def switchboard_env(database_url: str, data_dir: Path, **settings: Any) -> dict[
         "SWITCHBOARD_MAX_CONNECTIONS_PER_USER": "1000000",
         "SWITCHBOARD_PROMPTS_PER_MINUTE": "1000000",
         "SWITCHBOARD_MAX_TURNS_PER_USER": "1000000",
+        # The bench prompt sends an email, which by default waits for a person's approval:
+        # the benchmarks measure turns, not people (bench/approval.py measures approvals).
+        "SWITCHBOARD_APPROVALS": "off",
     }
     env.update({f"SWITCHBOARD_{name.upper()}": str(value) for name, value in settings.items()})
     return env

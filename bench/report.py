@@ -104,6 +104,17 @@ def storage_rows(rows: list[dict[str, Any]]) -> list[Row]:
     return out
 
 
+def approval_rows(rows: list[dict[str, Any]]) -> list[Row]:
+    out = []
+    for row in rows:
+        output, end, bare = row["to_tool_output"], row["to_end_of_stream"], row["bare"]
+        out.append(Row(f"6 approve -> tool_output ({row['engine']})",
+                       f"p50 {_ms(output['p50'])}, p99 {_ms(output['p99'])} "
+                       f"({row['ratio_p50']:.2f}x the SDK's own resume, {_ms(bare['p50'])}); "
+                       f"to end_of_stream p50 {_ms(end['p50'])}", "", ""))
+    return out
+
+
 def all_rows(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     if "turn_overhead" in results:
@@ -116,6 +127,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += idle_rows(results["idle"])
     if "storage" in results:
         rows += storage_rows(results["storage"])
+    if "approval" in results:
+        rows += approval_rows(results["approval"])
     return rows
 
 

@@ -47,7 +47,7 @@ class BareTurns:
     """The same orchestrator and model as the server, run in-process with no socket or DB."""
 
     def __init__(self, delta_delay: float) -> None:
-        settings = load_settings()
+        settings = load_settings(approvals="off")  # as the server runs (bench.common)
         self.settings = settings
         self.orchestrator = build_orchestrator(settings, load_connectors(settings))
         self.demo = DemoStore()
