@@ -1,0 +1,313 @@
+"""Whether text inside an element can be seen: CSS values and the inherited look.
+
+Pure, standard library only. Hidden text is how a mail smuggles instructions to an
+assistant, so text a mail client would not show must never get through: ``display:none``,
+``visibility:hidden``, font sizes under 3px, text that is transparent, faded out (opacity) or
+coloured like its background, boxes clipped to nothing or moved off screen, the ``hidden``
+attribute, and elements never rendered (``<script>``, ``<style>``, ``<template>``, ``<head>``,
+``<svg>``, ...). This module reads the declarations and attributes that decide it; a
+:class:`Look` is what an element inherits of them from its parents.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import re
+from dataclasses import dataclass, replace
+
+# Never rendered, nor anything inside them.
+_UNRENDERED = frozenset({"applet", "audio", "canvas", "datalist", "frameset", "head",
+                         "iframe", "noembed", "noframes", "noscript", "object", "rp",
+                         "script", "style", "svg", "template", "title", "video"})
+
+# ----------------------------------------------------------------------------- CSS values
+
+_MIN_FONT_PX = 3.0  # smaller text is a row of dots at best
+_MIN_ALPHA = 0.1  # fainter text (opacity, colour alpha) cannot be read
+_SAME_COLOUR = 16  # text this close to its background (per RGB channel) cannot be seen
+_FAR_PX = 1000.0  # boxes moved this far are off screen
+VIEWPORT = (800.0, 700.0)  # the window @media rules are judged for: a desktop mail reader
+_WHITE = (255.0, 255.0, 255.0)
+_LINK_BLUE = (0.0, 0.0, 238.0)
+
+Colour = tuple[float, float, float, float]  # r, g, b in 0-255, alpha in 0-1
+
+_NAMED: dict[str, tuple[int, int, int]] = {
+    "black": (0, 0, 0), "white": (255, 255, 255), "red": (255, 0, 0), "green": (0, 128, 0),
+    "blue": (0, 0, 255), "gray": (128, 128, 128), "grey": (128, 128, 128),
+    "silver": (192, 192, 192), "yellow": (255, 255, 0), "orange": (255, 165, 0),
+    "purple": (128, 0, 128), "navy": (0, 0, 128), "maroon": (128, 0, 0),
+    "olive": (128, 128, 0), "teal": (0, 128, 128), "aqua": (0, 255, 255),
+    "cyan": (0, 255, 255), "fuchsia": (255, 0, 255), "magenta": (255, 0, 255),
+    "lime": (0, 255, 0), "snow": (255, 250, 250), "ivory": (255, 255, 240),
+    "whitesmoke": (245, 245, 245), "ghostwhite": (248, 248, 255),
+    "floralwhite": (255, 250, 240), "seashell": (255, 245, 238), "linen": (250, 240, 230),
+    "mintcream": (245, 255, 250), "azure": (240, 255, 255), "aliceblue": (240, 248, 255),
+    "honeydew": (240, 255, 240), "lavenderblush": (255, 240, 245),
+    "oldlace": (253, 245, 230), "cornsilk": (255, 248, 220),
+    "lightyellow": (255, 255, 224), "beige": (245, 245, 220),
+    "lightgray": (211, 211, 211), "lightgrey": (211, 211, 211),
+    "gainsboro": (220, 220, 220), "darkgray": (169, 169, 169), "darkgrey": (169, 169, 169),
+}
+_FONT_KEYWORDS = {"xx-small": 9.0, "x-small": 10.0, "small": 13.0, "medium": 16.0,
+                  "large": 18.0, "x-large": 24.0, "xx-large": 32.0, "xxx-large": 48.0,
+                  "initial": 16.0}
+_ABSOLUTE_PX = {"px": 1.0, "pt": 4 / 3, "pc": 16.0, "in": 96.0, "cm": 96 / 2.54,
+                "mm": 96 / 25.4, "q": 96 / 101.6, "rem": 16.0,
+                "vw": VIEWPORT[0] / 100, "vh": VIEWPORT[1] / 100,
+                "vmin": min(VIEWPORT) / 100, "vmax": max(VIEWPORT) / 100}
+_NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)([a-z%]*)")
+_SCALE_ZERO = re.compile(r"\bscale(?:x|y|3d)?\(\s*[+-]?0*\.?0*\s*[,)\s]")
+_CSS_ESCAPE = re.compile(r"\\([0-9a-f]{1,6})[ \t\r\n\f]?|\\(.)", re.I | re.S)
+CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)  # a /* comment */, or one left open
+
+
+def unescape_css(text: str) -> str:
+    """CSS escapes read as the browser reads them: ``displ\\61y`` is ``display``."""
+
+    def char(match: re.Match[str]) -> str:
+        if match.group(2) is not None:
+            return match.group(2)
+        code = int(match.group(1), 16)
+        return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+    return _CSS_ESCAPE.sub(char, text) if "\\" in text else text
+
+
+def declarations(style: str) -> list[tuple[str, str, bool]]:
+    """``(property, value, important)`` of a style attribute or a rule's body, in order.
+
+    Lower case, comments and escapes removed, whitespace collapsed, ``!important`` noted.
+    """
+    text = unescape_css(CSS_COMMENT.sub(" ", style)).lower()
+    found = []
+    for part in text.split(";"):
+        name, colon, value = part.partition(":")
+        name = name.strip()
+        if not colon or not name:
+            continue
+        value, bang, rest = value.partition("!")
+        important = bool(bang) and rest.strip() == "important"
+        found.append((name, " ".join(value.split()), important))
+    return found
+
+
+def number(value: str) -> tuple[float, str] | None:
+    """``(amount, unit)`` of a CSS number such as ``1.5em``; None when it is not one."""
+    match = _NUMBER.fullmatch(value.strip())
+    return (float(match.group(1)), match.group(2)) if match else None
+
+
+def _px(value: str) -> float | None:
+    """An absolute length in pixels; a bare number is pixels, as in quirks mode."""
+    parsed = number(value)
+    if parsed is None:
+        return None
+    amount, unit = parsed
+    if not unit:
+        return amount
+    return amount * _ABSOLUTE_PX[unit] if unit in _ABSOLUTE_PX else None
+
+
+def _is_tiny(value: str) -> bool:
+    """A width or height of at most one pixel: zero in any unit, or e.g. 1px or 0.75pt."""
+    parsed = number(value)
+    if parsed is not None and parsed[0] <= 0:
+        return True
+    pixels = _px(value)
+    return pixels is not None and pixels <= 1.0
+
+
+def _font_px(value: str, parent: float) -> float:
+    """The computed font size for ``font-size: value`` under a parent of ``parent`` px."""
+    if value in _FONT_KEYWORDS:
+        return _FONT_KEYWORDS[value]
+    if value in ("smaller", "larger"):
+        return parent * (0.83 if value == "smaller" else 1.2)
+    value = value.removeprefix("calc(").removesuffix(")")
+    parsed = number(value)
+    if parsed is None:
+        return parent  # inherit, unset, or a value the browser would ignore
+    amount, unit = parsed
+    if amount < 0:
+        return parent  # invalid
+    if unit in ("em", "%", "ex", "ch"):
+        return amount * parent * {"em": 1.0, "%": 0.01, "ex": 0.5, "ch": 0.5}[unit]
+    pixels = _px(value)
+    return parent if pixels is None else pixels
+
+
+def _alpha(value: str) -> float | None:
+    parsed = number(value)
+    if parsed is None:
+        return None
+    amount, unit = parsed
+    amount = amount / 100 if unit == "%" else amount
+    return min(max(amount, 0.0), 1.0) if unit in ("", "%") else None
+
+
+def parse_colour(value: str) -> Colour | None:
+    """A CSS colour as ``(r, g, b, alpha)``; None when unknown (then it is not judged)."""
+    value = value.strip().lower()
+    if value == "transparent":
+        return (0.0, 0.0, 0.0, 0.0)
+    if value in _NAMED:
+        red, green, blue = _NAMED[value]
+        return (float(red), float(green), float(blue), 1.0)
+    if re.fullmatch(r"#?[0-9a-f]{3,8}", value) and len(value.lstrip("#")) in (3, 4, 6, 8):
+        digits = value.lstrip("#")
+        if len(digits) <= 4:
+            digits = "".join(d * 2 for d in digits)
+        channels = [int(digits[i:i + 2], 16) for i in range(0, len(digits), 2)]
+        alpha = channels[3] / 255 if len(channels) == 4 else 1.0
+        return (float(channels[0]), float(channels[1]), float(channels[2]), alpha)
+    match = re.fullmatch(r"(rgba?|hsla?)\((.*)\)", value)
+    if not match:
+        return None
+    args = [arg for arg in re.split(r"[\s,/]+", match.group(2).strip()) if arg]
+    if len(args) not in (3, 4):
+        return None
+    alpha = _alpha(args[3]) if len(args) == 4 else 1.0
+    if alpha is None:
+        return None
+    if match.group(1).startswith("rgb"):
+        rgb = [_channel(arg) for arg in args[:3]]
+        if any(c is None for c in rgb):
+            return None
+        return (rgb[0], rgb[1], rgb[2], alpha)  # type: ignore[return-value]
+    hue, sat, light = (number(arg) for arg in args[:3])
+    if hue is None or sat is None or light is None:
+        return None
+    red, green, blue = colorsys.hls_to_rgb((hue[0] % 360) / 360, light[0] / 100, sat[0] / 100)
+    return (red * 255, green * 255, blue * 255, alpha)
+
+
+def _channel(value: str) -> float | None:
+    parsed = number(value)
+    if parsed is None or parsed[1] not in ("", "%"):
+        return None
+    amount = parsed[0] * 2.55 if parsed[1] == "%" else parsed[0]
+    return min(max(amount, 0.0), 255.0)
+
+
+def _background(value: str) -> tuple[float, float, float] | None | bool:
+    """What a ``background`` value puts behind text: a colour, None (unknown: an image or a
+    gradient), or False (nothing: the parent's background shows through)."""
+    if "url(" in value or "gradient(" in value or "image-set(" in value:
+        return None
+    for token in re.findall(r"#[0-9a-f]+|[a-z]+\([^)]*\)|[a-z]+", value):
+        colour = parse_colour(token)
+        if colour is not None:
+            if colour[3] >= 1 - _MIN_ALPHA:
+                return colour[:3]
+            return None if colour[3] > _MIN_ALPHA else False
+    return False
+
+
+# ----------------------------------------------------------------------------- looks
+
+@dataclass(frozen=True)
+class Look:
+    """What decides whether text inside an element can be seen, as inherited so far."""
+
+    removed: bool = False  # not rendered at all (display:none...), whatever is inside
+    font_px: float = 16.0
+    opacity: float = 1.0  # multiplied down the tree: a child cannot undo it
+    colour: Colour | None = (0.0, 0.0, 0.0, 1.0)  # None: unknown (e.g. gradient text)
+    invisible: bool = False  # visibility:hidden (a child can undo it)
+    background: tuple[float, float, float] | None = _WHITE  # None: unknown (an image)
+
+    @property
+    def hidden(self) -> bool:
+        if self.removed or self.invisible:
+            return True
+        if self.font_px < _MIN_FONT_PX or self.opacity < _MIN_ALPHA:
+            return True
+        if self.colour is None:
+            return False
+        if self.colour[3] < _MIN_ALPHA:
+            return True
+        return self.background is not None and max(
+            abs(a - b) for a, b in zip(self.colour[:3], self.background, strict=True)
+        ) <= _SAME_COLOUR
+
+
+def _hides_box(css: dict[str, str]) -> bool:
+    """Whether these declarations make the element and all inside it invisible."""
+    if css.get("display") == "none" or css.get("content-visibility") == "hidden":
+        return True
+    if css.get("mso-hide") == "all":  # Outlook's own display:none
+        return True
+    overflow = css.get("overflow", "").split()
+    clip_x = css.get("overflow-x", overflow[0] if overflow else "")
+    clip_y = css.get("overflow-y", overflow[-1] if overflow else "")
+    if clip_y in ("hidden", "clip") and any(_is_tiny(css.get(p, "")) for p in
+                                             ("height", "max-height")):
+        return True
+    if clip_x in ("hidden", "clip") and any(_is_tiny(css.get(p, "")) for p in
+                                             ("width", "max-width")):
+        return True
+    if _SCALE_ZERO.search(css.get("transform", "")):
+        return True
+    indent = _px(css.get("text-indent", ""))
+    if indent is not None and indent <= -_FAR_PX:
+        return True
+    if css.get("position") in ("absolute", "fixed"):
+        offsets = (_px(css.get(side, "")) for side in ("left", "top", "right", "bottom"))
+        if any(offset is not None and abs(offset) >= _FAR_PX for offset in offsets):
+            return True
+    clip = re.fullmatch(r"rect\((.*)\)", css.get("clip", ""))
+    if clip and all(_is_tiny(edge) or edge == "auto" for edge in
+                    re.split(r"[\s,]+", clip.group(1).strip())):
+        return True
+    inset = re.match(r"inset\(\s*(\d+(?:\.\d+)?)%", css.get("clip-path", ""))
+    return bool(inset and float(inset.group(1)) >= 50) or css.get(
+        "clip-path", "").startswith(("circle(0", "ellipse(0"))
+
+
+_SPECIAL_LOOK_TAGS = frozenset({"a", "body", "dialog", "font", "input"}) | _UNRENDERED
+_LOOK_ATTRS = frozenset({"background", "bgcolor", "hidden"})
+
+
+def element_look(parent: Look, tag: str, attrs: dict[str, str], css: dict[str, str]) -> Look:
+    """The look of an element under ``parent``, from its tag, attributes and styles."""
+    if not css and tag not in _SPECIAL_LOOK_TAGS and not _LOOK_ATTRS.intersection(attrs):
+        return parent  # most elements: nothing of their own that could hide them
+    removed = (parent.removed or tag in _UNRENDERED or "hidden" in attrs
+               or (tag == "dialog" and "open" not in attrs)
+               or (tag == "input" and attrs.get("type", "").lower() == "hidden")
+               or _hides_box(css))
+    if removed:
+        return replace(parent, removed=True)
+    font_px = _font_px(css["font-size"], parent.font_px) if "font-size" in css \
+        else parent.font_px
+    opacity = _alpha(css.get("opacity", "1"))
+    opacity = parent.opacity * (1.0 if opacity is None else opacity)
+    colour = (*_LINK_BLUE, 1.0) if tag == "a" and "href" in attrs else parent.colour
+    legacy = attrs.get("color" if tag == "font" else "text" if tag == "body" else "", "")
+    for value in (legacy, css.get("color", ""), css.get("-webkit-text-fill-color", "")):
+        if value in ("inherit", "currentcolor", "unset"):
+            colour = parent.colour
+        elif (found := parse_colour(value) if value else None) is not None:
+            colour = found
+    background = parent.background
+    for value in (attrs.get("bgcolor", ""), css.get("background", ""),
+                  css.get("background-color", "")):
+        behind = _background(value.lower()) if value else False
+        if behind is not False:
+            background = behind  # type: ignore[assignment]
+    if attrs.get("background") or css.get("background-image", "none") != "none":
+        background = None
+    if "text" in (css.get("background-clip"), css.get("-webkit-background-clip")) \
+            and background is None:
+        colour = None  # gradient or image text: painted by the background, not judged
+    visibility = css.get("visibility")
+    invisible = parent.invisible if visibility not in ("hidden", "collapse", "visible") \
+        else visibility != "visible"
+    return Look(False, font_px, opacity, colour, invisible, background)
+
+
+def tiny_image(attrs: dict[str, str], css: dict[str, str]) -> bool:
+    """A 1x1 tracking pixel: its alt text is never seen."""
+    return any(_is_tiny(attrs.get(name, "")) or _is_tiny(css.get(name, ""))
+               for name in ("width", "height"))

@@ -1,0 +1,235 @@
+"""The mail's ``<style>`` rules: selectors, specificity and ``@media`` queries.
+
+Pure, standard library only. ``<style>`` rules that hide a class are one of the ways a mail
+hides text, so each element's declarations are taken after the cascade, as a browser would.
+Sheets are read for a desktop mail reader in light mode; what cannot be judged (sibling
+combinators, most pseudo-classes) is taken as matching: when unsure, hide more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from connectors.gmail.css_visibility import (
+    CSS_COMMENT,
+    VIEWPORT,
+    declarations,
+    number,
+    unescape_css,
+)
+
+# Bounds on work, so a hostile mail cannot make the walk slow.
+_MAX_NESTING = 8  # @media inside @media...
+_MAX_COMPOUNDS = 16  # "a b c d ..." selectors
+
+
+# ----------------------------------------------------------------------------- style sheets
+
+_STATEFUL = frozenset({"hover", "focus", "active", "visited", "focus-within", "focus-visible",
+                       "target", "checked", "indeterminate", "default", "invalid", "valid"})
+_SELECTOR_TOKEN = re.compile(r"""
+    \s*(?P<comb>[>+~])\s* | (?P<space>\s+) | (?P<tag>\*|[a-z][\w-]*)
+  | \#(?P<id>[\w-]+) | \.(?P<cls>[\w-]+)
+  | \[\s*(?P<attr>[\w-]+)\s*(?:(?P<op>[~|^$*]?=)\s*(?P<val>"[^"]*"|'[^']*'|[^\]\s]*)
+       \s*(?P<flag>[is])?\s*)?\]
+  | (?P<colons>::?)(?P<pseudo>[\w-]+)(?:\((?P<arg>[^()]*)\))?
+""", re.X)
+
+
+@dataclass
+class Compound:
+    """One compound selector (``div.note#x[data-a]``) and the combinator before it."""
+
+    combinator: str = " "
+    tag: str | None = None
+    ids: list[str] = field(default_factory=list)
+    classes: list[str] = field(default_factory=list)
+    attrs: list[tuple[str, str, str, bool]] = field(default_factory=list)
+    negations: list[Compound] = field(default_factory=list)
+    never: bool = False  # a state (:hover) or a pseudo-element: not the element at rest
+
+    def matches(self, tag: str, attrs: dict[str, str]) -> bool:
+        if self.never or (self.tag not in (None, "*") and self.tag != tag):
+            return False
+        # Lower case on both sides: quirks mode, which most mail is in, ignores case.
+        if any(attrs.get("id", "").lower() != wanted for wanted in self.ids):
+            return False
+        classes = attrs.get("class", "").lower().split()
+        if any(wanted not in classes for wanted in self.classes):
+            return False
+        if not all(_attr_matches(attrs, *test) for test in self.attrs):
+            return False
+        return not any(negated.matches(tag, attrs) for negated in self.negations)
+
+
+def _attr_matches(attrs: dict[str, str], name: str, op: str, wanted: str, fold: bool) -> bool:
+    if name not in attrs:
+        return False
+    value = attrs[name]
+    if fold:
+        value, wanted = value.lower(), wanted.lower()
+    return {"": True, "=": value == wanted, "~=": wanted in value.split(),
+            "|=": value == wanted or value.startswith(wanted + "-"),
+            "^=": bool(wanted) and value.startswith(wanted),
+            "$=": bool(wanted) and value.endswith(wanted),
+            "*=": bool(wanted) and wanted in value}.get(op, False)
+
+
+def _parse_selector(text: str) -> tuple[list[Compound], tuple[int, int, int]] | None:
+    """Compounds left to right and the specificity; None when unreadable."""
+    compounds = [Compound()]
+    fresh = True
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        match = _SELECTOR_TOKEN.match(text, position)
+        if not match or match.end() == position:
+            return None
+        position = match.end()
+        groups = match.groupdict()
+        if groups["comb"] or groups["space"]:
+            if not fresh:
+                compounds.append(Compound(combinator=groups["comb"] or " "))
+                fresh = True
+            elif groups["comb"]:
+                compounds[-1].combinator = groups["comb"]
+            continue
+        fresh = False
+        current = compounds[-1]
+        if groups["tag"]:
+            current.tag = groups["tag"]
+        elif groups["id"]:
+            current.ids.append(groups["id"])
+        elif groups["cls"]:
+            current.classes.append(groups["cls"])
+        elif groups["attr"]:
+            current.attrs.append((groups["attr"], groups["op"] or "",
+                                  (groups["val"] or "").strip("\"'"), groups["flag"] == "i"))
+        elif groups["pseudo"]:
+            name = groups["pseudo"]
+            if groups["colons"] == "::" or name in ("before", "after", "first-line",
+                                                     "first-letter") or name in _STATEFUL:
+                current.never = True
+            elif name == "not" and groups["arg"]:
+                inner = _parse_selector(groups["arg"])
+                if inner and len(inner[0]) == 1:
+                    current.negations.append(inner[0][0])
+            # other pseudo-classes (:first-child...) are taken as matching: hide more
+    if fresh and len(compounds) > 1:
+        compounds.pop()
+    ids = sum(len(c.ids) for c in compounds)
+    classes = sum(len(c.classes) + len(c.attrs) for c in compounds)
+    tags = sum(1 for c in compounds if c.tag not in (None, "*"))
+    return compounds, (ids, classes, tags)
+
+
+@dataclass
+class Rule:
+    """One selector of a rule: compounds, specificity, order in the sheets, declarations."""
+
+    compounds: list[Compound]
+    specificity: tuple[int, int, int]
+    order: int
+    css: list[tuple[str, str, bool]]
+
+
+def _media_applies(query: str) -> bool:
+    """Whether an ``@media`` query holds for a desktop mail reader in light mode."""
+    for one in query.lower().split(","):
+        words = one.split()
+        negate = bool(words) and words[0] == "not"
+        if any(word in ("print", "speech") for word in words):
+            holds = False
+        else:
+            holds = all(_feature_holds(name.strip(), value.strip())
+                        for name, value in re.findall(r"\(\s*([\w-]+)\s*:?\s*([^)]*)\)", one))
+        if holds != negate:
+            return True
+    return False
+
+
+def _feature_holds(name: str, value: str) -> bool:
+    if name == "prefers-color-scheme":
+        return value == "light"
+    size = {"width": VIEWPORT[0], "height": VIEWPORT[1]}.get(
+        name.removeprefix("min-").removeprefix("max-").removeprefix("device-"))
+    if size is None:
+        return True
+    parsed = number(value)
+    if parsed is None:
+        return True
+    limit = parsed[0] * (16.0 if parsed[1] in ("em", "rem") else 1.0)
+    if name.startswith("min-"):
+        return size >= limit
+    if name.startswith("max-"):
+        return size <= limit
+    return size == limit
+
+
+def _blocks(sheet: str) -> Iterator[tuple[str, str]]:
+    """Top-level ``(prelude, body)`` pairs of a style sheet; ``@import x;`` is skipped."""
+    position = 0
+    while position < len(sheet):
+        brace = sheet.find("{", position)
+        if brace < 0:
+            return
+        prelude = sheet[position:brace]
+        if ";" in prelude and prelude.lstrip().startswith("@"):
+            prelude = prelude[prelude.rfind(";") + 1:]
+        depth, end = 1, brace + 1
+        while end < len(sheet) and depth:
+            depth += {"{": 1, "}": -1}.get(sheet[end], 0)
+            end += 1
+        yield prelude.strip(), sheet[brace + 1:end - 1]
+        position = end
+
+
+def _rules(sheet: str, counter: Iterator[int], depth: int = 0) -> Iterator[Rule]:
+    for prelude, body in _blocks(sheet):
+        lowered = prelude.lower()
+        if lowered.startswith(("@media", "@supports", "@layer", "@container", "@document")):
+            if depth < _MAX_NESTING and (not lowered.startswith("@media")
+                                         or _media_applies(lowered.removeprefix("@media"))):
+                yield from _rules(body, counter, depth + 1)
+        elif not lowered.startswith("@"):
+            css = declarations(body)
+            for selector in unescape_css(prelude).lower().split(","):
+                parsed = _parse_selector(selector)
+                if parsed:
+                    compounds = parsed[0]
+                    if len(compounds) > _MAX_COMPOUNDS:  # its subject alone: hide more
+                        compounds = [replace(compounds[-1], combinator=" ")]
+                    yield Rule(compounds, parsed[1], next(counter), css)
+
+
+def _style_sheets(html: str) -> Iterator[tuple[str, str]]:
+    """``(attributes, text)`` of each ``<style>`` element, read the way the parser does."""
+    lowered = html.lower()
+    position = 0
+    while (start := lowered.find("<style", position)) >= 0:
+        opened = lowered.find(">", start)
+        closed = lowered.find("</style", opened)
+        if opened < 0 or closed < 0:
+            return
+        if re.match(r"<style[\s/>]", lowered[start:start + 7]):
+            yield html[start + 6:opened], html[opened + 1:closed]
+        position = closed + 1
+
+
+def style_rules(html: str) -> dict[str, list[Rule]]:
+    """The rules of the mail's ``<style>`` elements, keyed by what their subject must have:
+    ``#id``, ``.class``, a tag name, or ``*``."""
+    counter = iter(range(1 << 30))
+    index: dict[str, list[Rule]] = {}
+    for attrs, sheet in _style_sheets(html):
+        media = re.search(r"""media\s*=\s*["']?([^"'>]*)""", attrs, re.I)
+        if media and not _media_applies(media.group(1)):
+            continue
+        for rule in _rules(CSS_COMMENT.sub(" ", sheet), counter):
+            subject = rule.compounds[-1]
+            key = (f"#{subject.ids[0]}" if subject.ids else f".{subject.classes[0]}"
+                   if subject.classes else subject.tag or "*")
+            index.setdefault(key, []).append(rule)
+    return index
