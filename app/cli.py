@@ -79,6 +79,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             os.environ[f"SWITCHBOARD_{name.upper()}"] = str(value)
     settings = load_settings()  # re-validate: e.g. local auth on 0.0.0.0 is refused here
     build_fernet(settings.resolved_secret_key)  # a bad SWITCHBOARD_SECRET_KEY: exit 2 now
+    check_approval_overrides(settings)  # a typo must never leave a tool ungated: exit 2
     configure_logging(settings.log_level)
     if not args.no_migrate:
         _migrate(settings)
@@ -96,6 +97,28 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     GracefulServer(config, config.app).run()
     return 0
+
+
+def check_approval_overrides(settings: Settings) -> None:
+    """Refuse ``SWITCHBOARD_APPROVAL_OVERRIDES`` naming no tool, before the server starts.
+
+    Only when every tool is known beforehand: the tools of a RAP server that is discovered
+    at start-up are checked then (``app.streaming.check_approval_settings``).
+    """
+    if not settings.approval_overrides or any(s.tools is None for s in settings.rap_tools):
+        return
+    from connectors.approvals import agent_tools
+    from connectors.registry import load_connectors
+
+    try:
+        agents = [connector.build_agent(settings) for connector in load_connectors(settings)]
+    except Exception:
+        return  # a broken plug-in is reported at start-up, with the rest
+    names = [tool.name for tool in agent_tools(agents)]
+    names += [tool.name for server in settings.rap_tools for tool in server.tools or ()]
+    problems = settings.approval_policy.unknown_overrides(names)
+    if problems:
+        raise SettingsError("SWITCHBOARD_APPROVAL_OVERRIDES: " + "; ".join(problems))
 
 
 # --- migrate -----------------------------------------------------------------------------

@@ -147,3 +147,15 @@ def test_serve_refuses_a_bad_secret_key(
     monkeypatch.setenv("SWITCHBOARD_SECRET_KEY", "not-a-fernet-key")
     assert main(["serve", "--no-migrate"]) == 2
     assert "SWITCHBOARD_SECRET_KEY" in capsys.readouterr().err
+
+
+def test_serve_refuses_an_approval_override_naming_no_tool(
+    sqlite_env: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A typo would leave the tool it meant ungated: the server does not start.
+    monkeypatch.setenv("SWITCHBOARD_APPROVAL_OVERRIDES", "send_gmail=auto")
+    assert main(["serve", "--no-migrate"]) == 2
+    err = capsys.readouterr().err
+    assert ("SWITCHBOARD_APPROVAL_OVERRIDES: no tool is named 'send_gmail' "
+            "(did you mean 'send_google_email'?)") in err
+    assert "Traceback" not in err
