@@ -522,11 +522,11 @@ class TurnManager:
         try:
             if status == "paused":
                 assert result is not None
-                asked, writer = await self._pause(writer, result, session, waiting, usage,
-                                                  final_text, translator.current_agent,
-                                                  log_extra)
-                if writer is not None:  # the pause could not be stored: the turn fails
-                    status, failed_with = "failed", dict(STORAGE_FAILED)
+                asked, failing = await self._pause(writer, result, session, waiting, usage,
+                                                   final_text, translator.current_agent,
+                                                   log_extra)
+                if failing is not None:  # the pause could not be stored: the turn fails
+                    writer, status, failed_with = failing, "failed", dict(STORAGE_FAILED)
             if status != "paused":
                 writer.put(
                     OutEvent("end_of_stream", {"status": status, "usage": usage},

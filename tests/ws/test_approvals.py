@@ -313,48 +313,48 @@ async def test_another_users_approval_is_invisible_and_undecidable(
         assert sent_mail(live, alice.id) == []
 
 
-async def test_an_expired_approval_is_treated_as_a_rejection(make_settings: Any) -> None:
-    async with serve(make_settings(offline_delta_delay=0)) as live:
-        chat_id = new_chat()
-        async with open_client(live.ws_url(chat_id)) as client:
-            _before, asked = await ask(client)
-            # The timeout passes (moved, not waited for), then the sweep runs.
-            async with live.services.db.session(write=True) as session:
-                await session.execute(update(approvals).values(
-                    expires_at=datetime.now(UTC) - timedelta(seconds=1)))
-                await session.commit()
-            assert await live.services.turns.expire_approvals() == 1
-            events = await client.until("end_of_stream")
-            await client.decide(asked["approval_id"])
-            late = (await client.until("error"))[-1]
-        assert (events[0]["decision"], events[0]["decided_via"]) == ("expired", "expiry")
-        assert events[-1]["status"] == "completed"
-        answer = next(e for e in events if e["type"] == "llm_response")["text"]
-        assert "expired" in answer
-        assert late["message"].endswith("is already expired; the first decision stands")
-        assert sent_mail(live) == []
+async def pass_every_deadline(server: LiveServer) -> None:
+    """The approval timeout passes: moved, not waited for."""
+    async with server.services.db.session(write=True) as session:
+        await session.execute(update(approvals).values(
+            expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await session.commit()
+
+
+async def test_an_expired_approval_is_treated_as_a_rejection(server: LiveServer) -> None:
+    chat_id = new_chat()
+    async with open_client(server.ws_url(chat_id)) as client:
+        _before, asked = await ask(client)
+        await pass_every_deadline(server)
+        assert await server.services.turns.expire_approvals() == 1  # the sweep
+        events = await client.until("end_of_stream")
+        await client.decide(asked["approval_id"])
+        late = (await client.until("error"))[-1]
+    assert (events[0]["decision"], events[0]["decided_via"]) == ("expired", "expiry")
+    assert events[-1]["status"] == "completed"
+    answer = next(e for e in events if e["type"] == "llm_response")["text"]
+    assert "expired" in answer
+    assert late["message"].endswith("is already expired; the first decision stands")
+    assert sent_mail(server) == []
 
 
 async def test_a_decision_racing_the_expiry_sweep_is_refused_as_expired(
-    make_settings: Any,
+    server: LiveServer,
 ) -> None:
-    async with serve(make_settings(offline_delta_delay=0)) as live:
-        chat_id = new_chat()
-        async with open_client(live.ws_url(chat_id)) as client:
-            _before, asked = await ask(client)
-            async with live.services.db.session(write=True) as session:
-                await session.execute(update(approvals).values(
-                    expires_at=datetime.now(UTC) - timedelta(seconds=1)))
-                await session.commit()
-            # Due but not swept yet: the decision itself resolves it as expired.
-            await client.decide(asked["approval_id"])
-            events = await client.until("end_of_stream")
-        error = next(e for e in events if e["type"] == "error" and e["seq"] is None)
-        assert error["message"] == (f"approval '{asked['approval_id']}' had expired, so "
-                                    "nothing was run")
-        assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == [
-            "expired"]
-        assert sent_mail(live) == []
+    chat_id = new_chat()
+    async with open_client(server.ws_url(chat_id)) as client:
+        _before, asked = await ask(client)
+        await pass_every_deadline(server)
+        # Due but not swept yet: the decision itself resolves it as expired.
+        await client.decide(asked["approval_id"])
+        events = await client.until("end_of_stream")
+    error = next(e for e in events if e["type"] == "error" and e["seq"] is None)
+    assert error["message"] == (f"approval '{asked['approval_id']}' had expired, so "
+                                "nothing was run")
+    assert error["approval_id"] == asked["approval_id"]
+    assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == [
+        "expired"]
+    assert sent_mail(server) == []
 
 
 async def test_simultaneous_decisions_run_the_tool_once(server: LiveServer) -> None:
@@ -412,3 +412,29 @@ async def test_a_prompt_racing_a_decision_never_closes_the_turn_it_resumes(
     assert events[-1]["status"] == "completed"
     assert [e["type"] for e in events].count("end_of_stream") == 1
     assert len(sent_mail(server)) == 1
+
+
+async def test_a_pause_that_cannot_be_stored_ends_the_turn_and_runs_nothing(
+    server: LiveServer,
+) -> None:
+    store = server.services.turns.approvals
+
+    async def database_gone(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("connection refused")  # the database went away at that moment
+
+    store.pause = database_gone  # type: ignore[method-assign]
+    chat_id = new_chat()
+    try:
+        async with open_client(server.ws_url(chat_id)) as client:
+            await client.send({"type": "prompt", "text": EMAIL})
+            events = await client.until("end_of_stream")
+    finally:
+        del store.pause
+    types = [e["type"] for e in events]
+    assert "approval_required" not in types and "tool_output" in types  # Yelp's, only
+    error = next(e for e in events if e["type"] == "error")
+    assert error["code"] == "server_error" and "connection refused" not in error["message"]
+    assert events[-1]["status"] == "failed"
+    assert sent_mail(server) == []
+    assert await server.services.store.running_turn(chat_id) is None
+    assert await pending(server) == []
