@@ -59,6 +59,7 @@ from storage.chats import ChatRepository
 from storage.errors import ApprovalDecided, ApprovalNotFound, TurnInProgress
 from storage.open_responses import ResponseRepository, StoredResponse
 from storage.records import ApprovalRecord, UserRecord
+from storage.session import answer_unanswered
 from websocket.protocol import now_ts
 from websocket.turn import TurnOutcome, TurnPlan
 
@@ -208,17 +209,12 @@ def paused_context(items: list[dict[str, Any]], call_ids: set[str]) -> list[dict
                 if item.get("type") == "function_call" and item.get("call_id") in call_ids),
                default=None)
     if last is None:
-        # The turn's later items are gone (a resumed turn that failed keeps only its
-        # input): its input, the messages it starts with.
+        # None of those calls is among the items (the turn was stopped before they were
+        # saved): its input, the messages it starts with.
         last = -1
         while last + 1 < len(items) and items[last + 1].get("type", "message") == "message":
             last += 1
-    kept = items[:last + 1]
-    answered = {item.get("call_id") for item in kept
-                if item.get("type") == "function_call_output"}
-    return kept + [{"type": "function_call_output", "call_id": item["call_id"],
-                    "output": NOT_RUN} for item in kept
-                   if item.get("type") == "function_call" and item["call_id"] not in answered]
+    return answer_unanswered(items[:last + 1], NOT_RUN)
 
 
 async def _new_chat(services: Services, user: UserRecord,
