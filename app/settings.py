@@ -122,14 +122,8 @@ class Settings(BaseSettings):
     @classmethod
     def _parse_modes(cls, value: object) -> object:
         # "gmail=live,plaid=demo" as well as JSON.
-        if isinstance(value, str) and value.lstrip().startswith("{"):
-            return json.loads(value)
-        if isinstance(value, str):
-            pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
-            if any(len(pair) != 2 for pair in pairs):
-                raise ValueError("expected name=mode pairs separated by commas, e.g. gmail=live")
-            return {name.strip(): mode.strip() for name, mode in pairs}
-        return value
+        return _name_value_pairs(value, "expected name=mode pairs separated by commas, "
+                                        "e.g. gmail=live")
 
     @field_validator("rap_tools", mode="before")
     @classmethod
@@ -179,15 +173,11 @@ class Settings(BaseSettings):
     @classmethod
     def _parse_overrides(cls, value: object) -> object:
         # "send_google_email=ask,search_google=auto" as well as JSON.
-        if isinstance(value, str) and value.lstrip().startswith("{"):
-            return json.loads(value)
-        if isinstance(value, str):
-            pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
-            if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
-                raise ValueError("expected tool_name=ask or tool_name=auto pairs separated by "
-                                 "commas, e.g. send_google_email=ask,search_google=auto")
-            return {name.strip(): choice.strip().lower() for name, choice in pairs}
-        return value
+        pairs = _name_value_pairs(value, "expected tool_name=ask or tool_name=auto pairs "
+                                         "separated by commas, e.g. send_google_email=ask")
+        if isinstance(pairs, dict) and isinstance(value, str):
+            return {name: str(choice).lower() for name, choice in pairs.items()}
+        return pairs
 
     @property
     def approval_policy(self) -> ApprovalPolicy:
@@ -315,6 +305,18 @@ class Settings(BaseSettings):
         if self.secret_key:
             return self.secret_key
         return _load_or_create_key(self.data_dir / "secret.key")
+
+
+def _name_value_pairs(value: object, expected: str) -> object:
+    """``"a=x,b=y"`` (what people type in a shell) or a JSON object, as a dict."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        return json.loads(value)
+    if not isinstance(value, str):
+        return value
+    pairs = [part.split("=", 1) for part in value.split(",") if part.strip()]
+    if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+        raise ValueError(expected)
+    return {name.strip(): item.strip() for name, item in pairs}
 
 
 # The settings each built-in connector needs in live mode.
