@@ -19,6 +19,7 @@ from urllib.parse import quote
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
 from connectors.gmail.mime import (
+    LIST_BODY_CHARS,
     READ_BODY_CHARS,
     Email,
     build_raw,
@@ -166,7 +167,7 @@ class GmailClient:
         async def one(message_id: str) -> Email | None:
             async with gate:
                 try:
-                    return to_email(await self._fetch(message_id))
+                    return await _parsed(await self._fetch(message_id))
                 except ToolError as exc:
                     if isinstance(exc, ServiceError):
                         raise
@@ -186,7 +187,7 @@ class GmailClient:
         return await self._fetch_many(await self._list_ids(max_results, query=query))
 
     async def get(self, message_id: str) -> Email:
-        return to_email(await self._fetch(message_id.strip()), READ_BODY_CHARS)
+        return await _parsed(await self._fetch(message_id.strip()), READ_BODY_CHARS)
 
     async def send(self, to: list[str], subject: str, body: str, cc: list[str],
                    bcc: list[str]) -> Email:
@@ -240,3 +241,10 @@ def live_backend(context: ChatContext, credentials: dict[str, Any]) -> GmailClie
 
     api = GmailApi(http, oauth, settings.gmail_base_url, credentials, persist, forget)
     return GmailClient(api, credentials.get("email"))
+
+
+async def _parsed(message: dict[str, Any], body_chars: int = LIST_BODY_CHARS) -> Email:
+    """``to_email`` off the event loop: turning a sender's HTML into text is CPU work that
+    a hostile mail can make long (bounded by ``html_text``'s work budget), and the loop
+    serves every other chat meanwhile."""
+    return await asyncio.to_thread(to_email, message, body_chars)
