@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from app.errors import ApiError
 from app.rest import approval_json, chat_id_param, current_user, json_body, services_of
 from storage.errors import ApprovalDecided, ApprovalNotFound
-from websocket.handler import decision_refused
+from websocket.handler import decision_refused, expired_refusal
 from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON
 from websocket.turn import ServerDraining
 
@@ -51,7 +51,7 @@ async def decide(request: Request) -> Response:
     turns = services_of(request).turns
     try:
         decided = await turns.decide(user.id, chat_id, approval_id, body.decision == "approve",
-                                     (body.reason or "").strip() or None, "rest")
+                                     body.reason, "rest")
     except ApprovalNotFound as exc:
         raise ApiError(404, "not_found", decision_refused(exc)) from None
     except ApprovalDecided as exc:
@@ -59,8 +59,7 @@ async def decide(request: Request) -> Response:
     except ServerDraining as exc:
         raise ApiError(503, "server_error", f"{exc}; the approval is still pending") from None
     if decided.expired:
-        raise ApiError(409, "invalid_request",
-                       f"approval '{approval_id}' had expired, so nothing was run")
+        raise ApiError(409, "invalid_request", expired_refusal(approval_id))
     record = await turns.approvals.get(chat_id, approval_id)
     return JSONResponse({"approval": approval_json(record) if record else None})
 

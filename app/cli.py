@@ -107,6 +107,7 @@ def check_approval_overrides(settings: Settings) -> None:
     """
     if not settings.approval_overrides or any(s.tools is None for s in settings.rap_tools):
         return
+    from app.streaming import check_overrides
     from connectors.approvals import agent_tools
     from connectors.registry import load_connectors
 
@@ -116,9 +117,7 @@ def check_approval_overrides(settings: Settings) -> None:
         return  # a broken plug-in is reported at start-up, with the rest
     names = [tool.name for tool in agent_tools(agents)]
     names += [tool.name for server in settings.rap_tools for tool in server.tools or ()]
-    problems = settings.approval_policy.unknown_overrides(names)
-    if problems:
-        raise SettingsError("SWITCHBOARD_APPROVAL_OVERRIDES: " + "; ".join(problems))
+    check_overrides(settings, names)
 
 
 # --- migrate -----------------------------------------------------------------------------

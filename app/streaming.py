@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -92,14 +92,18 @@ def build_engine(settings: Settings, db: Any, connectors: list[Connector],
     )
 
 
-def check_approval_settings(settings: Settings, orchestrator: Agent[ChatContext]) -> None:
-    """Refuse overrides naming no tool (a typo would silently leave a tool ungated), and
-    say loudly when nothing asks for approval."""
-    specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
-    problems = settings.approval_policy.unknown_overrides(
-        tool.name for tool in agent_tools(specialists))
+def check_overrides(settings: Settings, tool_names: Iterable[str]) -> None:
+    """Refuse overrides naming none of ``tool_names``: a typo would silently leave the tool
+    it meant ungated."""
+    problems = settings.approval_policy.unknown_overrides(tool_names)
     if problems:
         raise SettingsError("SWITCHBOARD_APPROVAL_OVERRIDES: " + "; ".join(problems))
+
+
+def check_approval_settings(settings: Settings, orchestrator: Agent[ChatContext]) -> None:
+    """Refuse overrides naming no tool, and say loudly when nothing asks for approval."""
+    specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
+    check_overrides(settings, (tool.name for tool in agent_tools(specialists)))
     if settings.approvals == "off":
         logger.warning("APPROVALS ARE OFF (SWITCHBOARD_APPROVALS=off): tools that send, pay, "
                        "write or delete run without asking anyone. Use this only for trusted "

@@ -74,14 +74,6 @@ class Decided:
     expired: bool = False
 
 
-@dataclass(frozen=True)
-class Superseded:
-    """A paused turn ended by a new prompt or a cancel: the events that end it."""
-
-    turn_id: str
-    events: list[EventRecord]
-
-
 def resolved_payload(approval: ApprovalRecord, decision: Decision, reason: str | None,
                      decided_by: str | None, via: str) -> dict[str, Any]:
     return {"approval_id": approval.id, "call_id": approval.call_id, "decision": decision,
@@ -170,8 +162,9 @@ class ApprovalStore:
             return await _resolve(conn, approval, "expired", None, None, "expiry", ts, owner)
 
     async def supersede(self, chat_id: str, turn_id: str, via: str,
-                        ts: str) -> Superseded | None:
-        """End a paused turn as ``cancelled``; None when it is not paused (any more)."""
+                        ts: str) -> list[EventRecord] | None:
+        """End a paused turn as ``cancelled`` (a new prompt, a cancel): the events that end
+        it, or None when it is not paused (any more)."""
         async with self._db.transaction(write=True) as conn:
             await _lock_chat(conn, chat_id)
             state = await conn.scalar(
@@ -204,7 +197,7 @@ class ApprovalStore:
                 status="cancelled", final_text=turn.partial_text, usage=usage,
                 finished_at=now))
             await _keep_history(conn, chat_id, state)
-        return Superseded(turn_id, records)
+        return records
 
     async def pending_for_user(self, user_id: str) -> list[ApprovalRecord]:
         """The user's pending approvals across chats, oldest first."""
@@ -229,18 +222,9 @@ class ApprovalStore:
     async def last_decision_at(self, turn_id: str) -> datetime | None:
         """When the turn's latest approval was decided (it resumed then), if ever."""
         async with self._db.transaction() as conn:
-            value = await conn.scalar(select(func.max(approvals.c.decided_at))
-                                      .where(approvals.c.turn_id == turn_id))
-        if isinstance(value, str):  # SQLite hands an aggregate back untyped
-            value = datetime.fromisoformat(value)
-        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None \
-            else value
-
-    async def paused_turn_of(self, chat_id: str) -> str | None:
-        """The id of the chat's paused turn, if one waits."""
-        async with self._db.transaction() as conn:
-            return await conn.scalar(select(paused_turns.c.turn_id)
-                                     .where(paused_turns.c.chat_id == chat_id))
+            # max() keeps the column's type: an aware UTC datetime on either engine.
+            return await conn.scalar(select(func.max(approvals.c.decided_at))
+                                     .where(approvals.c.turn_id == turn_id))
 
 
 # --------------------------------------------------------------------------- helpers

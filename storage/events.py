@@ -217,15 +217,12 @@ class EventStore:
             row = (
                 await session.execute(
                     select(turns.c.partial_text, turns.c.usage).where(
-                        turns.c.id == turn_id, turns.c.status == "running"
+                        turns.c.id == turn_id, turns.c.status == "running", _NOT_PAUSED
                     )
                 )
             ).one_or_none()
-            if row is None:  # finished (or deleted) since we looked
+            if row is None:  # finished (or deleted) since we looked, or paused: not orphaned
                 return []
-            if await session.scalar(select(paused_turns.c.turn_id)
-                                    .where(paused_turns.c.turn_id == turn_id)) is not None:
-                return []  # paused for approvals: nothing is running to be orphaned
             end = NewEvent(
                 type="end_of_stream",
                 turn_id=turn_id,

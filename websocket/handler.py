@@ -362,7 +362,7 @@ class _Session:
         try:
             decided = await self.services.turns.decide(
                 self.user_id, self.chat_id, frame.approval_id, frame.decision == "approve",
-                (frame.reason or "").strip() or None, f"socket:{self.id}")
+                frame.reason, f"socket:{self.id}")
         except (ApprovalNotFound, ApprovalDecided) as exc:
             self._error("invalid_request", decision_refused(exc),
                         approval_id=frame.approval_id)
@@ -376,8 +376,8 @@ class _Session:
                         retryable=True, approval_id=frame.approval_id)
         else:
             if decided.expired:
-                self._error("invalid_request", f"approval '{frame.approval_id}' had expired, "
-                            "so nothing was run", approval_id=frame.approval_id)
+                self._error("invalid_request", expired_refusal(frame.approval_id),
+                            approval_id=frame.approval_id)
 
     def _within_limits(self) -> bool:
         services = self.services
@@ -429,6 +429,11 @@ def decision_refused(exc: ApprovalNotFound | ApprovalDecided) -> str:
     if isinstance(exc, ApprovalDecided):
         return f"approval '{exc.approval_id}' is already {exc.status}; the first decision stands"
     return f"no approval '{exc.approval_id}' in this chat"
+
+
+def expired_refusal(approval_id: str) -> str:
+    """Why a decision on an approval past its deadline changed nothing."""
+    return f"approval '{approval_id}' had expired, so nothing was run"
 
 
 def _covers(snapshot: Mark, mark: Mark) -> bool:

@@ -173,7 +173,7 @@ class StreamTranslator:
             "call_id": call_id,
             "name": name,
             "description": self._descriptions.get(name) or _humanise(name),
-            "arguments": _arguments(raw),
+            "arguments": call_arguments(raw),
             "current_agent": self._current_agent,
         }
         return [OutEvent("tool_call", payload, True)]
@@ -227,11 +227,6 @@ def pending_call(item: Any, descriptions: Mapping[str, str],
                        call_arguments(raw), agent)
 
 
-def call_arguments(raw: Any) -> dict[str, Any]:
-    """A raw tool call's arguments as the ``tool_call`` and ``approval_required`` show them."""
-    return _arguments(raw)
-
-
 def usage_payload(usage: Any) -> dict[str, int]:
     """``agents.usage.Usage`` (or None) -> the ``end_of_stream.usage`` dict."""
     keys = ("input_tokens", "output_tokens", "total_tokens", "requests")
@@ -255,8 +250,9 @@ def _reject_constant(value: str) -> Any:
     raise ValueError(f"{value} is not JSON")  # NaN/Infinity would make the wire frame invalid
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    """Tool arguments as an object; what is not a JSON object is kept as ``{"_raw": text}``."""
+def call_arguments(raw: Any) -> dict[str, Any]:
+    """A raw tool call's arguments as ``tool_call`` and ``approval_required`` show them: an
+    object; what is not a JSON object is kept as ``{"_raw": text}``."""
     value = _get(raw, "arguments")
     if value is None:
         # Hosted tools (web search, …) describe what they do in ``action``; custom tools in input.

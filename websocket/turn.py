@@ -225,6 +225,7 @@ class TurnManager:
         """
         if self.draining:
             raise ServerDraining("the server is restarting; decide again in a moment")
+        reason = (reason or "").strip() or None  # a blank reason is no reason
         with self._deciding_in(chat_id):
             decided = await self.approvals.decide(
                 user_id, chat_id, approval_id, "approved" if approve else "rejected",
@@ -290,14 +291,14 @@ class TurnManager:
                          ts: str) -> bool:
         """End the chat's paused turn (a new prompt or a cancel came); False when
         ``turn_id`` is not paused."""
-        ended = await self.approvals.supersede(chat_id, turn_id, via, ts)
-        if ended is None:
+        ending = await self.approvals.supersede(chat_id, turn_id, via, ts)
+        if ending is None:
             return False
         channel = channel_of(user_id, chat_id)
-        self.metrics.events_persisted.inc(len(ended.events))
-        self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ended.events])
+        self.metrics.events_persisted.inc(len(ending))
+        self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ending])
         self.metrics.approvals.labels("superseded").inc(
-            sum(r.type == "approval_resolved" for r in ended.events))
+            sum(r.type == "approval_resolved" for r in ending))
         self.metrics.turns.labels("cancelled").inc()
         return True
 
