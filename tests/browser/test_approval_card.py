@@ -126,8 +126,10 @@ async def test_the_email_card_shows_everything_and_nothing_is_sent_before_approv
     # The sidebar marks the chat.
     await expect(sidebar_flag(page, chat_id_of(page))).to_have_text("Needs approval")
 
-    # Paused: nothing is sent while it waits.
-    await asyncio.sleep(0.5)
+    # Paused: the turn is a stored row with no task that could send anything meanwhile.
+    running = await live.services.store.running_turn(chat_id_of(page))
+    assert running is not None and running.paused
+    assert live.services.turns.running_task(chat_id_of(page), running.id) is None
     assert sent_mail(live) == []
     assert await card.get_attribute("data-state") == "pending"
 
