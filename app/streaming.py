@@ -147,23 +147,24 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
         closing.add(task)
         task.add_done_callback(closing.discard)
 
-    cluster = await build_cluster(settings.redis_url, settings.turn_lease_seconds, cancel_here,
-                                  deleted_elsewhere)
+    cluster = await build_cluster(settings.redis_url, cancel_here, deleted_elsewhere)
     services.hub = Hub(cluster)
     services.turns = TurnManager(services.store, services.hub, engine, services.db,
-                                 cluster=cluster, lease_ttl=settings.turn_lease_seconds,
+                                 cluster=cluster, lease_seconds=settings.turn_lease_seconds,
                                  metrics=services.metrics,
                                  approval_timeout=settings.approval_timeout)
     services.prompt_limiter = PromptRateLimiter(settings.prompts_per_minute)
     closed = await services.turns.close_orphans(now_ts())
     if closed:
-        logger.warning("closed turns interrupted by a restart", extra={"turns": closed})
-    # Several instances: one may die mid-turn at any time, not only before a restart.
-    watchers = [asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch")
-                ] if cluster.remote else []
-    watchers.append(asyncio.create_task(
-        services.turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
-        name="approval-expiry"))
+        logger.warning("closed turns whose instance stopped", extra={"turns": closed})
+    # Whether or not other instances share the database: any of them may die mid-turn.
+    watchers = [
+        asyncio.create_task(services.turns.keep_leases(), name="lease-renewal"),
+        asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch"),
+        asyncio.create_task(
+            services.turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
+            name="approval-expiry"),
+    ]
     try:
         yield
     finally:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import Database
@@ -38,6 +38,7 @@ from storage.models import (
 from storage.records import (
     ApprovalRecord,
     EventRecord,
+    Lease,
     NewEvent,
     PausedRun,
     approval_from_row,
@@ -60,6 +61,15 @@ class ApprovalRequest:
     description: str
     arguments: dict[str, Any]
     current_agent: str
+
+
+@dataclass(frozen=True)
+class Paused:
+    """A stored pause: its ``approval_required`` events, and whether someone asked the
+    turn to stop before it paused (the caller then ends it: nothing runs to hear it)."""
+
+    events: list[EventRecord]
+    cancel_requested: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,9 +96,10 @@ class ApprovalStore:
 
     async def pause(self, chat_id: str, turn_id: str, requests: list[ApprovalRequest],
                     state: dict[str, Any], usage: dict[str, int], expires_at: datetime,
-                    ts: str, *, text: str = "") -> list[EventRecord]:
+                    ts: str, *, text: str = "") -> Paused:
         """Store a turn's pause and its ``approval_required`` events, in order; ``text``
-        is the turn's answer so far (its final text if the pause is superseded).
+        is the turn's answer so far (its final text if the pause is superseded). The turn
+        gives up its runner and lease: no process runs a paused turn.
 
         Raises ``TurnFenced`` when the turn no longer runs (closed by another instance)."""
         now = utcnow()
@@ -100,8 +111,9 @@ class ApprovalStore:
             for request in requests]
         async with self._db.transaction(write=True) as conn:
             await _lock_chat(conn, chat_id)
-            status = await conn.scalar(select(turns.c.status).where(turns.c.id == turn_id))
-            if status != "running":
+            turn = (await conn.execute(select(turns.c.status, turns.c.cancel_requested)
+                                       .where(turns.c.id == turn_id))).one_or_none()
+            if turn is None or turn.status != "running":
                 raise TurnFenced(turn_id)
             records = await append_events(conn, chat_id, events)
             await conn.execute(insert(approvals), [{
@@ -115,14 +127,17 @@ class ApprovalStore:
                 turn_id=turn_id, chat_id=chat_id, created_at=now,
                 state={**state, "approvals": [request.id for request in requests]}))
             await conn.execute(update(turns).where(turns.c.id == turn_id)
-                               .values(usage=usage, partial_text=text))
-        return records
+                               .values(usage=usage, partial_text=text, runner=None,
+                                       lease_until=None))
+        return Paused(records, bool(turn.cancel_requested))
 
     async def decide(self, user_id: str, chat_id: str, approval_id: str, decision: Decision,
-                     reason: str | None, via: str, ts: str) -> Decided:
+                     reason: str | None, via: str, ts: str, lease: Lease) -> Decided:
         """The person's decision (``approved`` | ``rejected``) on a pending approval of
         their chat. Raises ``ApprovalNotFound`` (unknown here, another chat's, another
-        user's) or ``ApprovalDecided``; an expired approval is resolved as ``expired``."""
+        user's) or ``ApprovalDecided``; an expired approval is resolved as ``expired``.
+        A decision that resumes the turn claims it with ``lease``, in the same
+        transaction: the caller's instance runs it from then on."""
         async with self._db.transaction(write=True) as conn:
             try:
                 owner = await _lock_chat(conn, chat_id)
@@ -135,8 +150,9 @@ class ApprovalStore:
                 raise ApprovalDecided(approval_id, approval.status)
             if approval.expires_at <= utcnow():
                 return await _resolve(conn, approval, "expired", None, None, "expiry", ts,
-                                      owner, expired=True)
-            return await _resolve(conn, approval, decision, reason, user_id, via, ts, owner)
+                                      owner, lease, expired=True)
+            return await _resolve(conn, approval, decision, reason, user_id, via, ts, owner,
+                                  lease)
 
     async def due(self, limit: int = 100) -> list[tuple[str, str]]:
         """``(approval_id, chat_id)`` of pending approvals past their ``expires_at``."""
@@ -147,7 +163,8 @@ class ApprovalStore:
                 .order_by(approvals.c.expires_at).limit(limit))).all()
         return [(approval_id, chat_id) for approval_id, chat_id in rows]
 
-    async def expire(self, chat_id: str, approval_id: str, ts: str) -> Decided | None:
+    async def expire(self, chat_id: str, approval_id: str, ts: str,
+                     lease: Lease) -> Decided | None:
         """Resolve one due approval as ``expired``; None if it was decided meanwhile
         (here or elsewhere) or its chat deleted."""
         async with self._db.transaction(write=True) as conn:
@@ -159,7 +176,8 @@ class ApprovalStore:
             if approval is None or approval.status != "pending" \
                     or approval.expires_at > utcnow():
                 return None
-            return await _resolve(conn, approval, "expired", None, None, "expiry", ts, owner)
+            return await _resolve(conn, approval, "expired", None, None, "expiry", ts, owner,
+                                  lease)
 
     async def supersede(self, chat_id: str, turn_id: str, via: str,
                         ts: str) -> list[EventRecord] | None:
@@ -219,13 +237,6 @@ class ApprovalStore:
         async with self._db.transaction() as conn:
             return await _approval(conn, chat_id, approval_id)
 
-    async def last_decision_at(self, turn_id: str) -> datetime | None:
-        """When the turn's latest approval was decided (it resumed then), if ever."""
-        async with self._db.transaction() as conn:
-            # max() keeps the column's type: an aware UTC datetime on either engine.
-            return await conn.scalar(select(func.max(approvals.c.decided_at))
-                                     .where(approvals.c.turn_id == turn_id))
-
 
 # --------------------------------------------------------------------------- helpers
 
@@ -248,7 +259,7 @@ async def _approval(conn: AsyncConnection, chat_id: str,
 
 async def _resolve(conn: AsyncConnection, approval: ApprovalRecord, decision: Decision,
                    reason: str | None, decided_by: str | None, via: str, ts: str,
-                   owner: str, *, expired: bool = False) -> Decided:
+                   owner: str, lease: Lease, *, expired: bool = False) -> Decided:
     """Record the decision of a pending approval (the chat row is locked) and, if it was
     the pause's last, claim the paused run."""
     await conn.execute(
@@ -258,12 +269,12 @@ async def _resolve(conn: AsyncConnection, approval: ApprovalRecord, decision: De
     (event,) = await append_events(conn, approval.chat_id, [NewEvent(
         "approval_resolved", approval.turn_id,
         resolved_payload(approval, decision, reason, decided_by, via), ts)])
-    resume = await _claim_if_done(conn, approval, owner, event.seq)
+    resume = await _claim_if_done(conn, approval, owner, event.seq, lease)
     return Decided(event, owner, resume, expired)
 
 
 async def _claim_if_done(conn: AsyncConnection, approval: ApprovalRecord, owner: str,
-                         last_seq: int) -> PausedRun | None:
+                         last_seq: int, lease: Lease) -> PausedRun | None:
     state = await conn.scalar(
         select(paused_turns.c.state).where(paused_turns.c.turn_id == approval.turn_id))
     if state is None:
@@ -277,6 +288,9 @@ async def _claim_if_done(conn: AsyncConnection, approval: ApprovalRecord, owner:
         delete(paused_turns).where(paused_turns.c.turn_id == approval.turn_id))
     if deleted.rowcount != 1:  # type: ignore[attr-defined]
         return None
+    # Claimed with the pause's end: never a moment when the turn looks orphaned.
+    await conn.execute(update(turns).where(turns.c.id == approval.turn_id)
+                       .values(runner=lease.runner, lease_until=lease.until()))
     turn = (await conn.execute(select(turns.c.prompt, turns.c.user_prompt_seq)
                                .where(turns.c.id == approval.turn_id))).one()
     order = {approval_id: index for index, approval_id in enumerate(ids)}

@@ -105,6 +105,7 @@ class Database:
         self._write_sessions = async_sessionmaker(self._write_engine, expire_on_commit=False)
         # SQLite only (see the module docstring): one write transaction at a time.
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.dialect == "sqlite" else None
+        self._abandoned_pings: set[asyncio.Task[None]] = set()  # see ping
 
     def __repr__(self) -> str:
         return f"Database({make_url(self.url).render_as_string(hide_password=True)!r})"
@@ -148,16 +149,48 @@ class Database:
     async def dispose(self) -> None:
         await self.engine.dispose()
 
-    async def ping(self) -> bool:
-        """True when a ``SELECT 1`` answers within ``PING_TIMEOUT`` seconds (readiness)."""
+    # A caller's asyncio.timeout would wait for the driver, as wait_for does (see below).
+    async def ping(self, timeout: float = PING_TIMEOUT) -> bool:  # noqa: ASYNC109
+        """True when a ``SELECT 1`` answers within ``timeout`` seconds (readiness).
+
+        Returns within ``timeout`` whatever the database does. A probe that has not answered
+        by then is cancelled and left to end in the background: waiting for it to end (as
+        ``asyncio.wait_for`` does) waits for the driver to let go of a hung connection, which
+        takes seconds more (SQLAlchemy's terminate gives asyncpg's graceful close 2 s,
+        shielded from the cancellation). It is cancelled exactly once: a second cancellation
+        lands inside that shield and leaves the shielded close's exception unretrieved.
+        """
+        probe = asyncio.create_task(self._select_one(), name="database ping")
         try:
-            async with asyncio.timeout(PING_TIMEOUT):
-                async with self.engine.connect() as conn:
-                    await conn.execute(text("SELECT 1"))
+            done, _ = await asyncio.wait({probe}, timeout=timeout)
+        finally:
+            if not probe.done():  # timed out, or the caller itself was cancelled
+                self._abandon(probe)
+        if not done:
+            log.warning("database ping timed out after %.1f s", timeout)
+            return False
+        try:
+            probe.result()
         except Exception as exc:  # readiness must answer, not raise
             log.warning("database ping failed: %s", exc.__class__.__name__)
             return False
         return True
+
+    async def _select_one(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    def _abandon(self, probe: asyncio.Task[None]) -> None:
+        probe.cancel()
+        self._abandoned_pings.add(probe)  # the loop keeps only a weak reference to a task
+        probe.add_done_callback(self._abandoned_ping_ended)
+
+    def _abandoned_ping_ended(self, probe: asyncio.Task[None]) -> None:
+        self._abandoned_pings.discard(probe)
+        # Retrieved here, once: nobody else is waiting for it any more.
+        exc = None if probe.cancelled() else probe.exception()
+        if exc is not None:
+            log.debug("an abandoned database ping ended: %s", exc.__class__.__name__)
 
 
 def json_dumps(value: Any) -> str:

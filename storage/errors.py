@@ -33,11 +33,32 @@ class TurnInProgress(StorageError):
         self.turn_id = turn_id
 
 
+class ClientMessageReused(StorageError):
+    """A ``client_message_id`` the chat has already seen came with a different text: a
+    client bug (ids must be unique per message), never answered with the old prompt."""
+
+    def __init__(self, client_message_id: str) -> None:
+        super().__init__(
+            f"client_message_id {client_message_id!r} was already used in this chat for a "
+            "different prompt; use a new id for each message")
+        self.client_message_id = client_message_id
+
+
 class TurnFenced(StorageError):
-    """The turn is no longer running (another instance closed it): stop writing to it."""
+    """The turn may not be written to any more: it is no longer running (another instance
+    closed it), or, for what follows its end, a later turn of the chat has begun."""
 
     def __init__(self, turn_id: str) -> None:
         super().__init__(f"turn {turn_id!r} is no longer running; its writer must stop")
+        self.turn_id = turn_id
+
+
+class CancelRequested(StorageError):
+    """A stop was asked for the turn before its ``completed`` end was written: the end
+    must say ``cancelled`` (a stop that was acknowledged is honoured)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"turn {turn_id!r} was asked to stop; end it as cancelled")
         self.turn_id = turn_id
 
 

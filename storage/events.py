@@ -15,6 +15,7 @@ chat ids it is given.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +24,13 @@ from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database
-from storage.errors import ChatNotFound, TurnFenced, TurnInProgress
+from storage.errors import (
+    CancelRequested,
+    ChatNotFound,
+    ClientMessageReused,
+    TurnFenced,
+    TurnInProgress,
+)
 from storage.models import (
     approvals,
     chat_events,
@@ -35,7 +42,9 @@ from storage.models import (
 )
 from storage.records import (
     EventRecord,
+    Lease,
     NewEvent,
+    Renewal,
     RunningTurnRef,
     TurnRecord,
     TurnUpdate,
@@ -62,7 +71,7 @@ class EventStore:
 
     async def start_turn(
         self, chat_id: str, prompt: str, client_message_id: str | None, ts: str,
-        *, owner: str | None = None,
+        *, owner: str | None = None, lease: Lease | None = None,
     ) -> tuple[TurnRecord, EventRecord, bool]:
         """Persist a new turn and its ``user_prompt`` event, in one transaction.
 
@@ -70,7 +79,10 @@ class EventStore:
         ``client_message_id`` the chat has already seen returns that turn with
         ``created=False`` (a client retry must not run the prompt twice). Raises
         ``TurnInProgress`` if another turn of the chat is running, ``ChatNotFound`` if
-        the chat does not exist (or, with ``owner``, is not that user's).
+        the chat does not exist (or, with ``owner``, is not that user's), and
+        ``ClientMessageReused`` if the id came before with another text. ``lease``: the
+        instance that will run the turn claims it (see ``Lease``); without one the turn
+        counts as orphaned at once.
         """
         created_at = parse_ts(ts)
         async with self._db.transaction(write=True) as conn:
@@ -89,6 +101,8 @@ class EventStore:
                         and turn.client_message_id == client_message_id]
             if repeated:
                 turn = repeated[0]
+                if turn.prompt != prompt:
+                    raise ClientMessageReused(turn.client_message_id or "")
                 event = await _event_at(conn, chat_id, turn.user_prompt_seq)
                 await conn.rollback()
                 return turn, event, False
@@ -110,6 +124,8 @@ class EventStore:
                 created_at=created_at,
                 finished_at=None,
                 user_prompt_seq=seq,
+                runner=lease.runner if lease is not None else None,
+                lease_until=lease.until() if lease is not None else None,
             )
             # The unique indexes (one running turn, one client_message_id per chat) back
             # this up in the database; with the row lock above they never fire here.
@@ -128,26 +144,41 @@ class EventStore:
         update: TurnUpdate | None = None,
         *,
         fence_turn: str | None = None,
+        after_end: bool = False,
     ) -> list[EventRecord]:
         """Persist ``events`` with consecutive seqs and apply ``update``, atomically.
 
         Returns the stored events in order, with their seqs. Raises ``ChatNotFound`` if
         the chat does not exist and ``ValueError`` if ``update`` names a turn that is not
         in this chat (nothing is written then).
+
+        ``fence_turn``: write only while that turn still runs (``TurnFenced`` otherwise):
+        a runner whose turn was closed elsewhere (it stalled past its lease) must not add
+        to a finished turn; and a ``completed`` end of a turn someone asked to stop raises
+        ``CancelRequested`` (the writer ends it as cancelled instead). With ``after_end``
+        (what follows a turn's end: its suggested prompts), write only while it is still
+        the chat's latest turn, so nothing of it lands among the next turn's events.
         """
         if not events and update is None:
             return []
         # A Core connection, not a Session: this runs once per batch of a turn's events.
         async with self._db.transaction(write=True) as conn:
-            if fence_turn is not None:
-                # Fencing for several instances: a writer whose turn was closed elsewhere
-                # (its instance stalled past its lock) must not add to a finished turn.
-                status = await conn.scalar(
-                    select(turns.c.status).where(turns.c.id == fence_turn).with_for_update()
-                )
-                if status != "running":
-                    raise TurnFenced(fence_turn)
+            # Seqs first: that locks the chat row, which every write that ends a turn or
+            # starts one takes first too, so the check below sees the latest of them.
             records = await append_events(conn, chat_id, events)
+            if fence_turn is not None and after_end:
+                if await conn.scalar(_LATEST_TURN, {"b_chat_id": chat_id}) != fence_turn:
+                    raise TurnFenced(fence_turn)
+            elif fence_turn is not None:
+                if not events:
+                    await conn.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
+                turn = (await conn.execute(
+                    _TURN_STATUS, {"b_chat_id": chat_id, "b_turn": fence_turn})).one_or_none()
+                if turn is None or turn.status != "running":
+                    raise TurnFenced(fence_turn)
+                if turn.cancel_requested and update is not None \
+                        and update.status == "completed":
+                    raise CancelRequested(fence_turn)
             if update is not None:
                 await apply_turn_update(conn, chat_id, update)
         return records
@@ -170,81 +201,95 @@ class EventStore:
             return await _running_turn(session, chat_id)
 
     async def close_interrupted_turns(self, ts: str) -> int:
-        """Fail every turn still marked ``running``; returns how many.
+        """Fail every running turn whose runner's lease has expired; returns how many.
 
-        Call once at start-up, before accepting sockets: a running turn then can only be
-        one that a crash or restart cut short. Each gets an ``end_of_stream`` ``failed``
-        event (so clients see the turn end) and keeps the text it had reached as its
-        final text. With several instances on one database, run it only where no turn
-        can be live (e.g. under the deployment's start-up lock).
+        Each gets an ``end_of_stream`` ``failed`` event (so clients see the turn end) and
+        keeps the text it had reached as its final text. A turn whose lease still holds
+        is left alone: its instance may be alive, whatever this process believes.
         """
-        async with self._db.session() as session:
-            candidates = (
-                await session.execute(
-                    select(turns.c.id, turns.c.chat_id).where(turns.c.status == "running",
-                                                              _NOT_PAUSED)
-                )
-            ).all()
         closed = 0
-        for turn_id, chat_id in candidates:
-            closed += bool(await self._close_turn(chat_id, turn_id, ts))
+        for turn in await self.expired_turns():
+            closed += bool(await self.close_turn(turn.chat_id, turn.turn_id, ts))
         return closed
 
-    async def running_turns(self) -> list[RunningTurnRef]:
-        """Every turn marked running that is not paused for approvals (a paused turn is
-        a row, not a process: it can never be orphaned), with its chat's owner."""
+    async def expired_turns(self) -> list[RunningTurnRef]:
+        """The running turns whose runner's lease has expired (a paused turn is a row, not
+        a process, so it never is one), with their chats' owners."""
         async with self._db.session() as session:
             rows = (
                 await session.execute(
                     select(turns.c.chat_id, turns.c.id, chats.c.user_id)
                     .join(chats, chats.c.id == turns.c.chat_id)
-                    .where(turns.c.status == "running", _NOT_PAUSED)
+                    .where(turns.c.status == "running", _lease_expired(utcnow()), _NOT_PAUSED)
                 )
             ).all()
         return [RunningTurnRef(chat_id, turn_id, user_id) for chat_id, turn_id, user_id in rows]
 
-    async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
-        """Fail one running turn whose runner is gone: the events that end it (an
-        ``error`` if an approved action was cut short, then ``end_of_stream`` ``failed``),
-        or none if the turn had already ended or is paused."""
-        return await self._close_turn(chat_id, turn_id, ts)
+    async def renew_leases(self, lease: Lease, turn_ids: Collection[str]) -> Renewal:
+        """Extend ``lease`` on those of ``turn_ids`` its runner still runs: the ones
+        returned as kept. A turn missing from them was closed elsewhere (its lease had
+        expired) or has ended; ``cancel`` names the kept ones someone asked to stop."""
+        if not turn_ids:
+            return Renewal()
+        async with self._db.transaction(write=True) as conn:
+            rows = (await conn.execute(
+                update(turns)
+                .where(turns.c.id.in_(list(turn_ids)), turns.c.runner == lease.runner,
+                       turns.c.status == "running")
+                .values(lease_until=lease.until())
+                .returning(turns.c.id, turns.c.cancel_requested))).all()
+        return Renewal(kept=frozenset(row.id for row in rows),
+                       cancel=frozenset(row.id for row in rows if row.cancel_requested))
 
-    async def _close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
+    async def request_cancel(self, chat_id: str, turn_id: str) -> bool:
+        """Ask the runner of a running turn to stop (it sees it when it renews its
+        lease); False when the turn is not running any more, or is paused (nothing runs
+        it to hear: the caller ends it itself)."""
+        async with self._db.transaction(write=True) as conn:
+            # The chat row first, as a pause takes it: a turn pausing now either sees the
+            # stop in its transaction or is seen here as paused, never neither.
+            await conn.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
+            result = await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id, turns.c.chat_id == chat_id,
+                       turns.c.status == "running", _NOT_PAUSED)
+                .values(cancel_requested=True))
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
+        """Fail one running turn whose runner is gone (its lease expired): the events
+        that end it (an ``error`` if an approved action was cut short, then
+        ``end_of_stream`` ``failed``), or none if the turn had already ended, is paused,
+        or its lease still holds."""
         async with self._db.session(write=True) as session:
             # Chat row first, then the turn: the same lock order as start_turn and append,
-            # so this cannot deadlock with them.
-            await session.execute(select(chats.c.id).where(chats.c.id == chat_id).with_for_update())
+            # so this cannot deadlock with them, and whatever paused, resumed or ended the
+            # turn before is visible below.
+            await session.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
+            # Decided and changed in one statement: a lease renewed meanwhile wins.
             row = (
                 await session.execute(
-                    select(turns.c.partial_text, turns.c.usage).where(
-                        turns.c.id == turn_id, turns.c.status == "running", _NOT_PAUSED
-                    )
+                    update(turns)
+                    .where(turns.c.id == turn_id, turns.c.chat_id == chat_id,
+                           turns.c.status == "running", _lease_expired(utcnow()), _NOT_PAUSED)
+                    .values(status="failed", final_text=turns.c.partial_text,
+                            runner=None, lease_until=None, finished_at=utcnow())
+                    .returning(turns.c.usage)
                 )
             ).one_or_none()
-            if row is None:  # finished (or deleted) since we looked, or paused: not orphaned
+            if row is None:
                 return []
-            end = NewEvent(
-                type="end_of_stream",
-                turn_id=turn_id,
-                payload={"status": "failed", "usage": dict(ZERO_USAGE)},
-                ts=ts,
-            )
-            closing = [end]
+            usage = row.usage if row.usage is not None else dict(ZERO_USAGE)
+            if row.usage is None:
+                await session.execute(update(turns).where(turns.c.id == turn_id)
+                                      .values(usage=usage))
+            closing = [NewEvent(type="end_of_stream", turn_id=turn_id,
+                                payload={"status": "failed", "usage": dict(ZERO_USAGE)}, ts=ts)]
             unfinished = await _approved_without_output(session, chat_id, turn_id)
             if unfinished:
                 closing.insert(0, NewEvent(type="error", turn_id=turn_id,
                                            payload=interrupted_action_error(unfinished), ts=ts))
             records = await append_events(session, chat_id, closing)
-            await session.execute(
-                update(turns)
-                .where(turns.c.id == turn_id)
-                .values(
-                    status="failed",
-                    final_text=row.partial_text,
-                    usage=row.usage if row.usage is not None else dict(ZERO_USAGE),
-                    finished_at=utcnow(),
-                )
-            )
             await session.commit()
         return records
 
@@ -303,6 +348,11 @@ _ALLOCATE_WITH_PREVIEW = _ALLOCATE.values(preview=bindparam("b_preview"))
 _ALLOCATE_OWNED = _ALLOCATE_WITH_PREVIEW.where(chats.c.user_id == bindparam("b_owner"))
 _INSERT_EVENTS = insert(chat_events)
 _INSERT_TURN = insert(turns)
+_LOCK_CHAT = select(chats.c.id).where(chats.c.id == bindparam("b_chat_id")).with_for_update()
+_TURN_STATUS = select(turns.c.status, turns.c.cancel_requested).where(
+    turns.c.id == bindparam("b_turn"), turns.c.chat_id == bindparam("b_chat_id"))
+_LATEST_TURN = (select(turns.c.id).where(turns.c.chat_id == bindparam("b_chat_id"))
+                .order_by(turns.c.user_prompt_seq.desc()).limit(1))
 
 
 def _running_or_same_message(client_message_id: str | None) -> Any:
@@ -399,6 +449,11 @@ def _paused_turn_from_row(row: Any) -> TurnRecord:
 
 # A running turn with no paused row: one a process runs (or ran, before it died).
 _NOT_PAUSED = ~exists().where(paused_turns.c.turn_id == turns.c.id)
+
+
+def _lease_expired(now: datetime) -> Any:
+    # No lease at all: started by a version without leases, or without a runner.
+    return or_(turns.c.lease_until.is_(None), turns.c.lease_until <= now)
 
 
 def interrupted_action_error(names: list[str]) -> dict[str, Any]:

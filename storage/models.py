@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -28,6 +29,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -145,6 +147,13 @@ class Turn(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     user_prompt_seq: Mapped[int] = mapped_column(Integer)
+    # The instance running the turn and its lease (renewed while it runs): another instance
+    # may close the turn as orphaned only after the lease expired. Both are NULL while the
+    # turn waits for approvals (no process runs it then) and once it ended.
+    runner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # A stop asked on any instance; the runner sees it when it renews its lease.
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
     __table_args__ = (
         # A retried prompt (same client_message_id) must not start a second turn.

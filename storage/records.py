@@ -9,8 +9,8 @@ as JSON, not necessarily byte for byte.)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 TurnStatus = Literal["running", "completed", "cancelled", "failed"]
@@ -53,6 +53,32 @@ class TurnRecord:
     current_agent: str | None = None
     # Running, but waiting for the person's approval: no process runs it (PROTOCOL §3a).
     paused: bool = False
+    # The instance running it and until when its lease holds (storage.models.Turn).
+    runner: str | None = None
+    lease_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """An instance's claim on the turns it runs: ``runner`` names the instance, and a
+    claim or renewal holds for ``seconds`` from when it is written. Instances compare
+    leases with their own clocks, so their clocks must agree to well within ``seconds``
+    (NTP does)."""
+
+    runner: str
+    seconds: float
+
+    def until(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.seconds)
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """What renewing an instance's leases found: the turns it still runs, and those of
+    them someone asked to stop."""
+
+    kept: frozenset[str] = field(default_factory=frozenset)
+    cancel: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
@@ -212,6 +238,8 @@ def turn_from_row(row: Any) -> TurnRecord:
         finished_at=row.finished_at,
         user_prompt_seq=row.user_prompt_seq,
         current_agent=row.current_agent,
+        runner=row.runner,
+        lease_until=row.lease_until,
     )
 
 

@@ -10,20 +10,22 @@ nothing. With Redis, every instance:
   being streamed, APPENDed delta by delta). A socket on another instance subscribes
   first, then reads both atomically, so it can redraw the turn exactly and drop from its
   live queue what the snapshot holds;
-- listens on ``sb:control`` for cancels aimed at the turns it runs and for deleted chats,
-  whose sockets it closes;
-- holds a lease ``sb:lease:{chat_id}`` (expiring, renewed while the turn runs) so others
-  can tell a live turn from one whose instance died. The database is the lock itself (one
-  running turn per chat) and its fence: a writer only appends while its turn is still
-  ``running``, so an instance that stalled past its lease cannot write into a turn that
-  another instance has closed.
+- listens on ``sb:control`` for cancels aimed at the turns it runs (a shortcut: the cancel
+  is in the database too) and for deleted chats, whose sockets it closes.
+
+Redis only carries news. Who runs a turn, whether it is orphaned and whether it must stop
+are facts in the database (``websocket.turn``), so an instance that cannot reach Redis
+stays what it is configured to be: it keeps trying to reconnect, reports itself degraded
+(``healthy`` is False), and nothing it decides about turns depends on Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
+import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,14 +42,24 @@ CONTROL_CHANNEL = "sb:control"
 EVENTS_PREFIX = "sb:chat:"  # followed by the hub channel
 STATE_TTL_MS = 3_600_000  # snapshots of turns whose instance died expire on their own
 REDIS_TIMEOUT = 2.0
+RECONNECT_DELAYS = (0.5, 1.0, 2.0, 5.0)  # then every 5 s, for as long as it takes
 
 CancelHandler = Callable[[str, str | None], None]  # (chat_id, turn_id)
 DeletedHandler = Callable[[str], None]  # (chat_id)
 
 
+def new_instance_id() -> str:
+    """A name for this server process, unique among instances and restarts, and
+    readable in the database and logs (host, pid, random part)."""
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
 class Cluster(Protocol):
     remote: bool
     instance_id: str
+
+    @property
+    def healthy(self) -> bool: ...
 
     async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None: ...
     async def stop(self) -> None: ...
@@ -55,12 +67,9 @@ class Cluster(Protocol):
     def unwatch(self, channel: str) -> None: ...
     async def snapshot(self, channel: str) -> Snapshot | None: ...
     def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None: ...
-    def turn_ended(self, channel: str) -> None: ...
+    def turn_ended(self, channel: str, turn_id: str) -> None: ...
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None: ...
     async def announce_deleted(self, chat_id: str) -> None: ...
-    async def hold_lease(self, chat_id: str, turn_id: str) -> None: ...
-    async def release_lease(self, chat_id: str, turn_id: str) -> None: ...
-    async def lease_held(self, chat_id: str) -> bool: ...
 
 
 class LocalCluster:
@@ -69,7 +78,11 @@ class LocalCluster:
     remote = False
 
     def __init__(self) -> None:
-        self.instance_id = "local"
+        self.instance_id = new_instance_id()
+
+    @property
+    def healthy(self) -> bool:
+        return True
 
     async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None:
         return None
@@ -89,7 +102,7 @@ class LocalCluster:
     def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
         return None
 
-    def turn_ended(self, channel: str) -> None:
+    def turn_ended(self, channel: str, turn_id: str) -> None:
         return None
 
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None:
@@ -98,25 +111,12 @@ class LocalCluster:
     async def announce_deleted(self, chat_id: str) -> None:
         return None
 
-    async def hold_lease(self, chat_id: str, turn_id: str) -> None:
-        return None
 
-    async def release_lease(self, chat_id: str, turn_id: str) -> None:
-        return None
-
-    async def lease_held(self, chat_id: str) -> bool:
-        return False
-
-
-_RENEW = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
+# Forget a turn's snapshot only if it is still that turn's: the chat's next turn may
+# already have begun, on any instance.
+_END_TURN = """
+if redis.call('hget', KEYS[1], 'turn_id') == ARGV[1] then
+  return redis.call('del', KEYS[1], KEYS[2])
 end
 return 0
 """
@@ -136,35 +136,41 @@ def _frame_from_wire(row: list[Any]) -> Frame:
 class RedisCluster:
     remote = True
 
-    def __init__(self, url: str, lease_ttl: float) -> None:
+    def __init__(self, url: str) -> None:
         import redis.asyncio as redis
 
-        self.instance_id = secrets.token_hex(6)
-        self.lease_ttl_ms = int(lease_ttl * 1000)
+        self.instance_id = new_instance_id()
         self._redis = redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
                                      socket_connect_timeout=REDIS_TIMEOUT,
                                      health_check_interval=15)
         self._pubsub = self._redis.pubsub()
-        self._renew = self._redis.register_script(_RENEW)
-        self._release = self._redis.register_script(_RELEASE)
+        self._end_turn = self._redis.register_script(_END_TURN)
         self._hub: Hub | None = None
         self._on_cancel: CancelHandler | None = None
         self._on_deleted: DeletedHandler | None = None
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._outbox: asyncio.Queue[tuple[str, Any, list[Frame] | None]] = asyncio.Queue()
-        self._leases: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._subscribed = False  # to the control channel, on a live connection
+
+    @property
+    def healthy(self) -> bool:
+        """Whether this instance hears the others right now (False while Redis is away)."""
+        return self._subscribed
 
     async def start(self, on_cancel: CancelHandler, on_deleted: DeletedHandler) -> None:
+        """Start listening; when Redis is unreachable, keep trying in the background."""
         self._on_cancel, self._on_deleted = on_cancel, on_deleted
-        await asyncio.wait_for(self._redis.ping(), REDIS_TIMEOUT)
-        await self._pubsub.subscribe(CONTROL_CHANNEL)
+        try:
+            await asyncio.wait_for(self._pubsub.subscribe(CONTROL_CHANNEL), REDIS_TIMEOUT)
+            self._subscribed = True
+        except Exception as exc:
+            logger.warning("redis unreachable at start-up (%s); serving degraded and "
+                           "reconnecting", type(exc).__name__)
         self._tasks = [asyncio.create_task(self._listen(), name="cluster-listen"),
                        asyncio.create_task(self._publish_loop(), name="cluster-publish")]
 
     async def stop(self) -> None:
-        for _, task in self._leases.values():
-            task.cancel()
         if self._tasks and not self._tasks[1].done():
             try:  # let the last batches (end_of_stream) reach the other instances
                 await asyncio.wait_for(self._outbox.join(), REDIS_TIMEOUT)
@@ -223,8 +229,8 @@ class RedisCluster:
                      "msg": turn.message_index, "agent": turn.current_agent}
         self._outbox.put_nowait((channel, state, frames))
 
-    def turn_ended(self, channel: str) -> None:
-        self._outbox.put_nowait((channel, None, None))
+    def turn_ended(self, channel: str, turn_id: str) -> None:
+        self._outbox.put_nowait((channel, turn_id, None))
 
     async def _publish_loop(self) -> None:
         while True:
@@ -237,36 +243,53 @@ class RedisCluster:
             finally:
                 self._outbox.task_done()
 
-    async def _send(self, channel: str, state: dict[str, Any] | None,
-                    frames: list[Frame] | None) -> None:
+    async def _send(self, channel: str, state: Any, frames: list[Frame] | None) -> None:
         turn_key, text_key = f"sb:turn:{channel}", f"sb:text:{channel}"
+        if frames is None:  # the turn ``state`` (its id) ended
+            await self._end_turn(keys=[turn_key, text_key], args=[state])
+            return
         async with self._redis.pipeline(transaction=True) as pipe:
-            if frames is None:
-                pipe.delete(turn_key, text_key)
-            else:
-                if state is not None:
-                    pipe.hset(turn_key, mapping=state)
-                    for frame in frames:
-                        if frame.delta is not None:
-                            pipe.append(text_key, frame.delta)
-                        if frame.message_done:
-                            pipe.set(text_key, "")
-                    pipe.pexpire(turn_key, STATE_TTL_MS)
-                    pipe.pexpire(text_key, STATE_TTL_MS)
-                message = {"o": self.instance_id, "f": [_frame_to_wire(f) for f in frames]}
-                pipe.publish(EVENTS_PREFIX + channel, orjson.dumps(message))
+            if state is not None:
+                pipe.hset(turn_key, mapping=state)
+                for frame in frames:
+                    if frame.delta is not None:
+                        pipe.append(text_key, frame.delta)
+                    if frame.message_done:
+                        pipe.set(text_key, "")
+                pipe.pexpire(turn_key, STATE_TTL_MS)
+                pipe.pexpire(text_key, STATE_TTL_MS)
+            message = {"o": self.instance_id, "f": [_frame_to_wire(f) for f in frames]}
+            pipe.publish(EVENTS_PREFIX + channel, orjson.dumps(message))
             await pipe.execute()
 
     async def _listen(self) -> None:
+        failures = 0
         while True:
             try:
+                if not self._subscribed:
+                    # Also re-subscribes the chats' channels (redis-py keeps them), whose
+                    # confirmations tell their sockets to catch up (``_dispatch``).
+                    # The chats' channels too, also those whose sockets came while Redis
+                    # was away; each confirmation tells their sockets to catch up from
+                    # storage (``_dispatch``): what was published meanwhile is lost.
+                    watched = [EVENTS_PREFIX + channel for channel in
+                               (self._hub.watched_channels() if self._hub else [])]
+                    await asyncio.wait_for(self._pubsub.subscribe(CONTROL_CHANNEL, *watched),
+                                           REDIS_TIMEOUT)
+                    self._subscribed, failures = True, 0
+                    logger.warning("redis reachable again; cluster mode restored")
                 async for message in self._pubsub.listen():
                     self._dispatch(message)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.warning("redis subscription lost; retrying in 1 s")
-                await asyncio.sleep(1.0)
+                if self._subscribed or not failures:
+                    logger.warning("redis unreachable; other instances' events and cancels "
+                                   "reach this one only through the database until it is back")
+                self._subscribed = False
+                delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
+                failures += 1
+                await asyncio.sleep(delay)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         name = message["channel"].decode()
@@ -301,45 +324,6 @@ class RedisCluster:
         await self._quietly(self._redis.publish(
             CONTROL_CHANNEL, orjson.dumps({"deleted": chat_id})))
 
-    # -- leases -------------------------------------------------------------------------
-
-    async def hold_lease(self, chat_id: str, turn_id: str) -> None:
-        token = f"{self.instance_id}:{turn_id}"
-        await self._quietly(self._redis.set(f"sb:lease:{chat_id}", token,
-                                            px=self.lease_ttl_ms))
-        task = asyncio.create_task(self._keep_lease(chat_id, token), name=f"lease-{turn_id}")
-        self._leases[chat_id] = (token, task)
-
-    async def _keep_lease(self, chat_id: str, token: str) -> None:
-        while True:
-            await asyncio.sleep(self.lease_ttl_ms / 3000)
-            try:
-                renewed = await self._renew(keys=[f"sb:lease:{chat_id}"],
-                                            args=[token, self.lease_ttl_ms])
-            except Exception:
-                logger.warning("lease renewal failed", extra={"chat_id": chat_id})
-                continue
-            if not renewed:
-                logger.warning("turn lease lost; the database fence stops this turn's "
-                               "writes if another instance closed it", extra={"chat_id": chat_id})
-                return
-
-    async def release_lease(self, chat_id: str, turn_id: str) -> None:
-        held = self._leases.get(chat_id)
-        if held is None or held[0] != f"{self.instance_id}:{turn_id}":
-            return  # not held, or held by a later turn of the chat
-        del self._leases[chat_id]
-        token, task = held
-        task.cancel()
-        await self._quietly(self._release(keys=[f"sb:lease:{chat_id}"], args=[token]))
-
-    async def lease_held(self, chat_id: str) -> bool:
-        try:
-            return bool(await self._redis.exists(f"sb:lease:{chat_id}"))
-        except Exception:
-            # Redis is down: assume the turn is alive rather than closing it wrongly.
-            return True
-
     @staticmethod
     async def _quietly(awaitable: Any) -> Any:
         try:
@@ -349,17 +333,13 @@ class RedisCluster:
             return None
 
 
-async def build_cluster(redis_url: str | None, lease_ttl: float,
-                        on_cancel: CancelHandler, on_deleted: DeletedHandler) -> Cluster:
-    """Redis when configured and reachable; otherwise one process, with a warning."""
+async def build_cluster(redis_url: str | None, on_cancel: CancelHandler,
+                        on_deleted: DeletedHandler) -> Cluster:
+    """Redis when configured (reachable or not: it is reconnected to); otherwise one
+    process talking to nobody, which the database still keeps safe."""
     if not redis_url:
         return LocalCluster()
-    cluster = RedisCluster(redis_url, lease_ttl)
-    try:
-        await cluster.start(on_cancel, on_deleted)
-    except Exception as exc:
-        logger.warning("redis unreachable (%s); running as a single instance",
-                       type(exc).__name__)
-        return LocalCluster()
+    cluster = RedisCluster(redis_url)
+    await cluster.start(on_cancel, on_deleted)
     logger.info("cluster mode: redis", extra={"instance": cluster.instance_id})
     return cluster

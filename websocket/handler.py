@@ -24,6 +24,7 @@ from storage.errors import (
     ApprovalNotFound,
     ChatForbidden,
     ChatNotFound,
+    ClientMessageReused,
     TurnInProgress,
 )
 from websocket.hub import (
@@ -61,6 +62,9 @@ CLOSE_TOO_BIG = 1009
 CLOSE_GOING_AWAY = 1001
 CLOSE_SERVER_ERROR = 1011
 CHAT_DELETED = "chat deleted"  # the reason of a 4403 close: the UI words it for people
+# Seconds a close may wait for the peer to take what was sent before it; then the
+# connection is cut (a peer that stopped reading would hold it open for ever).
+CLOSE_TIMEOUT = 2.0
 
 
 class ConnectionCounter:
@@ -112,6 +116,20 @@ async def _refuse(websocket: WebSocket, code: int, reason: str) -> None:
     # learns the protocol's close code. No data frame is exchanged either way.
     await websocket.accept()
     await websocket.close(code=code, reason=reason)
+
+
+def _cut(websocket: WebSocket) -> None:
+    """Drop the connection now (a TCP reset), with no close frame: nobody would read it.
+
+    ASGI has no message for this, and uvicorn's own close waits for its write buffer to
+    drain, for ever if the peer never reads. Its ``receive`` is a method of the connection's
+    protocol, which holds the transport. Under another server this does nothing: its own
+    timeouts end the connection.
+    """
+    protocol = getattr(websocket._receive, "__self__", None)
+    transport = getattr(protocol, "transport", None)
+    if isinstance(transport, asyncio.Transport):
+        transport.abort()
 
 
 def _parse_after_seq(raw: str | None) -> int | None:
@@ -175,14 +193,13 @@ class _Session:
 
     async def serve(self, after_seq: int | None) -> None:
         turns = self.services.turns
-        if turns.cluster.remote:
-            # The instance running this chat's turn may have died: end that turn now, or
-            # this socket would wait for an end_of_stream nobody is left to send.
-            try:
-                await turns.close_if_orphaned(self.user_id, self.chat_id)
-            except Exception:
-                logger.warning("could not check for an orphaned turn",
-                               extra={"chat_id": self.chat_id}, exc_info=True)
+        # The instance running this chat's turn may have died: once its lease has expired
+        # end that turn now, rather than have this socket wait for the sweep.
+        try:
+            await turns.close_if_orphaned(self.user_id, self.chat_id)
+        except Exception:
+            logger.warning("could not check for an orphaned turn",
+                           extra={"chat_id": self.chat_id}, exc_info=True)
         await self._follow(after_seq)
         try:
             await self._receive_loop()
@@ -211,6 +228,18 @@ class _Session:
                          after_seq: int | None) -> None:
         send = self.websocket.send_text
         sent = self.services.metrics.events_sent
+        sender = asyncio.current_task()
+        assert sender is not None
+        interrupted = False
+
+        def interrupt() -> None:
+            # A peer that stops reading leaves this task waiting in send (its TCP buffers
+            # full) while the queue grows: the overflow must reach it wherever it waits.
+            nonlocal interrupted
+            interrupted = True
+            sender.cancel()
+
+        subscription.on_overflow = interrupt
         last_sent = -1
         # Deltas the snapshot already holds (a turn running on another instance).
         covered = snapshot.mark if after_seq is not None else None
@@ -243,11 +272,21 @@ class _Session:
                     continue
                 await send(frame.text)
                 sent.inc()
-        except SubscriptionOverflow:
-            logger.warning("socket too slow, closing", extra={"chat_id": self.chat_id})
-            await self._close(CLOSE_SERVER_ERROR, "too slow: reconnect and resume")
+        except SubscriptionOverflow:  # it overflowed before this task began
+            await self._too_slow()
+        except asyncio.CancelledError:
+            # Interrupted by the overflow alone: close. Cancelled by anything else, as well
+            # or instead (_stop_sender: the socket is going away): stop.
+            if not interrupted or sender.cancelling() > 1:
+                raise
+            sender.uncancel()
+            await self._too_slow()
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass  # the receive loop notices the drop and cleans up
+
+    async def _too_slow(self) -> None:
+        logger.warning("socket too slow, closing", extra={"chat_id": self.chat_id})
+        await self._close(CLOSE_SERVER_ERROR, "too slow: reconnect and resume")
 
     async def _replay(self, snapshot: Snapshot, after_seq: int) -> int:
         """Send persisted events after ``after_seq`` exactly once, then the text so far.
@@ -309,11 +348,19 @@ class _Session:
         await self._close(code, reason)
 
     async def _close(self, code: int, reason: str) -> None:
-        if self.websocket.application_state == WebSocketState.CONNECTED:
-            try:
+        if self.websocket.application_state != WebSocketState.CONNECTED:
+            return
+        try:
+            # uvicorn sends nothing, the close frame included, while its write buffer is
+            # full: a peer that stopped reading would keep this waiting for ever.
+            async with asyncio.timeout(CLOSE_TIMEOUT):
                 await self.websocket.close(code=code, reason=reason)
-            except RuntimeError:
-                pass
+        except TimeoutError:
+            logger.warning("socket not reading, connection cut",
+                           extra={"chat_id": self.chat_id, "code": code})
+            _cut(self.websocket)
+        except (RuntimeError, WebSocketDisconnect):
+            pass  # already closed, or the peer is gone
 
     # -- inbound ----------------------------------------------------------------------
 
@@ -345,9 +392,7 @@ class _Session:
         elif isinstance(frame, PromptFrame):
             await self._prompt(frame)
         elif isinstance(frame, CancelFrame):
-            turns = self.services.turns
-            if not await turns.cancel_anywhere(self.user_id, self.chat_id, frame.turn_id):
-                self._error("invalid_request", "no such turn is running")
+            await self._cancel(frame)
         elif isinstance(frame, ApprovalFrame):
             await self._approval(frame)
         elif isinstance(frame, ResumeFrame):
@@ -356,6 +401,21 @@ class _Session:
                 await self._close(CLOSE_FORBIDDEN, CHAT_DELETED)
                 return
             await self._follow(frame.after_seq)
+
+    async def _cancel(self, frame: CancelFrame) -> None:
+        try:
+            cancelled = await self.services.turns.cancel_anywhere(
+                self.user_id, self.chat_id, frame.turn_id)
+        except Exception:
+            # Never acknowledged by silence: the person must know the turn may go on.
+            logger.warning("could not deliver a cancel", extra={"chat_id": self.chat_id},
+                           exc_info=True)
+            self._error("server_error", "the stop could not be delivered (the database is "
+                        "unavailable); the turn may still be running: try again",
+                        retryable=True)
+            return
+        if not cancelled:
+            self._error("invalid_request", "no such turn is running")
 
     async def _approval(self, frame: ApprovalFrame) -> None:
         """§2/§3a: decide a pending approval; what goes wrong is this socket's error."""
@@ -410,6 +470,9 @@ class _Session:
             # A reply to this socket's frame, not an event of the running turn: no turn id.
             self._error("turn_in_progress", "a turn is already running in this chat",
                         retryable=True)
+            return
+        except ClientMessageReused as exc:
+            self._error("invalid_request", str(exc))
             return
         except ChatNotFound:
             await self.close(CLOSE_FORBIDDEN, CHAT_DELETED)

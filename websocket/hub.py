@@ -14,7 +14,7 @@ snapshot already holds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,8 +51,12 @@ class Frame:
 RESYNC = Frame(None, "", resync=True)
 
 # A socket that falls this far behind is disconnected rather than slowing the turn down
-# for everyone else; it reconnects and resumes from its last seq.
+# for everyone else or growing the process without bound; it reconnects and resumes from
+# its last seq. Bytes are what a fast model fills the queue with: it coalesces its deltas
+# into few large frames. They are counted as characters of the frames' text (encoding each
+# frame again to count its UTF-8 bytes would cost more than the bound is worth).
 MAX_QUEUED_FRAMES = 50_000
+MAX_QUEUED_BYTES = 8 * 1024 * 1024
 
 
 class SubscriptionOverflow(Exception):
@@ -64,21 +68,39 @@ class Subscription:
         self.hub = hub
         self.channel = channel
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self._queued_bytes = 0
         self.overflowed = False
+        # Called once, on overflow: the socket's sender may be stuck writing to a peer that
+        # stopped reading, and would never reach the end of the queue to find out.
+        self.on_overflow: Callable[[], object] | None = None
 
     def put(self, frame: Frame) -> None:
         if self.overflowed:
             return
-        if self._queue.qsize() >= MAX_QUEUED_FRAMES:
-            self.overflowed = True
-            self._queue.put_nowait(None)
+        size = len(frame.text)
+        # A frame larger than the bound alone is no backlog: an empty queue takes it.
+        if (self._queue.qsize() >= MAX_QUEUED_FRAMES
+                or (self._queued_bytes > 0
+                    and self._queued_bytes + size > MAX_QUEUED_BYTES)):
+            self._overflow()
             return
+        self._queued_bytes += size
         self._queue.put_nowait(frame)
+
+    def _overflow(self) -> None:
+        self.overflowed = True
+        while not self._queue.empty():  # never to be sent: free it now
+            self._queue.get_nowait()
+        self._queued_bytes = 0
+        self._queue.put_nowait(None)
+        if self.on_overflow is not None:
+            self.on_overflow()
 
     async def get(self) -> Frame:
         frame = await self._queue.get()
         if frame is None:
             raise SubscriptionOverflow(self.channel)
+        self._queued_bytes -= len(frame.text)
         return frame
 
     def close(self) -> None:
@@ -179,7 +201,7 @@ class Hub:
             state.turn = None
             self._drop_if_idle(channel, state)
         if self.cluster is not None:
-            self.cluster.turn_ended(channel)
+            self.cluster.turn_ended(channel, turn_id)
 
     def publish(self, channel: str, frames: Iterable[Frame]) -> None:
         """Deliver committed (or ephemeral) frames of this process's turn, in order."""
@@ -214,6 +236,10 @@ class Hub:
     def send_to(self, subscription: Subscription, frame: Frame) -> None:
         """A frame for one socket only (pong, errors about its own frames)."""
         subscription.put(frame)
+
+    def watched_channels(self) -> list[str]:
+        """The channels some socket of this process watches."""
+        return [channel for channel, state in self._channels.items() if state.subscribers]
 
     def running_turn(self, channel: str) -> RunningTurn | None:
         state = self._channels.get(channel)

@@ -3,6 +3,21 @@
 A turn outlives the socket that started it: when the browser drops, the turn finishes,
 is persisted, and the client resumes later. ``TurnManager`` owns the running tasks so
 ``cancel`` from any socket and a graceful shutdown can reach them.
+
+One turn per chat, whatever the timing or the number of processes, rests on facts in the
+database, never on "I am alone" or on Redis:
+
+- storage lets a chat have one running turn, and each running turn names its runner (this
+  instance) and holds a lease that the runner renews every ``LeaseTimings.renew_every``;
+- a turn is orphaned only when its lease has expired: any instance then closes it
+  (``end_of_stream`` ``failed``), at the latest ``LeaseTimings.sweep_every`` later;
+- every write of a turn is fenced: it commits only while the turn still runs, so a runner
+  that stalled past its lease cannot add to a turn closed elsewhere, and stops as soon as
+  its renewal shows the lease lost;
+- a stop is a database fact too (Redis only makes it arrive sooner);
+- here, everything about a turn is keyed by its turn id and removed only by its own
+  task, and a new turn of a chat starts only once the chat's earlier tasks here are done,
+  so nothing of one turn lands among the next one's events.
 """
 
 from __future__ import annotations
@@ -11,8 +26,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +39,7 @@ from app.models.errors import classify_model_error, log_model_failure
 from storage.approvals import ApprovalRequest, ApprovalStore, Decided
 from storage.errors import TurnFenced, TurnInProgress
 from storage.events import EventStore
-from storage.records import EventRecord, PausedRun, TurnUpdate
+from storage.records import EventRecord, Lease, PausedRun, TurnUpdate
 from storage.session import ChatSession, TurnSession
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
@@ -50,6 +64,27 @@ RESUME_FAILED = {
     "retryable": False,
 }
 DEFAULT_APPROVAL_TIMEOUT = 86_400.0
+DEFAULT_LEASE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class LeaseTimings:
+    """How often an instance renews its turns' leases and looks for expired ones.
+
+    Renewing a few times per lease survives a missed renewal or two; renewing at least
+    every 2 s also bounds how long a stop asked on another instance takes without Redis.
+    A dead instance's turn ends at most ``seconds + sweep_every`` after its last renewal.
+    """
+
+    seconds: float
+
+    @property
+    def renew_every(self) -> float:
+        return min(self.seconds / 3, 2.0)
+
+    @property
+    def sweep_every(self) -> float:
+        return min(self.seconds / 3, 5.0)
 
 # (prompt, final text, response_types shown) -> follow-up prompts
 Suggester = Callable[[str, str, list[str]], Awaitable[list[str]]]
@@ -104,22 +139,37 @@ class TurnPlan:
     finished: Callable[[TurnOutcome], Awaitable[None]] | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Active:
+    """A turn's task in this process. Found by turn id; removed only by that task."""
+
     turn_id: str
     chat_id: str
     user_id: str
-    task: asyncio.Task[None]
+    prompt_seq: int  # orders the chat's turns: the highest is its current one
     channel: str  # the hub channel of the turn's chat
+    task: asyncio.Task[None] | None = None
     result: RunResultStreaming | None = None
     cancel_requested: bool = False
     # After end_of_stream the turn may still be writing its suggestions; a new prompt
-    # cancels their generation so the next turn's events never interleave with them.
+    # cancels their generation (and they are fenced out of storage once a later turn of
+    # the chat has begun anywhere).
     suggestion: asyncio.Task[list[str]] | None = None
+    # Its end's status is decided (the end_of_stream is being written): a cancel here
+    # now has nothing to stop (one asked elsewhere is settled by storage: CancelRequested).
+    ending: bool = False
+    # Set when its end_of_stream is committed, before anyone can see it: for the client
+    # nothing runs any more, so a prompt may come.
     finishing: bool = False
     # The run stopped for approvals and the pause is being stored: a cancel now ends the
     # paused turn right after (§3a), rather than reaching a run that is over.
     pausing: bool = False
+
+    def stop(self) -> None:
+        """Stop the run (no more model or tool calls); it ends as cancelled."""
+        self.cancel_requested = True
+        if self.result is not None:
+            self.result.cancel()
 
 
 class ServerDraining(RuntimeError):
@@ -137,7 +187,8 @@ class Submitted:
 
 class TurnManager:
     def __init__(self, store: EventStore, hub: Hub, engine: TurnEngine, db: Any,
-                 cluster: Cluster | None = None, lease_ttl: float = 30.0,
+                 cluster: Cluster | None = None,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS,
                  metrics: Metrics | None = None,
                  approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT) -> None:
         self.store = store
@@ -146,14 +197,13 @@ class TurnManager:
         self.engine = engine
         self.db = db
         self.cluster: Cluster = cluster or LocalCluster()
-        self.lease_ttl = lease_ttl
+        # This instance's claim on the turns it runs (storage.records.Lease).
+        self.lease = Lease(self.cluster.instance_id, lease_seconds)
+        self.timings = LeaseTimings(lease_seconds)
         self.approval_timeout = approval_timeout
         self.draining = False
         self.metrics = metrics or Metrics()
-        self._active: dict[str, _Active] = {}
-        # Chats whose approval decision is being taken here: the turn it may resume is
-        # not an orphan, although no task runs it yet.
-        self._deciding: dict[str, int] = {}
+        self._active: dict[str, _Active] = {}  # by turn id
 
     @property
     def running_count(self) -> int:
@@ -164,52 +214,65 @@ class TurnManager:
         return sum(1 for active in self._active.values()
                    if active.user_id == user_id and not active.finishing)
 
+    def _of_chat(self, chat_id: str) -> list[_Active]:
+        return [active for active in self._active.values() if active.chat_id == chat_id]
+
+    def _current(self, chat_id: str) -> _Active | None:
+        """The chat's newest turn here (earlier ones can only be finishing)."""
+        return max(self._of_chat(chat_id), key=lambda active: active.prompt_seq, default=None)
+
     async def submit(self, user_id: str, chat_id: str, text: str,
                      client_message_id: str | None, ts: str,
                      plan: TurnPlan | None = None) -> Submitted:
-        """Persist the prompt and start the turn (raises ``TurnInProgress``)."""
-        previous = self._active.get(chat_id)
-        if previous is not None and previous.finishing:
-            if previous.suggestion is not None:
-                previous.suggestion.cancel()
-            await asyncio.wait([previous.task])
+        """Persist the prompt and start the turn (raises ``TurnInProgress``, and
+        ``ClientMessageReused`` for a known ``client_message_id`` with another text)."""
         channel = channel_of(user_id, chat_id)
         # ``owner``: the chat may have been deleted, and its id taken by another user,
         # since this user's socket checked it (raises ChatNotFound).
         try:
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id)
+                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease)
         except TurnInProgress as exc:
             # §3a: a prompt while the turn waits for approvals ends that turn (its
-            # approvals superseded); a turn whose instance died (no lease) or, alone,
-            # this process restarted is closed. Either way the chat is free again.
-            if await self._supersede(user_id, chat_id, exc.turn_id, "prompt", ts):
-                pass
-            elif await self._is_orphan(chat_id, exc.turn_id):
-                await self._close_orphan(chat_id, exc.turn_id, channel, ts)
-            else:
+            # approvals superseded); a turn whose runner's lease expired is closed.
+            # Either way the chat is free again.
+            if not (await self._supersede(user_id, chat_id, exc.turn_id, "prompt", ts)
+                    or await self._close_orphan(chat_id, exc.turn_id, channel, ts)):
                 raise
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id)
+                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease)
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
-        self.hub.begin_turn(channel, turn.id, event.seq)
-        self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
-        task = self._start(user_id, chat_id, turn.id, text, event.seq, plan)
-        await self.cluster.hold_lease(chat_id, turn.id)
+        task = self._start(user_id, chat_id, turn.id, text, event.seq, plan, first=event)
         return Submitted(event, created=True, task=task)
 
     def _start(self, user_id: str, chat_id: str, turn_id: str, prompt: str, prompt_seq: int,
-               plan: TurnPlan | None, resume: PausedRun | None = None) -> asyncio.Task[None]:
+               plan: TurnPlan | None, resume: PausedRun | None = None,
+               first: EventRecord | None = None) -> asyncio.Task[None]:
         """Start the turn's task and register it, with no await in between: from here on
-        this process runs the turn, for cancels and for the orphan checks."""
-        task = asyncio.create_task(
-            self._run(user_id, chat_id, turn_id, prompt, prompt_seq, plan, resume),
-            name=f"turn-{turn_id}")
-        self._active[chat_id] = _Active(turn_id=turn_id, chat_id=chat_id, user_id=user_id,
-                                        task=task, channel=channel_of(user_id, chat_id))
-        return task
+        this process runs the turn, for cancels and lease renewals. ``first``: the
+        turn's ``user_prompt``, published once the chat's earlier tasks here are done."""
+        active = _Active(turn_id=turn_id, chat_id=chat_id, user_id=user_id,
+                         prompt_seq=prompt_seq, channel=channel_of(user_id, chat_id))
+        earlier = [other for other in self._of_chat(chat_id) if other.task is not None]
+        active.task = asyncio.create_task(
+            self._run(active, prompt, plan, resume, first, earlier), name=f"turn-{turn_id}")
+        self._active[turn_id] = active
+        return active.task
+
+    async def _after_earlier(self, earlier: list[_Active]) -> None:
+        """Wait for the chat's earlier tasks here: storage says they ended (the chat runs
+        one turn at a time), but they may still be writing suggestions, or, closed
+        elsewhere after their lease lapsed, still be running. Either way they stop now."""
+        for other in earlier:
+            if other.suggestion is not None:
+                other.suggestion.cancel()
+            if not other.finishing and not other.pausing:
+                other.stop()
+        tasks = [other.task for other in earlier if other.task is not None]
+        if tasks:
+            await asyncio.wait(tasks)
 
     # -- approvals (PROTOCOL.md §3a) ------------------------------------------------------
 
@@ -226,26 +289,11 @@ class TurnManager:
         if self.draining:
             raise ServerDraining("the server is restarting; decide again in a moment")
         reason = (reason or "").strip() or None  # a blank reason is no reason
-        with self._deciding_in(chat_id):
-            decided = await self.approvals.decide(
-                user_id, chat_id, approval_id, "approved" if approve else "rejected",
-                reason, via, now_ts())
-            self._after_decision(decided, plan)
-        if decided.resume is not None:
-            await self.cluster.hold_lease(chat_id, decided.resume.turn_id)
+        decided = await self.approvals.decide(
+            user_id, chat_id, approval_id, "approved" if approve else "rejected",
+            reason, via, now_ts(), self.lease)
+        self._after_decision(decided, plan)
         return decided
-
-    @contextmanager
-    def _deciding_in(self, chat_id: str) -> Iterator[None]:
-        """While a decision is taken in ``chat_id``: the turn it may claim (no longer
-        paused, not yet registered as running here) is not mistaken for an orphan."""
-        self._deciding[chat_id] = self._deciding.get(chat_id, 0) + 1
-        try:
-            yield
-        finally:
-            self._deciding[chat_id] -= 1
-            if not self._deciding[chat_id]:
-                del self._deciding[chat_id]
 
     def _after_decision(self, decided: Decided, plan: TurnPlan | None = None) -> None:
         """Publish a decision and, when it was the pause's last, resume the turn here.
@@ -257,7 +305,6 @@ class TurnManager:
         self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
         if paused is None:
             return
-        self.hub.begin_turn(channel, paused.turn_id, paused.after_seq + 1)
         self._start(paused.user_id, paused.chat_id, paused.turn_id, paused.prompt,
                     paused.prompt_seq, plan, paused)
 
@@ -268,24 +315,16 @@ class TurnManager:
         for approval_id, chat_id in await self.approvals.due():
             if self.draining:
                 break  # the instances that stay up expire the rest
-            with self._deciding_in(chat_id):
-                decided = await self.approvals.expire(chat_id, approval_id, now_ts())
-                if decided is None:
-                    continue  # decided meanwhile
-                self._after_decision(decided)
+            decided = await self.approvals.expire(chat_id, approval_id, now_ts(), self.lease)
+            if decided is None:
+                continue  # decided meanwhile
+            self._after_decision(decided)
             expired += 1
-            if decided.resume is not None:
-                await self.cluster.hold_lease(chat_id, decided.resume.turn_id)
         return expired
 
     async def watch_approvals(self, every: float) -> None:
         """Run ``expire_approvals`` every ``every`` seconds, until cancelled."""
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.expire_approvals()
-            except Exception:
-                logger.warning("could not expire approvals", exc_info=True)
+        await every_so_often(every, self.expire_approvals, "could not expire approvals")
 
     async def _supersede(self, user_id: str, chat_id: str, turn_id: str, via: str,
                          ts: str) -> bool:
@@ -302,115 +341,130 @@ class TurnManager:
         self.metrics.turns.labels("cancelled").inc()
         return True
 
-    async def _is_orphan(self, chat_id: str, turn_id: str) -> bool:
-        """A running turn in storage that no live instance runs (never a paused one)."""
-        if chat_id in self._active or chat_id in self._deciding:
-            return False
-        if not self.cluster.remote:
-            return True  # one process, and not ours: a crash left it
-        if await self.cluster.lease_held(chat_id):
-            return False
-        turn = await self.store.get_turn(turn_id)
-        if turn is None or turn.status != "running" or turn.paused:
-            return False
-        # A turn just started, or just resumed after its approvals, elsewhere may not
-        # hold its lease yet.
-        since = max(turn.created_at, await self.approvals.last_decision_at(turn_id)
-                    or turn.created_at)
-        return (datetime.now(UTC) - since).total_seconds() > self.lease_ttl
+    # -- leases and orphans ----------------------------------------------------------------
+
+    async def renew_leases(self) -> None:
+        """Renew the leases of the turns running here; stop those closed elsewhere (a
+        turn marked failed must not go on acting) and those someone asked to stop."""
+        running = [active for active in self._active.values()
+                   if not active.finishing and not active.pausing]
+        if not running:
+            return
+        renewal = await self.store.renew_leases(self.lease, [a.turn_id for a in running])
+        for active in running:
+            if active.finishing or self._active.get(active.turn_id) is not active:
+                continue  # it ended meanwhile
+            if active.turn_id not in renewal.kept:
+                logger.warning("turn closed elsewhere after its lease expired; stopping it",
+                               extra={"chat_id": active.chat_id, "turn_id": active.turn_id})
+                active.stop()
+            elif active.turn_id in renewal.cancel and not active.cancel_requested:
+                self._cancel(active)
+
+    async def keep_leases(self) -> None:
+        """Run ``renew_leases`` every ``timings.renew_every`` seconds, until cancelled."""
+        await every_so_often(self.timings.renew_every, self.renew_leases,
+                             "could not renew turn leases")
 
     async def close_orphans(self, ts: str) -> int:
-        """Close the turns no live instance runs: at start-up, then (several instances)
-        every lease period, so a browser waiting on one sees it end unprompted."""
+        """Close the turns whose runner's lease expired (their instance died or lost the
+        database): at start-up, then every ``timings.sweep_every`` seconds, so a browser
+        waiting on one sees it end unprompted."""
         closed = 0
-        for running in await self.store.running_turns():
-            if await self._is_orphan(running.chat_id, running.turn_id):
-                closed += await self._close_orphan(
-                    running.chat_id, running.turn_id,
-                    channel_of(running.user_id, running.chat_id), ts)
+        for running in await self.store.expired_turns():
+            closed += await self._close_orphan(
+                running.chat_id, running.turn_id,
+                channel_of(running.user_id, running.chat_id), ts)
         return closed
 
     async def close_if_orphaned(self, user_id: str, chat_id: str) -> bool:
-        """Close the chat's running turn if its instance died (a socket is about to
-        watch it, or asked to cancel it)."""
+        """Close the chat's running turn if its runner's lease expired (a socket is about
+        to watch it): the socket then need not wait for the sweep."""
         running = await self.store.running_turn(chat_id)
-        if running is None or running.paused or not await self._is_orphan(chat_id,
-                                                                           running.id):
+        if running is None or running.paused:
             return False
         return await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
                                         now_ts())
 
     async def watch_orphans(self) -> None:
-        """Run ``close_orphans`` every lease period, until cancelled."""
-        while True:
-            await asyncio.sleep(self.lease_ttl)
-            try:
-                await self.close_orphans(now_ts())
-            except Exception:
-                logger.warning("could not look for orphaned turns", exc_info=True)
+        """Run ``close_orphans`` every ``timings.sweep_every`` seconds, until cancelled."""
+        await every_so_often(self.timings.sweep_every, lambda: self.close_orphans(now_ts()),
+                             "could not look for orphaned turns")
 
     async def _close_orphan(self, chat_id: str, turn_id: str, channel: str, ts: str) -> bool:
-        """Close the turn in storage and tell every socket of the chat it ended."""
+        """Close the turn in storage if its lease expired, and tell every socket of the
+        chat it ended. Never one of this instance's own turns: their leases are renewed,
+        and a renewal that failed is no sign of death."""
+        if turn_id in self._active:
+            return False
         ending = await self.store.close_turn(chat_id, turn_id, ts)
         if not ending:
-            return False  # it ended meanwhile, another instance closed it, or it is paused
+            return False  # it ended meanwhile, its lease holds, or it is paused
         logger.warning("closed an orphaned turn", extra={"chat_id": chat_id,
                                                          "turn_id": turn_id})
+        self.metrics.turns.labels("failed").inc()
         self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ending])
         self.hub.end_turn(channel, turn_id)
         return True
 
+    # -- cancel -----------------------------------------------------------------------------
+
     def cancel(self, chat_id: str, turn_id: str | None = None) -> bool:
-        """Cancel a turn running in this process."""
-        active = self._active.get(chat_id)
+        """Cancel the chat's turn running in this process."""
+        active = self._current(chat_id)
         if active is None or (turn_id is not None and turn_id != active.turn_id):
             return False
-        if active.finishing:
-            return False  # its end_of_stream is out: for the client nothing runs any more
-        active.cancel_requested = True
+        return self._cancel(active)
+
+    def _cancel(self, active: _Active) -> bool:
+        if active.ending or active.finishing:
+            return False  # its end is decided: for the client nothing runs any more
         if active.pausing:
+            active.cancel_requested = True
             return True  # superseded as soon as its pause is stored (``_run``)
-        if active.result is not None:
-            active.result.cancel()
+        active.stop()
         return True
 
     async def cancel_anywhere(self, user_id: str, chat_id: str,
                               turn_id: str | None = None) -> bool:
-        """Cancel the chat's running turn, whichever instance runs it."""
-        if self.cancel(chat_id, turn_id):
-            return True
-        running = await self.store.running_turn(chat_id)
-        if running is None or (turn_id is not None and running.id != turn_id):
-            return False
-        # §3a: waiting for approvals, nothing runs to hear the cancel: end it here. (If a
-        # decision resumed it meanwhile, here or elsewhere, it is cancelled as it runs.)
-        if running.paused and await self._supersede(user_id, chat_id, running.id, "cancel",
-                                                    now_ts()):
-            return True
-        if self.cancel(chat_id, turn_id):
-            return True
-        if not self.cluster.remote:
-            return False
-        if await self._is_orphan(chat_id, running.id):
-            # Nobody runs it to hear the cancel: end it here, as failed (it was cut short).
-            await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
-                                     now_ts())
-            return True
-        await self.cluster.request_cancel(chat_id, running.id)
-        return True
+        """Cancel the chat's running turn, whichever instance runs it; False when no
+        such turn runs. Raises when the stop cannot be recorded (the database is down):
+        the caller must say so, never pretend it was delivered."""
+        for _ in range(3):  # the turn may pause, resume or end while we look
+            if self.cancel(chat_id, turn_id):
+                return True
+            running = await self.store.running_turn(chat_id)
+            if running is None or (turn_id is not None and running.id != turn_id):
+                return False
+            # §3a: waiting for approvals, nothing runs to hear the cancel: end it here.
+            if running.paused:
+                if await self._supersede(user_id, chat_id, running.id, "cancel", now_ts()):
+                    return True
+                continue  # resumed meanwhile, here or elsewhere
+            if self.cancel(chat_id, turn_id):
+                return True  # resumed here meanwhile
+            # Nobody left to hear it: end it here, as failed (it was cut short).
+            if await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
+                                        now_ts()):
+                return True
+            # Its runner sees the stop at its next renewal; Redis, when up, tells it now.
+            if await self.store.request_cancel(chat_id, running.id):
+                await self.cluster.request_cancel(chat_id, running.id)
+                return True
+        return False
 
     def running_task(self, chat_id: str, turn_id: str) -> asyncio.Task[None] | None:
         """The task running ``turn_id`` in this process (e.g. resumed by ``decide``)."""
-        active = self._active.get(chat_id)
-        return active.task if active is not None and active.turn_id == turn_id else None
+        active = self._active.get(turn_id)
+        return active.task if active is not None and active.chat_id == chat_id else None
 
     def running_turn_id(self, chat_id: str) -> str | None:
-        active = self._active.get(chat_id)
+        active = self._current(chat_id)
         return active.turn_id if active else None
 
     async def wait_idle(self, within: float | None = None) -> bool:
         """Wait for every running turn to end; False if some still run after ``within`` s."""
-        tasks = [active.task for active in self._active.values()]
+        tasks = [active.task for active in self._active.values() if active.task is not None]
         if not tasks:
             return True
         _, pending = await asyncio.wait(tasks, timeout=within)
@@ -420,17 +474,35 @@ class TurnManager:
         """Let turns finish within ``grace`` seconds, then cancel them (persisted as cancelled)."""
         if await self.wait_idle(grace):
             return
-        for chat_id in list(self._active):
-            self.cancel(chat_id)
+        for active in list(self._active.values()):
+            if active.suggestion is not None:
+                active.suggestion.cancel()  # a nicety: never worth holding a shutdown
+            self._cancel(active)
         await self.wait_idle(5.0)
 
-    async def _run(self, user_id: str, chat_id: str, turn_id: str, prompt: str,
-                   prompt_seq: int, plan: TurnPlan | None = None,
-                   resume: PausedRun | None = None) -> None:
+    async def _run(self, active: _Active, prompt: str, plan: TurnPlan | None,
+                   resume: PausedRun | None, first: EventRecord | None,
+                   earlier: list[_Active]) -> None:
+        try:
+            await self._after_earlier(earlier)
+        except asyncio.CancelledError:
+            self._detach(active)
+            raise
+        turn_id = active.turn_id
+        if resume is None:
+            assert first is not None
+            self.hub.begin_turn(active.channel, turn_id, first.seq)
+            self.hub.publish(active.channel, [Frame(first.seq, encode(first.to_wire()))])
+        else:
+            self.hub.begin_turn(active.channel, turn_id, resume.after_seq + 1)
+        await self._turn(active, prompt, plan, resume)
+
+    async def _turn(self, active: _Active, prompt: str, plan: TurnPlan | None,
+                    resume: PausedRun | None) -> None:
         engine = self.engine
-        active = self._active[chat_id]
-        writer = EventWriter(self.store, self.hub, chat_id, turn_id, active.channel,
-                             fenced=self.cluster.remote, metrics=self.metrics)
+        user_id, chat_id, turn_id = active.user_id, active.chat_id, active.turn_id
+        prompt_seq = active.prompt_seq
+        writer = self._writer(active)
         metrics = self.metrics
         metrics.turns_running.inc()
         started = time.monotonic()
@@ -523,12 +595,13 @@ class TurnManager:
         try:
             if status == "paused":
                 assert result is not None
-                asked, failing = await self._pause(writer, result, session, waiting, usage,
-                                                   final_text, translator.current_agent,
-                                                   log_extra)
+                asked, failing = await self._pause(active, writer, result, session, waiting,
+                                                   usage, final_text,
+                                                   translator.current_agent, log_extra)
                 if failing is not None:  # the pause could not be stored: the turn fails
                     writer, status, failed_with = failing, "failed", dict(STORAGE_FAILED)
             if status != "paused":
+                active.ending = True  # its status is final: a cancel now has nothing to stop
                 writer.put(
                     OutEvent("end_of_stream", {"status": status, "usage": usage},
                              persisted=True),
@@ -536,6 +609,8 @@ class TurnManager:
                                usage=usage, items=session.items_to_keep(status == "completed")),
                 )
                 await writer.close()
+                if writer.cancelled_at_end:  # a stop asked elsewhere got there first
+                    status = "cancelled"
         except WriterFailed:
             logger.error("turn could not be closed in storage", extra=log_extra)
         finally:
@@ -543,7 +618,7 @@ class TurnManager:
             if status == "paused":
                 # No process runs a paused turn: from here a cancel or a prompt ends it
                 # in storage (§3a), and a decision resumes it wherever it is taken.
-                await self._detach(active)
+                self._detach(active)
             # After end_turn: a socket joining now replays the pause from storage.
             self.hub.publish(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in asked])
             if asked and active.cancel_requested:  # cancelled while the pause was stored
@@ -559,14 +634,12 @@ class TurnManager:
         try:
             if plan.finished is not None:
                 # Its end is out: a new prompt for this chat now waits for this task.
-                active.finishing = True
                 try:
                     await plan.finished(TurnOutcome(status, usage, final_text, failed_with,
                                                     tuple(r.to_wire() for r in asked)))
                 except Exception:
                     logger.exception("the turn's finish hook failed", extra=log_extra)
             if status == "completed" and writer.error is None:
-                active.finishing = True
                 await self._after_turn(active, user_id, chat_id, turn_id, prompt, final_text,
                                        shown_types, prompt_seq,
                                        suggest=not external, title=resume is None)
@@ -575,17 +648,23 @@ class TurnManager:
                 # waits for approvals must not leave the chat untitled.
                 await self._title(user_id, chat_id, turn_id, prompt)
         finally:
-            await self._detach(active)
+            self._detach(active)
 
-    async def _detach(self, active: _Active) -> None:
-        """This process no longer runs ``active`` (idempotent). Only its own entry and
-        lease are dropped: the chat may already run its next turn."""
-        if self._active.get(active.chat_id) is not active:
-            return
-        del self._active[active.chat_id]
-        await self.cluster.release_lease(active.chat_id, active.turn_id)
+    def _detach(self, active: _Active) -> None:
+        """This process no longer runs ``active`` (idempotent). Only its own entry goes:
+        a resumed turn keeps its id, and registers anew."""
+        if self._active.get(active.turn_id) is active:
+            del self._active[active.turn_id]
 
-    async def _pause(self, writer: EventWriter, result: RunResultStreaming,
+    def _writer(self, active: _Active, *, after_end: bool = False) -> EventWriter:
+        def ended() -> None:
+            active.finishing = True
+
+        return EventWriter(self.store, self.hub, active.chat_id, active.turn_id,
+                           active.channel, after_end=after_end, metrics=self.metrics,
+                           on_end=ended)
+
+    async def _pause(self, active: _Active, writer: EventWriter, result: RunResultStreaming,
                      session: TurnSession, waiting: list[PendingCall], usage: dict[str, int],
                      text: str, current_agent: str, log_extra: dict[str, Any],
                      ) -> tuple[list[EventRecord], EventWriter | None]:
@@ -600,7 +679,7 @@ class TurnManager:
                                         call.description, call.arguments, call.current_agent)
                         for call in waiting]
             expires_at = datetime.now(UTC) + timedelta(seconds=self.approval_timeout)
-            asked = await self.approvals.pause(
+            paused = await self.approvals.pause(
                 writer.chat_id, writer.turn_id, requests,
                 paused_state(result, session, current_agent), usage, expires_at, now_ts(),
                 text=text)
@@ -609,11 +688,12 @@ class TurnManager:
             return [], None
         except Exception:
             logger.exception("could not store the turn's pause", extra=log_extra)
-            failed = EventWriter(self.store, self.hub, writer.chat_id, writer.turn_id,
-                                 writer.channel, fenced=writer.fence_turn is not None,
-                                 metrics=self.metrics)
+            failed = self._writer(active)
             failed.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
             return [], failed
+        if paused.cancel_requested:  # asked on another instance before the run paused
+            active.cancel_requested = True
+        asked = paused.events
         self.metrics.approvals.labels("asked").inc(len(asked))
         self.metrics.events_persisted.inc(len(asked))
         logger.info("turn paused for approval", extra={**log_extra, "approvals": len(asked)})
@@ -630,15 +710,16 @@ class TurnManager:
                 engine.suggest(prompt, final_text, shown_types))
             try:
                 prompts = (await active.suggestion)[:4]
-                writer = EventWriter(self.store, self.hub, chat_id, turn_id,
-                                     active.channel, metrics=self.metrics)
+                writer = self._writer(active, after_end=True)
                 writer.put(OutEvent("suggested_prompts", {"prompts": prompts}, persisted=True))
                 await writer.close()
             except asyncio.CancelledError:
                 if not active.suggestion.cancelled():
                     raise  # the turn task itself is being cancelled
-            except Exception:
-                logger.exception("suggested prompts failed", extra=log_extra)
+            except Exception as exc:
+                # Fenced: the chat's next turn has begun; its prompt made these moot.
+                if not isinstance(exc.__cause__, TurnFenced):
+                    logger.exception("suggested prompts failed", extra=log_extra)
         if prompt_seq == 1 and title:
             await self._title(user_id, chat_id, turn_id, prompt)
 
@@ -650,6 +731,18 @@ class TurnManager:
         except Exception:
             logger.exception("chat title failed",
                              extra={"chat_id": chat_id, "turn_id": turn_id})
+
+
+async def every_so_often(period: float, work: Callable[[], Awaitable[object]],
+                         failure: str) -> None:
+    """Await ``work()`` every ``period`` seconds until cancelled; a failure is logged as
+    ``failure`` and the next round tries again."""
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await work()
+        except Exception:
+            logger.warning(failure, exc_info=True)
 
 
 def new_approval_id() -> str:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from app.metrics import Metrics
-from storage.errors import TurnFenced
+from storage.errors import CancelRequested, TurnFenced
 from storage.events import EventStore
 from storage.records import EventRecord, NewEvent, TurnUpdate
 from websocket.hub import Frame, Hub
@@ -63,7 +64,8 @@ class EventWriter:
     def __init__(self, store: EventStore, hub: Hub, chat_id: str, turn_id: str,
                  channel: str, *,
                  checkpoint_interval: float = 0.25, max_batch: int = 512,
-                 fenced: bool = False, metrics: Metrics | None = None,
+                 after_end: bool = False, metrics: Metrics | None = None,
+                 on_end: Callable[[], None] | None = None,
                  final_retry_delays: tuple[float, ...] = FINAL_RETRY_DELAYS) -> None:
         self.store = store
         self.hub = hub
@@ -72,8 +74,14 @@ class EventWriter:
         self.channel = channel  # the hub's (websocket.hub.channel_of)
         self.checkpoint_interval = checkpoint_interval
         self.max_batch = max_batch
-        # With several instances, each write checks the turn still runs (see TurnFenced).
-        self.fence_turn = turn_id if fenced else None
+        # Every write checks the turn still runs or, ``after_end`` (its suggested
+        # prompts), that no later turn of the chat has begun (see EventStore.append).
+        self.after_end = after_end
+        # Called once the turn's end_of_stream is committed, before it is published.
+        self.on_end = on_end
+        # A stop asked elsewhere reached storage before the completed end: it says
+        # cancelled instead.
+        self.cancelled_at_end = False
         self.metrics = metrics
         self.final_retry_delays = final_retry_delays
         self.error: BaseException | None = None
@@ -160,14 +168,18 @@ class EventWriter:
                     self.metrics.persist_seconds.observe(time.monotonic() - started)
                     self.metrics.events_persisted.inc(len(records))
             except Exception as exc:  # the store is down: stop persisting, tell the runner
-                logger.exception("event write failed", extra={"chat_id": self.chat_id,
-                                                              "turn_id": self.turn_id})
+                log_extra = {"chat_id": self.chat_id, "turn_id": self.turn_id}
+                if isinstance(exc, TurnFenced):
+                    logger.warning("turn no longer writable: %s", exc, extra=log_extra)
+                else:
+                    logger.exception("event write failed", extra=log_extra)
                 self.error = exc
                 self._unwritten += batch  # written, if ever, by _write_after_failure
                 return
         if update is not None and update.partial_text is not None:
             self._text_changed = False
             self._last_checkpoint = time.monotonic()
+        self._ended(records)
         self._publish(batch, records)
 
     async def _write_after_failure(self) -> None:
@@ -188,7 +200,8 @@ class EventWriter:
             await asyncio.sleep(delay)
             try:
                 records = await self.store.append(self.chat_id, new_events, update,
-                                                  fence_turn=self.fence_turn)
+                                                  fence_turn=self.turn_id,
+                                                  after_end=self.after_end)
             except TurnFenced:
                 return  # another instance closed the turn meanwhile
             except Exception as exc:
@@ -197,12 +210,17 @@ class EventWriter:
                 continue
             logger.warning("turn end written after the store came back", extra=log_extra)
             self.error = None
+            self._ended(records)
             self._publish(batch, records)
             return
         logger.error("turn end could not be written; the turn stays running in storage",
                      extra=log_extra)
         self.hub.publish(self.channel, [Frame(None, encode(envelope(
             "error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())))])
+
+    def _ended(self, records: list[EventRecord]) -> None:
+        if self.on_end is not None and any(r.type == "end_of_stream" for r in records):
+            self.on_end()
 
     def _publish(self, batch: list[_Item], records: list[EventRecord]) -> None:
         published = iter(records)
@@ -248,7 +266,12 @@ class EventWriter:
         for attempt in range(_WRITE_ATTEMPTS):
             try:
                 return await self.store.append(self.chat_id, events, update,
-                                               fence_turn=self.fence_turn)
+                                               fence_turn=self.turn_id,
+                                               after_end=self.after_end)
+            except CancelRequested:
+                events, update = _as_cancelled(events), _as_cancelled_update(update)
+                self.cancelled_at_end = True
+                return await self._append(events, update)
             except TurnFenced:
                 raise  # another instance closed the turn: retrying cannot help
             except Exception:
@@ -258,6 +281,15 @@ class EventWriter:
                                extra={"chat_id": self.chat_id, "turn_id": self.turn_id})
                 await asyncio.sleep(_RETRY_DELAYS[attempt])
         raise AssertionError("unreachable")
+
+
+def _as_cancelled(events: list[NewEvent]) -> list[NewEvent]:
+    return [replace(e, payload={**e.payload, "status": "cancelled"})
+            if e.type == "end_of_stream" else e for e in events]
+
+
+def _as_cancelled_update(update: TurnUpdate | None) -> TurnUpdate | None:
+    return replace(update, status="cancelled") if update is not None else None
 
 
 def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:

@@ -22,7 +22,7 @@ from tests.browser.pages import (
     wait_turns_ended,
 )
 from tests.browser.proxy import dropping_proxy
-from tests.ws.conftest import serve
+from tests.ws.conftest import open_client, serve
 
 # ~40 streamed words at 50 ms: about two seconds of streaming to interrupt.
 SLOW = 0.05
@@ -128,17 +128,27 @@ async def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(
         await send(page, PROMPT)
         before = await wait_streaming(page)
 
-        proxy.refusing = True
-        proxy.drop()
-        banner = page.locator("#banner")
-        await banner.wait_for()
-        assert "Connection lost" in await banner.inner_text()
-        assert await page.get_attribute("#conn-status", "data-state") == "reconnecting"
-        if outage == "whole_turn":
-            # The turn goes on without the page and ends while it is away.
-            await live.services.turns.wait_idle(10)
-        else:
-            await page.wait_for_timeout(300)
+        # A socket of the test's own on the chat, straight to the server: it gets every event
+        # of the turn (those stored so far replayed, then the rest live), in order.
+        async with open_client(live.ws_url(chat_id_of(page), after_seq=0)) as watcher:
+            proxy.refusing = True
+            proxy.drop()
+            banner = page.locator("#banner")
+            await banner.wait_for()
+            assert "Connection lost" in await banner.inner_text()
+            assert await page.get_attribute("#conn-status", "data-state") == "reconnecting"
+            if outage == "whole_turn":
+                # The turn goes on without the page and ends while it is away.
+                assert await live.services.turns.wait_idle(60), "the turn never ended"
+            else:
+                # The page stays away until the turn has sent something it missed: what
+                # the watcher gets after the pong to this ping was sent after the drop, and
+                # a turn that has not ended yet sends at least its end_of_stream.
+                await watcher.send({"type": "ping"})
+                if "end_of_stream" not in [e["type"] for e in await watcher.until("pong")]:
+                    while (await watcher.recv())["type"] not in ("llm_response_delta",
+                                                                "end_of_stream"):
+                        pass
         proxy.refusing = False
         await retry_now(page)
         await banner.wait_for(state="hidden")

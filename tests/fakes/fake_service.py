@@ -28,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.waiting import wait_started
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -122,12 +124,7 @@ async def serve_fake(fake: FakeService) -> AsyncIterator[str]:
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    await wait_started(lambda: server.started, task, what=f"the fake {type(fake).__name__}")
     fake.base_url = f"http://127.0.0.1:{port}"
     try:
         yield fake.base_url

@@ -36,6 +36,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tests.waiting import wait_started
+
 # ----------------------------------------------------------------------------- the script
 
 
@@ -478,12 +480,7 @@ async def running_model_server(server: FakeModelServer | None = None
                             timeout_graceful_shutdown=1)
     uv = uvicorn.Server(config)
     task = asyncio.create_task(uv.serve(sockets=[sock]))
-    for _ in range(500):
-        if uv.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    await wait_started(lambda: uv.started, task, what="the fake model server")
     try:
         yield server
     finally:

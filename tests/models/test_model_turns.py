@@ -7,7 +7,6 @@ SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +16,7 @@ import httpx
 from app.settings import Settings
 from tests.fakes.model_server import Call, FakeModelServer, Recorded, Say, reply
 from tests.models.conftest import API_KEY
+from tests.waiting import wait_until
 from tests.ws.conftest import open_client, serve
 from tests.ws.test_turns import assert_turn_order
 
@@ -57,14 +57,13 @@ def tool_names(request: Recorded) -> set[str]:
     return names
 
 
-async def wait_for_title(http: httpx.AsyncClient, chat_id: str) -> str | None:
-    for _ in range(200):
+async def wait_for_title(http: httpx.AsyncClient, chat_id: str) -> str:
+    """The chat's title, once it has one: titles are made off the turn, after its end."""
+    async def title() -> str | None:
         chats = (await http.get("/api/chats")).json()["chats"]
-        title = next((chat["title"] for chat in chats if chat["id"] == chat_id), None)
-        if title:
-            return str(title)
-        await asyncio.sleep(0.025)
-    return None
+        return next((chat["title"] for chat in chats if chat["id"] == chat_id), None)
+
+    return str(await wait_until(title, what=f"a title for chat {chat_id}"))
 
 
 async def test_a_multi_agent_turn_streams_like_the_offline_model(

@@ -248,10 +248,19 @@ async def test_a_turn_that_dies_without_finishing_still_ends_the_stream() -> Non
     events: asyncio.Queue[Any] = asyncio.Queue()
     for event in built.start():
         events.put_nowait(event)
-    dying = asyncio.create_task(asyncio.sleep(0.05))  # a turn that never calls finished
+    # A turn that never finishes its response: it ends when the test lets it, once the
+    # stream has kept the connection alive while it ran.
+    may_end = asyncio.Event()
+    dying = asyncio.create_task(may_end.wait())
     started = StartedResponse("resp_test", events, asyncio.get_running_loop().create_future(),
                               dying, built)
-    text = "".join([chunk async for chunk in _stream(started, keepalive=0.02)])
+    chunks: list[str] = []
+    async with asyncio.timeout(60):  # a stream with no keep-alive would wait for ever
+        async for chunk in _stream(started, keepalive=0.02):
+            chunks.append(chunk)
+            if chunk.startswith(": keep-alive"):
+                may_end.set()
+    text = "".join(chunks)
     assert ": keep-alive" in text  # while it ran
     blocks = [b for b in text.split("\n\n") if b.strip() and not b.startswith(":")]
     assert blocks[-1] == "data: [DONE]"

@@ -24,6 +24,7 @@ from app.settings import Settings
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.model_server import FakeModelServer, running_model_server
 from tests.fakes.rap_tool import RapToolServer
+from tests.waiting import wait_started
 from tests.ws.conftest import LiveServer, make_settings  # noqa: F401 - fixture re-exported
 
 
@@ -33,12 +34,7 @@ async def serve_on(sock: socket.socket, settings: Settings) -> AsyncIterator[Liv
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    await wait_started(lambda: server.started, task, what="the app server to start")
     try:
         yield LiveServer(settings=settings, port=sock.getsockname()[1], app=app)
     finally:

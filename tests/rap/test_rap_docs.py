@@ -19,6 +19,7 @@ import pytest
 
 from app.settings import Settings
 from tests.rap.conftest import serve_on
+from tests.waiting import wait_until
 from tests.ws.conftest import open_client
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rap.md"
@@ -51,14 +52,15 @@ async def example_server(tmp_path: Path, secret: str | None) -> AsyncIterator[st
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as http:
-            for _ in range(200):
+            async def serving() -> bool:
+                if process.returncode is not None:
+                    raise AssertionError(f"the example tool server exited ({process.returncode})")
                 try:
-                    if (await http.get(f"{url}/.well-known/rap-toolset")).status_code == 200:
-                        break
+                    return (await http.get(f"{url}/.well-known/rap-toolset")).status_code == 200
                 except httpx.TransportError:
-                    await asyncio.sleep(0.05)
-            else:
-                raise AssertionError("the example tool server did not start")
+                    return False  # not listening yet
+
+            await wait_until(serving, what="the example tool server to answer")
         yield url
     finally:
         process.terminate()

@@ -24,6 +24,7 @@ from connectors.tooling import ToolResult
 from connectors.untrusted import fence
 from tests.fakes.rap_tool import TOOLS
 from tests.fakes.rap_tool import signature as third_party_signature
+from tests.waiting import wait_until
 from websocket.stream import OutEvent, StreamTranslator
 
 NOTES = Agent(name="Notes")
@@ -116,6 +117,8 @@ async def test_a_call_is_answered_once_then_remembered() -> None:
     with pytest.raises(DuplicateCall):
         open_call(calls)
     waiter = asyncio.create_task(calls.wait(call, within=5))
+    # One turn of the loop, not a wait for time: the new task runs to its first await (on
+    # the call's future), so the result below reaches a waiting tool.
     await asyncio.sleep(0)
     assert calls.deliver(call, "first", "f1") is Delivery.ACCEPTED
     assert await waiter == "first"
@@ -142,14 +145,17 @@ async def test_a_cancelled_wait_closes_the_call_and_old_calls_are_forgotten() ->
     calls = PendingCalls(retain=0.05)
     call, token = open_call(calls)
     waiter = asyncio.create_task(calls.wait(call, within=5))
+    # One turn of the loop (see above): a task cancelled before it ever ran would never
+    # reach the wait whose cancellation closes the call.
     await asyncio.sleep(0)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert call.state is CallState.CLOSED
     assert calls.deliver(call, "x", "f") is Delivery.GONE
-    await asyncio.sleep(0.1)
-    assert calls.find(token) is None
+    # Forgotten once ``retain`` has passed (checked when a callback looks the call up).
+    await wait_until(lambda: calls.find(token) is None,
+                     what="the closed call to be forgotten after retain=0.05 s")
 
 
 # ----------------------------------------------------------------------------- results

@@ -148,6 +148,8 @@ async def test_results_for_other_calls_are_discarded_and_never_injected(
             forged = await http.post(
                 f"{stack.live.http}/rap/callback?token=not-a-token",
                 json={"type": "tool_result", "group_id": "g", "id": "i", "text": "INJECTED 3"})
+        # The tool posts its results from tasks of its own, which closing it would cancel.
+        await stack.tool.wait_deliveries(2, within=60)
 
     assert [(d.status, d.body["error"]["code"]) for d in stack.tool.deliveries] == [
         (404, "not_found"), (404, "not_found")]

@@ -9,12 +9,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
+
+from app.settings import Settings
+from tests.fakes.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("SWITCHBOARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -110,6 +114,20 @@ def servers(tmp_path: Path) -> Iterator[Any]:
     yield make
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def proxied_settings(make_settings: Callable[..., Settings], database_url: str,
+                     proxy: TcpProxy) -> Callable[..., Settings]:
+    """Settings whose database is reached through the module's ``proxy`` fixture (a
+    ``TcpProxy`` the test cuts or stalls), for in-process servers (tests.ws.conftest)."""
+    url = make_url(database_url).set(host="127.0.0.1", port=proxy.port)
+    proxied = url.render_as_string(hide_password=False)
+
+    def make(**overrides: Any) -> Settings:
+        return make_settings(database_url=proxied, **overrides)
+
+    return make
 
 
 @pytest.fixture

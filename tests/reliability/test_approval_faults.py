@@ -15,6 +15,7 @@ import pytest
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.model_server import Call, FakeModelServer, Say, running_model_server
 from tests.fakes.rap_tool import TOOLS, RapToolServer, Silence
+from tests.reliability.orphans import LEASE, until_last_turn_ends
 from tests.reliability.test_faults import assert_clean_exit, events_of
 from tests.ws.conftest import open_client
 
@@ -79,7 +80,7 @@ async def test_a_crash_after_approval_never_runs_the_tool_again(
         model.script(Call("transfer_to_notes", {}), Call("edit_file", edit, call_id="call_e"),
                      Say("Done."))
         server = servers(database_url, model=f"responses:fake@{model.base_url()}",
-                         suggest_model="offline", model_timeout=5,
+                         suggest_model="offline", model_timeout=5, turn_lease_seconds=LEASE,
                          rap_tools=json.dumps([{"name": "notes", "url": tool.base_url,
                                                 "endpoint": f"{tool.base_url}/invoke",
                                                 "display_name": "Notes", "tools": TOOLS}]))
@@ -93,8 +94,9 @@ async def test_a_crash_after_approval_never_runs_the_tool_again(
             await client.until("approval_resolved")
             await asyncio.wait_for(tool.invoked.wait(), 10)  # the tool server has the call
             server.kill()
-        await asyncio.to_thread(server.start)  # start-up closes what the crash left
-        stored = await events_of(server, chat_id)
+        await asyncio.to_thread(server.start)
+        # The dead process's lease expires; the new one's sweep closes its turn.
+        stored = await until_last_turn_ends(server, chat_id)
         async with httpx.AsyncClient(base_url=server.http) as http:
             detail = (await http.get(f"/api/chats/{chat_id}")).json()
         await tool.aclose()

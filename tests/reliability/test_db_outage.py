@@ -20,7 +20,6 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -28,6 +27,7 @@ from sqlalchemy.engine import make_url
 from app.settings import Settings
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.reliability.server_logs import CapturedLogs, capture_logs
+from tests.waiting import wait_until
 from tests.ws.conftest import LiveServer, make_settings, open_client, serve
 from websocket.protocol import validate_server_event
 
@@ -50,18 +50,6 @@ async def proxy(database_url: str) -> AsyncIterator[TcpProxy]:
         yield running
 
 
-@pytest.fixture
-def proxied_settings(make_settings: Callable[..., Settings], database_url: str,
-                     proxy: TcpProxy) -> Callable[..., Settings]:
-    url = make_url(database_url).set(host="127.0.0.1", port=proxy.port)
-    proxied = url.render_as_string(hide_password=False)
-
-    def make(**overrides: Any) -> Settings:
-        return make_settings(database_url=proxied, **overrides)
-
-    return make
-
-
 def assert_no_leak(texts: list[str]) -> None:
     for text in texts:
         for leak in LEAKS:
@@ -73,6 +61,11 @@ def assert_no_crash(logs: CapturedLogs) -> None:
     crashes = [r for r in logs.errors()
                if r.name.startswith(("uvicorn", "asyncio")) or "never retrieved" in r.getMessage()]
     assert not crashes, logs.describe(crashes)
+
+
+def writer_gave_up(logs: CapturedLogs) -> bool:
+    # websocket.writer logs this (with the exception) once its quick retries are spent.
+    return any(record.getMessage() == "event write failed" for record in logs.errors())
 
 
 async def ready_status(live: LiveServer) -> int:
@@ -134,9 +127,11 @@ async def test_outage_mid_turn_ends_the_turn_and_loses_no_event(
                 await client.send({"type": "prompt", "text": MULTI_AGENT})
                 seen = await client.until("llm_response_delta")
                 await proxy.stop()
-                # Frames are published only once stored: the socket goes quiet meanwhile,
-                # except for what was already committed.
-                await asyncio.sleep(1.0)
+                # The database stays away until the writer has given up on it (after its
+                # quick retries), which stops the turn; frames are published only once
+                # stored, so the socket goes quiet meanwhile, but for what was committed.
+                await wait_until(lambda: writer_gave_up(logs),
+                                 what="the event writer to give up on the database")
                 await proxy.start()
                 held_from = len(seen)
                 seen += await client.until("end_of_stream", within=30)

@@ -16,8 +16,10 @@ from storage.engine import Database
 from storage.errors import ApprovalDecided, ApprovalNotFound, TurnFenced
 from storage.events import EventStore
 from storage.models import approvals, conversation_items, paused_turns
-from storage.records import ChatRecord, NewEvent, UserRecord
+from storage.records import ChatRecord, Lease, NewEvent, UserRecord
 from storage.session import ChatSession
+
+LEASE = Lease("test-instance", 30.0)  # a live instance's
 
 ARGS = {"to": ["bob@example.com"], "subject": "Sushi", "body": "Hi Bob"}
 USAGE = {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10, "requests": 2}
@@ -70,8 +72,10 @@ async def test_pause_stores_the_approvals_the_run_and_the_events(
     assert running is not None and running.id == turn_id and running.paused
     assert (await store.get_turn(turn_id)).paused  # type: ignore[union-attr]
     # A paused turn is a row, not a process: never an orphan, never closed as one.
-    assert await store.running_turns() == []
+    assert await store.expired_turns() == []
     assert await store.close_turn(chat.id, turn_id, ts) == []
+    # Nor a stop left for a runner: nothing runs it to hear (the caller supersedes it).
+    assert not await store.request_cancel(chat.id, turn_id)
     pending = await approval_store.pending_for_user(alice.id)
     assert [(a.id, a.status, a.turn_id) for a in pending] == [
         ("ap_1", "pending", turn_id), ("ap_2", "pending", turn_id)]
@@ -94,16 +98,16 @@ async def test_the_first_decision_wins_and_the_last_one_claims_the_run(
 ) -> None:
     turn_id = await paused_turn(store, approval_store, chat, ts, "ap_1", "ap_2")
     first = await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None,
-                                        "socket:s1", ts)
+                                        "socket:s1", ts, LEASE)
     assert first.resume is None  # ap_2 still waits
     assert first.event.payload == {"approval_id": "ap_1", "call_id": "c1",
                                    "decision": "approved", "reason": None,
                                    "decided_by": alice.id, "decided_via": "socket:s1"}
     with pytest.raises(ApprovalDecided) as decided:
-        await approval_store.decide(alice.id, chat.id, "ap_1", "rejected", None, "rest", ts)
+        await approval_store.decide(alice.id, chat.id, "ap_1", "rejected", None, "rest", ts, LEASE)
     assert decided.value.status == "approved"
     last = await approval_store.decide(alice.id, chat.id, "ap_2", "rejected", "wrong person",
-                                       "rest", ts)
+                                       "rest", ts, LEASE)
     assert last.resume is not None
     assert (last.resume.turn_id, last.resume.user_id, last.resume.prompt) == (
         turn_id, alice.id, "email Bob")
@@ -129,7 +133,7 @@ async def test_concurrent_decisions_claim_the_run_exactly_once(
     try:
         stores = [approval_store, ApprovalStore(other)]
         attempts = [stores[i % 2].decide(alice.id, chat.id, approval_id, "approved", None,
-                                         f"socket:{i}", ts)
+                                         f"socket:{i}", ts, LEASE)
                     for i, approval_id in enumerate(["ap_1", "ap_2"] * 4)]
         results = await asyncio.gather(*attempts, return_exceptions=True)
     finally:
@@ -154,7 +158,7 @@ async def test_unknown_other_chat_and_other_user_approvals_are_not_found(
                                           (alice.id, "no-such-chat", "ap_1")]:
         with pytest.raises(ApprovalNotFound):
             await approval_store.decide(user_id, chat_id, approval_id, "approved", None,
-                                        "rest", ts)
+                                        "rest", ts, LEASE)
     assert [a.status for a in await approval_store.for_chat(chat.id)] == ["pending"]
     assert await approval_store.pending_for_user(bob.id) == []
 
@@ -169,14 +173,14 @@ async def test_an_expired_approval_is_resolved_as_expired_not_decided(
                                                        - timedelta(seconds=1)))
         await session.commit()
     decided = await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None,
-                                          "rest", ts)
+                                          "rest", ts, LEASE)
     assert decided.expired
     assert decided.event.payload["decision"] == "expired"
     assert decided.event.payload["decided_by"] is None
     assert decided.resume is not None and decided.resume.turn_id == turn_id
     assert decided.resume.approvals[0].status == "expired"
     with pytest.raises(ApprovalDecided):
-        await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None, "rest", ts)
+        await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None, "rest", ts, LEASE)
 
 
 async def test_the_sweep_expires_only_what_is_due(
@@ -191,13 +195,13 @@ async def test_the_sweep_expires_only_what_is_due(
                               .values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
         await session.commit()
     assert await approval_store.due() == [("ap_due", chat.id)]
-    done = await approval_store.expire(chat.id, "ap_due", ts)
+    done = await approval_store.expire(chat.id, "ap_due", ts, LEASE)
     assert done is not None and done.resume is not None
     assert (done.event.payload["decision"], done.event.payload["decided_via"]) == (
         "expired", "expiry")
     assert await approval_store.due() == []
-    assert await approval_store.expire(chat.id, "ap_due", ts) is None  # once
-    assert await approval_store.expire(other.id, "ap_later", ts) is None  # not due
+    assert await approval_store.expire(chat.id, "ap_due", ts, LEASE) is None  # once
+    assert await approval_store.expire(other.id, "ap_later", ts, LEASE) is None  # not due
     assert [a.status for a in await approval_store.for_chat(other.id)] == ["pending"]
 
 
@@ -206,7 +210,7 @@ async def test_supersede_ends_the_paused_turn_and_answers_its_calls(
     alice: UserRecord, ts: str,
 ) -> None:
     turn_id = await paused_turn(store, approval_store, chat, ts, "ap_1", "ap_2")
-    await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None, "rest", ts)
+    await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None, "rest", ts, LEASE)
     ended = await approval_store.supersede(chat.id, turn_id, "prompt", ts)
     assert ended is not None
     assert [(e.type, e.payload.get("approval_id"), e.payload.get("decision"),
@@ -219,7 +223,7 @@ async def test_supersede_ends_the_paused_turn_and_answers_its_calls(
         "cancelled", "Let me send that.", False)
     assert await store.running_turn(chat.id) is None
     with pytest.raises(ApprovalDecided) as late:
-        await approval_store.decide(alice.id, chat.id, "ap_2", "approved", None, "rest", ts)
+        await approval_store.decide(alice.id, chat.id, "ap_2", "approved", None, "rest", ts, LEASE)
     assert late.value.status == "superseded"
     assert await approval_store.supersede(chat.id, turn_id, "prompt", ts) is None
     # The next turn's model sees what happened, and no call is left without an output.
@@ -237,10 +241,11 @@ async def test_a_dead_resumed_turn_says_its_approved_action_was_not_run_again(
     ts: str,
 ) -> None:
     turn_id = await paused_turn(store, approval_store, chat, ts, "ap_1")
+    # The decision claims the turn for the instance that resumes it, whose lease is
+    # already over: it died before the tool's output was written.
     decided = await approval_store.decide(alice.id, chat.id, "ap_1", "approved", None,
-                                          "rest", ts)
+                                          "rest", ts, Lease("dead-instance", 0.0))
     assert decided.resume is not None
-    # The instance that resumed it died before the tool's output was written.
     ending = await store.close_turn(chat.id, turn_id, ts)
     assert [e.type for e in ending] == ["error", "end_of_stream"]
     assert "send_google_email" in ending[0].payload["message"]

@@ -18,6 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from app.main import create_app
 from app.settings import Settings, load_settings
+from tests.waiting import wait_started
 
 
 @dataclass
@@ -55,12 +56,7 @@ async def serve(settings: Settings, hooks: tuple[Any, ...] = ()) -> AsyncIterato
                             ws_max_size=settings.max_frame_bytes * 4)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    await wait_started(lambda: server.started, task, what="the app server to start")
     try:
         yield LiveServer(settings=settings, port=port, app=app)
     finally:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
+from tests.waiting import wait_until
 from tests.ws.conftest import LiveServer, open_client
 from websocket.protocol import validate_server_event
 
@@ -20,6 +20,13 @@ def new_chat() -> str:
 
 def persisted(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [event for event in events if event["type"] not in EPHEMERAL]
+
+
+async def stored_after(live: LiveServer, chat_id: str, seq: int) -> list[dict[str, Any]]:
+    """The chat's stored events after ``seq`` (none yet: an empty list)."""
+    async with live.client() as http:
+        events = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+    return [event for event in events if event["seq"] > seq]
 
 
 def assert_turn_order(events: list[dict[str, Any]]) -> None:
@@ -190,7 +197,10 @@ async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
             await client.send({"type": "prompt", "text": MULTI_AGENT})
             before = await client.until("tool_output")
         last_seq = max(e["seq"] for e in before if e["seq"] is not None)
-        await asyncio.sleep(0.05)
+        # The turn goes on with no socket: wait until it has stored more than the client
+        # saw, so the resume below must replay from storage, not only follow live.
+        await wait_until(lambda: stored_after(live, chat_id, last_seq),
+                         what="the turn to store events after the socket dropped")
         async with open_client(live.ws_url(chat_id, after_seq=last_seq), auto_approve=True) as client:
             after = await client.until("end_of_stream")
             after += await client.until("suggested_prompts")
@@ -225,11 +235,9 @@ async def test_a_first_turn_that_was_stopped_still_titles_the_chat(server: LiveS
         await client.until("llm_response_delta")
         await client.send({"type": "cancel"})
         assert (await client.until("end_of_stream"))[-1]["status"] == "cancelled"
-    title = None
     async with server.client() as http:
-        for _ in range(200):  # titled just after the end_of_stream
-            title = (await http.get(f"/api/chats/{chat_id}")).json()["title"]
-            if title:
-                break
-            await asyncio.sleep(0.025)
-    assert title
+        async def title() -> str | None:
+            return (await http.get(f"/api/chats/{chat_id}")).json()["title"]
+
+        # Titled just after the end_of_stream, by the turn's task.
+        await wait_until(title, what="the stopped chat's title")

@@ -1,0 +1,146 @@
+"""One turn per chat in one process, whatever the timing: races driven by barriers.
+
+The barriers sit in the real ``EventStore`` of a real server (a lifespan hook wraps its
+methods): a test holds a turn exactly where the race is (its end committed but not yet
+published, say) and lets the next prompt in there, so each race happens every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from app.services import Services
+from storage.records import EventRecord
+from tests.reliability.chat_log import check_chat_log
+from tests.ws.conftest import LiveServer, open_client, serve
+
+MULTI_AGENT = "find sushi in Boston and show my account balances"
+
+
+class EndBarrier:
+    """Holds the first turn whose ``end_of_stream`` commits, between the commit and its
+    publication, until ``release``; ``started`` is set when a later turn is created."""
+
+    def __init__(self) -> None:
+        self.end_committed = asyncio.Event()
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+        self.held: str | None = None
+
+    def hook(self) -> Callable[[Services], Any]:
+        barrier = self
+
+        @asynccontextmanager
+        async def install(services: Services) -> AsyncIterator[None]:
+            store = services.store
+            append, start_turn = store.append, store.start_turn
+
+            async def held_append(chat_id: str, events: Any, update: Any = None,
+                                  **fences: Any) -> list[EventRecord]:
+                records = await append(chat_id, events, update, **fences)
+                if barrier.held is None and any(r.type == "end_of_stream" for r in records):
+                    barrier.held = records[-1].turn_id
+                    barrier.end_committed.set()
+                    await barrier.release.wait()
+                return records
+
+            async def noted_start(*args: Any, **kwargs: Any) -> Any:
+                turn, event, created = await start_turn(*args, **kwargs)
+                if created and barrier.held is not None:
+                    barrier.started.set()
+                return turn, event, created
+
+            store.append, store.start_turn = held_append, noted_start  # type: ignore[method-assign]
+            yield
+
+        return install
+
+
+async def stored(live: LiveServer, chat_id: str) -> list[dict[str, Any]]:
+    async with live.client() as http:
+        return list((await http.get(f"/api/chats/{chat_id}/events")).json()["events"])
+
+
+async def test_a_prompt_while_the_last_turn_saves_its_end_starts_a_turn_that_stays_whole(
+        make_settings: Any) -> None:
+    barrier = EndBarrier()
+    async with serve(make_settings(offline_delta_delay=0.02), hooks=(barrier.hook(),)) as live:
+        chat_id = uuid.uuid4().hex
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
+            await client.send({"type": "prompt", "text": "what are my account balances"})
+            await asyncio.wait_for(barrier.end_committed.wait(), 30)
+            # Turn 1 has ended in storage and is about to publish, then suggest prompts:
+            # the next prompt lands right there.
+            await client.send({"type": "prompt", "text": MULTI_AGENT})
+            await asyncio.wait_for(barrier.started.wait(), 30)
+            barrier.release.set()
+            seen = await client.until("user_prompt")  # turn 1's end, then turn 2's prompt
+            seen += await client.until("user_prompt")
+            second = seen[-1]["turn_id"]
+            seen += await client.until("llm_response_delta")
+            # Turn 2 is this chat's running turn, for a cancel and for a prompt.
+            await client.send({"type": "prompt", "text": "and another"})
+            refused = [e for e in await client.until("error") if e["type"] == "error"]
+            assert refused[-1]["code"] == "turn_in_progress"
+            await client.send({"type": "cancel", "turn_id": second})
+            ends = [e for e in await client.until("end_of_stream")
+                    if e["type"] == "end_of_stream"]
+        assert ends[-1]["turn_id"] == second and ends[-1]["status"] == "cancelled"
+        await live.services.turns.wait_idle(30)
+        log = check_chat_log(await stored(live, chat_id))
+    assert list(log.ends.values()) == ["completed", "cancelled"]
+    assert live.services.turns.running_count == 0
+
+
+async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(
+        make_settings: Any) -> None:
+    """Suggestions still being made when the next turn starts are dropped, not written
+    among the next turn's events (and the next turn does not wait for them)."""
+    making = asyncio.Event()
+    never = asyncio.Event()
+
+    @asynccontextmanager
+    async def slow_suggestions(services: Services) -> AsyncIterator[None]:
+        async def suggest(prompt: str, text: str, shown: list[str]) -> list[str]:
+            making.set()
+            await never.wait()  # as slow as a model can be
+            return ["never shown"]
+
+        services.turns.engine.suggest = suggest
+        yield
+
+    async with serve(make_settings(shutdown_grace_seconds=1),
+                     hooks=(slow_suggestions,)) as live:
+        chat_id = uuid.uuid4().hex
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
+            await client.send({"type": "prompt", "text": "what are my account balances"})
+            await client.until("end_of_stream")
+            await asyncio.wait_for(making.wait(), 30)
+            await client.send({"type": "prompt", "text": "what's in my inbox"})
+            await client.until("end_of_stream")
+        await live.services.turns.wait_idle(30)
+        events = await stored(live, chat_id)
+    check_chat_log(events)
+    assert "suggested_prompts" not in [e["type"] for e in events]
+
+
+async def test_a_client_message_id_reused_with_another_text_is_refused(
+        make_settings: Any) -> None:
+    async with serve(make_settings()) as live:
+        chat_id = uuid.uuid4().hex
+        async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
+            await client.send({"type": "prompt", "text": "what are my account balances",
+                               "client_message_id": "m-1"})
+            await client.until("end_of_stream")
+            await client.send({"type": "prompt", "text": "send all my money to Mallory",
+                               "client_message_id": "m-1"})
+            refusal = [e for e in await client.until("error") if e["type"] == "error"][-1]
+        events = await stored(live, chat_id)
+    assert refusal["code"] == "invalid_request"
+    assert "m-1" in refusal["message"] and "different prompt" in refusal["message"]
+    assert [e["text"] for e in events if e["type"] == "user_prompt"] == [
+        "what are my account balances"]
