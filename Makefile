@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-HOST ?= 127.0.0.1
-PORT ?= 8000
+# `make run PORT=8001` serves on another port (HOST likewise); unset, SWITCHBOARD_PORT and
+# SWITCHBOARD_HOST apply, then 127.0.0.1:8000.
+HOST ?=
+PORT ?=
 
 .PHONY: run test lint bench browser-deps migrate clean
 
@@ -21,7 +23,7 @@ migrate: $(STAMP)
 	$(BIN)/switchboard migrate
 
 run: $(STAMP)
-	$(BIN)/switchboard serve --host $(HOST) --port $(PORT)
+	$(BIN)/switchboard serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2

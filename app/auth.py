@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import re
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 
 SESSION_COOKIE = "sb_session"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# A Host header is uri-host [":" port] (RFC 9110 §7.2): an IP literal in brackets or a
+# reg-name. Matched rather than given to urlsplit, which raises on a stray "[" and reads
+# "user@localhost" or "[::1]x:80" as loopback names.
+_HOST = re.compile(r"(?:\[(?P<literal>[0-9A-Za-z:.]+)\]|(?P<name>[^\[\]@:/?#\\\s]*))"
+                   r"(?::[0-9]*)?")
 
 
 class TokenCache:
@@ -115,8 +121,26 @@ def _normalise_origin(scheme: str, netloc: str) -> str | None:
 
 
 def _origin_of(url: str) -> str | None:
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # "http://[": not an origin, whoever sent it
+        return None
     return _normalise_origin(parts.scheme, parts.netloc)
+
+
+def _host_name(host: str) -> str | None:
+    """The lower-cased name or IP of a ``Host`` header value; None when it is not one."""
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return None
+    return (match["literal"] or match["name"]).lower()
+
+
+def _hostname_of(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:  # a malformed SWITCHBOARD_ALLOWED_ORIGINS entry allows nothing
+        return None
 
 
 def own_origin(conn: HTTPConnection) -> str | None:
@@ -147,10 +171,12 @@ def check_host(conn: HTTPConnection, settings: Settings) -> bool:
     host = conn.headers.get("host")
     if host is None:  # HTTP/1.0 tools; every browser sends Host
         return True
-    hostname = urlsplit(f"//{host}").hostname or ""
+    hostname = _host_name(host)
+    if hostname is None:  # no browser sends this; whoever did gets the usual refusal
+        return False
     if _is_loopback_name(hostname):
         return True
-    return hostname in {urlsplit(item).hostname for item in settings.allowed_origins}
+    return hostname in {_hostname_of(item) for item in settings.allowed_origins}
 
 
 def check_origin(conn: HTTPConnection, settings: Settings) -> bool:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -81,22 +83,49 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     build_fernet(settings.resolved_secret_key)  # a bad SWITCHBOARD_SECRET_KEY: exit 2 now
     check_approval_overrides(settings)  # a typo must never leave a tool ungated: exit 2
     configure_logging(settings.log_level)
-    if not args.no_migrate:
-        _migrate(settings)
-    # Fail here with one clear line rather than with uvicorn's start-up traceback.
-    run_db(settings, _nothing)
-    from app.main import create_app
-    from app.server import GracefulServer
+    # The port first: a second server started by mistake must stop before it touches the
+    # database (whose running turns belong to the first).
+    listening = bind_port(settings.host, settings.port)
+    try:
+        if not args.no_migrate:
+            _migrate(settings)
+        # Fail here with one clear line rather than with uvicorn's start-up traceback.
+        run_db(settings, _nothing)
+        from app.main import create_app
+        from app.server import GracefulServer
 
-    config = uvicorn.Config(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,  # keep our JSON logging
-        ws_max_size=settings.max_frame_bytes,
-    )
-    GracefulServer(config, config.app).run()
+        config = uvicorn.Config(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,  # keep our JSON logging
+            ws_max_size=settings.max_frame_bytes,
+        )
+        GracefulServer(config, config.app).run(sockets=[listening])
+    finally:
+        listening.close()
     return 0
+
+
+def bind_port(host: str, port: int) -> socket.socket:
+    """Listen on ``host:port`` or fail with what to do; the socket goes to uvicorn."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn does: a restart may reuse the port while old connections linger.
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+        listening.listen(2048)
+    except OSError as exc:
+        listening.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use (is Switchboard already running?); "
+                f"pick another port: `make run PORT={port + 1}` or "
+                f"`switchboard serve --port {port + 1}`") from None
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listening.set_inheritable(True)
+    return listening
 
 
 def check_approval_overrides(settings: Settings) -> None:

@@ -3,18 +3,24 @@
 Codes are those of PROTOCOL.md §5. Messages are short and never carry secrets, SQL or
 stack traces; an unexpected exception is logged here with its traceback and answered with
 a generic 500.
+
+Starlette hands the handlers a ``WebSocket`` for a socket route. A socket has no status to
+answer with, so the database and server-error handlers close it instead: 1013 "try again
+later" while the database is unavailable, 1011 for anything else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from storage.errors import ChatForbidden, ChatNotFound
 
@@ -33,6 +39,9 @@ _DEFAULT_MESSAGES = {
     404: "not found",
     405: "method not allowed",
 }
+# RFC 6455 §7.4: 1011 the server failed, 1013 a temporary condition ("try again later").
+CLOSE_SERVER_ERROR = 1011
+CLOSE_TRY_AGAIN_LATER = 1013
 
 
 class ApiError(Exception):
@@ -86,25 +95,41 @@ DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
     sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, ConnectionError)
 
 
-async def _unavailable_handler(request: Request, exc: Exception) -> Response:
+def _where(conn: HTTPConnection) -> dict[str, str]:
+    # A socket's scope has no method: its type ("websocket") says what it was.
+    return {"method": conn.scope.get("method", conn.scope["type"]), "path": conn.url.path}
+
+
+async def _close_socket(websocket: WebSocket, code: int, reason: str) -> None:
+    """Close ``websocket`` with ``code``, accepting it first if the endpoint had not.
+
+    A close before accept becomes an HTTP 403 and the client never learns the code. This
+    WebSocket is the exception middleware's, not the endpoint's, so whether the endpoint
+    had accepted is known only by trying; a client already gone needs nothing.
+    """
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
+        await websocket.accept()
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
+        await websocket.close(code=code, reason=reason)
+
+
+async def _unavailable_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
     # Temporary, so 503 and a hint to retry (clients retry 503, not 500); the cause goes
     # to the log by name only: driver messages can hold addresses and SQL.
-    logger.warning(
-        "database unavailable: %s",
-        type(exc).__name__,
-        extra={"method": request.method, "path": request.url.path},
-    )
-    return api_error(503, "server_error", "the database is unavailable; try again in a moment",
-                     headers={"Retry-After": "5"})
+    logger.warning("database unavailable: %s", type(exc).__name__, extra=_where(conn))
+    message = "the database is unavailable; try again in a moment"
+    if isinstance(conn, WebSocket):
+        await _close_socket(conn, CLOSE_TRY_AGAIN_LATER, message)
+        return None
+    return api_error(503, "server_error", message, headers={"Retry-After": "5"})
 
 
-async def _server_error_handler(request: Request, exc: Exception) -> Response:
+async def _server_error_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
     # The traceback stays in the server log; the client only learns that it failed.
-    logger.error(
-        "unhandled error",
-        exc_info=exc,
-        extra={"method": request.method, "path": request.url.path},
-    )
+    logger.error("unhandled error", exc_info=exc, extra=_where(conn))
+    if isinstance(conn, WebSocket):
+        await _close_socket(conn, CLOSE_SERVER_ERROR, "internal server error")
+        return None
     return api_error(500, "server_error", "internal server error")
 
 

@@ -26,6 +26,7 @@ from app.services import Services
 from storage.chats import ChatRepository
 from storage.events import EventStore
 from storage.records import ApprovalRecord, ChatRecord, TurnRecord, UserRecord
+from websocket.protocol import unstorable_at
 
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
@@ -84,21 +85,64 @@ def bool_param(request: Request, name: str) -> bool:
     raise ApiError(400, "invalid_request", f"{name} must be true or false")
 
 
+# Deeper than any request of this API needs; the decoder recurses once per level.
+MAX_JSON_DEPTH = 64
+# A JSON string, or an unterminated one running to the end: always a match, so the scan
+# stays linear whatever quotes and backslashes a body holds.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+class JsonTooDeep(ValueError):
+    """A JSON document nested deeper than ``MAX_JSON_DEPTH``."""
+
+
+def _nests_deeper(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # too few brackets to nest that deep: most bodies stop here
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def load_json(body: bytes | bytearray) -> Any:
+    """``json.loads``, but nesting deeper than ``MAX_JSON_DEPTH`` is ``JsonTooDeep``.
+
+    Checked before decoding: ``"[" * 5000`` makes the decoder raise RecursionError, and a
+    document just under the interpreter's limit leaves no stack for what walks it next.
+    Anything else wrong is a ``ValueError``, as from ``json.loads``.
+    """
+    text = body.decode(json.detect_encoding(body), "surrogatepass")  # as json.loads does
+    if _nests_deeper(text, MAX_JSON_DEPTH):
+        raise JsonTooDeep(f"the body is nested more than {MAX_JSON_DEPTH} levels deep")
+    return json.loads(text)
+
+
 async def json_body(request: Request, model: type[BaseModel], example: str) -> Any:
     """The request's JSON object body as ``model``; a 400 naming the first problem."""
     try:
-        data = json.loads(await request.body() or b"null")
+        data = load_json(await request.body() or b"null")
+    except JsonTooDeep as exc:
+        raise ApiError(400, "invalid_request", f"{exc} (expected {example})") from None
     except ValueError:
         data = None
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_request", f"the body must be a JSON object like {example}")
     try:
-        return model.model_validate(data)
+        body = model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise ApiError(400, "invalid_request", f"{where}: {first['msg']} (expected {example})"
                        ) from None
+    unstorable = unstorable_at(body.model_dump())
+    if unstorable is not None:
+        where, problem = unstorable
+        raise ApiError(400, "invalid_request", f"{where or 'body'} {problem}")
+    return body
 
 
 def chat_id_param(request: Request) -> str:

@@ -26,6 +26,12 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from connectors.approvals import ApprovalMode, ApprovalPolicy, Override
 from connectors.rap.config import RapServerConfig, check_unique_servers, parse_rap_servers
+from websocket.protocol import (
+    DEFAULT_MAX_PROMPT_CHARS,
+    MAX_APPROVAL_ID,
+    MAX_APPROVAL_REASON,
+    MAX_CLIENT_MESSAGE_ID,
+)
 
 ConnectorMode = Literal["demo", "live"]
 
@@ -61,14 +67,17 @@ class Settings(BaseSettings):
     offline_delta_delay: float = Field(0.02, ge=0, le=5)
     connector_modes: Annotated[dict[str, ConnectorMode], NoDecode] = Field(default_factory=dict)
     expose_debug_info: bool = False
-    max_frame_bytes: int = Field(64 * 1024, ge=1024)
-    max_prompt_chars: int = Field(32_000, ge=1)
+    max_prompt_chars: int = Field(DEFAULT_MAX_PROMPT_CHARS, ge=1)
+    # Unset: derived from max_prompt_chars (which must come first), so that every legal
+    # prompt fits in a frame however a client encodes it; see min_frame_bytes.
+    max_frame_bytes: int = Field(default_factory=lambda data: min_frame_bytes(
+        data.get("max_prompt_chars", DEFAULT_MAX_PROMPT_CHARS)))
     max_connections_per_user: int = Field(32, ge=1)
     prompts_per_minute: int = Field(30, ge=1)
     max_turns_per_user: int = Field(4, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     redis_url: str | None = None
-    turn_lease_seconds: float = Field(30.0, ge=1)
+    turn_lease_seconds: float = Field(15.0, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Connectors in live mode (SWITCHBOARD_CONNECTOR_MODES=gmail=live,…): outbound HTTP,
     # keys and base URLs. Every base URL is configurable so tests point clients at fakes.
@@ -279,6 +288,20 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(problems))
         return self
 
+    @model_validator(mode="after")
+    def _check_frame_limit(self) -> Settings:
+        # A frame limit below the longest legal prompt makes the server close the socket
+        # (1009) on prompts it would accept, and clients that resend on reconnect loop.
+        needed = min_frame_bytes(self.max_prompt_chars)
+        if self.max_frame_bytes < needed:
+            raise ValueError(
+                f"SWITCHBOARD_MAX_FRAME_BYTES={self.max_frame_bytes} is too small for "
+                f"SWITCHBOARD_MAX_PROMPT_CHARS={self.max_prompt_chars}: a prompt that long "
+                f"can take up to {needed} bytes as a frame ({ESCAPED_BYTES_PER_CHAR} bytes a "
+                f"character when a JSON encoder escapes it as \\uXXXX\\uXXXX); set it to at "
+                f"least {needed}, or leave it unset to derive it from the prompt limit")
+        return self
+
     @property
     def is_loopback(self) -> bool:
         if self.host == "localhost":
@@ -305,6 +328,26 @@ class Settings(BaseSettings):
         if self.secret_key:
             return self.secret_key
         return _load_or_create_key(self.data_dir / "secret.key")
+
+
+# The most bytes one prompt character can take in a frame: an ASCII-only JSON encoder
+# (Python's json.dumps by default) writes a character outside the BMP, which the prompt
+# limit counts once (a code point), as a surrogate pair of escapes, "\ud83d\ude00".
+ESCAPED_BYTES_PER_CHAR = 12
+# The keys, the type and the whitespace around them, with room to spare.
+FRAME_SLACK_BYTES = 1024
+
+
+def min_frame_bytes(max_prompt_chars: int) -> int:
+    """The smallest frame limit that lets through every frame a client may legally send.
+
+    The largest is a prompt of ``max_prompt_chars`` characters with a client_message_id,
+    or (for a tiny prompt limit) an approval with its id and the longest reason; every
+    character of them escaped at the worst case.
+    """
+    longest_text = max(max_prompt_chars + MAX_CLIENT_MESSAGE_ID,
+                       MAX_APPROVAL_ID + MAX_APPROVAL_REASON)
+    return ESCAPED_BYTES_PER_CHAR * longest_text + FRAME_SLACK_BYTES
 
 
 def _name_value_pairs(value: object, expected: str) -> object:

@@ -1,4 +1,5 @@
-"""The bundled browser UI: ``/`` serves ``static/index.html``, ``/static`` the rest.
+"""The bundled browser UI: ``/`` serves ``static/index.html`` (with the server's limits
+filled in), ``/static`` the rest.
 
 The UI is buildless (ES modules, vendored libraries under ``static/vendor/``), so there is
 nothing to compile: ``make run`` serves it as it is. The page is public (it holds no data);
@@ -7,10 +8,11 @@ every call it makes goes through the same auth as any other client.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -41,12 +43,33 @@ PAGE_HEADERS = {
 }
 
 
-async def index(request: Request) -> Response:
-    return FileResponse(STATIC_DIR / "index.html", headers=PAGE_HEADERS)
+# The server's limits, written into the page (attributes of <body>) so the composer counts
+# against the real prompt limit and can say which limit refused a message.
+LIMIT_PLACEHOLDERS = {
+    "__MAX_PROMPT_CHARS__": "max_prompt_chars",
+    "__MAX_FRAME_BYTES__": "max_frame_bytes",
+}
+
+
+def page_renderer() -> Callable[[Request], Awaitable[Response]]:
+    """The ``/`` endpoint: index.html, read once, with this server's limits filled in."""
+    template = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    missing = [name for name in LIMIT_PLACEHOLDERS if name not in template]
+    if missing:  # an edit lost them: the page would count against the wrong limit
+        raise RuntimeError(f"app/static/index.html lacks {', '.join(missing)}")
+
+    async def index(request: Request) -> Response:
+        settings = request.app.state.services.settings
+        page = template
+        for placeholder, setting in LIMIT_PLACEHOLDERS.items():
+            page = page.replace(placeholder, str(int(getattr(settings, setting))))
+        return HTMLResponse(page, headers=PAGE_HEADERS)
+
+    return index
 
 
 def ui_routes() -> list[BaseRoute]:
     return [
-        Route("/", index, methods=["GET", "HEAD"]),
+        Route("/", page_renderer(), methods=["GET", "HEAD"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

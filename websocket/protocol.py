@@ -178,14 +178,54 @@ def parse_client_frame(text: str, *, max_prompt_chars: int) -> ClientFrame:
             raise FrameError(f"prompt.text must be 1..{max_prompt_chars} characters")
         if not frame.text.strip():
             raise FrameError("prompt.text must not be blank")
-        # PostgreSQL text and JSON cannot hold U+0000: refuse it on every engine alike.
-        if "\x00" in frame.text:
-            raise FrameError("prompt.text must not contain NUL (U+0000) characters")
-        if frame.client_message_id is not None and "\x00" in frame.client_message_id:
-            raise FrameError("prompt.client_message_id must not contain NUL (U+0000) characters")
-    if isinstance(frame, ApprovalFrame) and frame.reason is not None and "\x00" in frame.reason:
-        raise FrameError("approval.reason must not contain NUL (U+0000) characters")
+    # Every field, not only the stored ones: an approval id is looked up in the database.
+    unstorable = unstorable_at(data)
+    if unstorable is not None:
+        where, problem = unstorable
+        raise FrameError(f"{frame_type}.{where} {problem}")
     return frame  # type: ignore[return-value]
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable(text: str) -> str | None:
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "must not contain NUL (U+0000) characters"
+    return "must not contain unpaired surrogates (\\ud800-\\udfff escapes)"
+
+
+def unstorable_at(value: Any) -> tuple[str, str] | None:
+    """Where decoded JSON (or a model dump) holds a character no database can store, and
+    what the field must not contain; None when there is none. The place is a path
+    (``input[0].content[1].text``; an object's own for a key, "" for ``value`` itself).
+
+    PostgreSQL text and JSON cannot hold U+0000, and an unpaired surrogate is not even
+    UTF-8: the edges (frames, REST and Open Responses bodies) refuse both on every engine
+    alike, before anything is written. A loop, not recursion, like ``_has_lone_surrogate``.
+    """
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, str):
+            problem = _unstorable(item)
+            if problem is not None:
+                return path, problem
+        elif isinstance(item, dict):
+            for key in item:
+                problem = _unstorable(str(key))
+                if problem is not None:
+                    return path, problem
+            # Reversed onto the stack, so the first field in the body is the one named.
+            pending.extend((f"{path}.{key}" if path else str(key), child)
+                           for key, child in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            pending.extend((f"{path}[{index}]", child)
+                           for index, child in reversed(list(enumerate(item))))
+    return None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

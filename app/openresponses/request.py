@@ -40,7 +40,7 @@ from pydantic import (
 
 from app.openresponses.errors import OpenResponsesError, invalid
 from storage.approvals import NOT_RUN
-from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON
+from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON, unstorable_at
 
 MAX_INSTRUCTIONS = 32_000
 MAX_ITEMS = 1000
@@ -262,7 +262,7 @@ def parse_request(body: object) -> CreateResponse:
         raise invalid("input is required: a string or a list of input items", "input",
                       "missing_required_parameter")
     try:
-        return CreateResponse.model_validate(body)
+        request = CreateResponse.model_validate(body)
     except ValidationError as exc:
         errors = exc.errors()
         # A union reports one error per branch; the most specific (longest path) says most.
@@ -282,6 +282,14 @@ def parse_request(body: object) -> CreateResponse:
         if message is None:
             message = f"{param}: {first['msg']}"
         raise invalid(message, param) from None
+    # Refused before anything runs: it would reach the database as a prompt, an id to
+    # look up, or inside the stored response (which echoes instructions and metadata).
+    unstorable = unstorable_at(request.model_dump())
+    if unstorable is not None:
+        where, problem = unstorable
+        field = where.rsplit(".", 1)[-1].split("[")[0]  # param says where; this says what
+        raise invalid(f"{field} {problem}", where)
+    return request
 
 
 # ----------------------------------------------------------------------------- approvals
@@ -338,9 +346,6 @@ def approval_decisions(request: CreateResponse) -> list[Decision]:
                           "duplicate_approval_response")
         seen.add(item.approval_id)
         reason = (item.reason or "").strip() or None
-        if reason is not None and "\x00" in reason:
-            raise invalid("reason must not contain NUL (U+0000) characters",
-                          f"{where}.reason")
         decisions.append(Decision(item.approval_id, item.approve, reason, where))
     return decisions
 

@@ -8,7 +8,6 @@ local user in local mode). Errors use the spec's shape and statuses
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 
@@ -21,10 +20,11 @@ from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.request import parse_request
 from app.openresponses.service import StartedResponse, http_error, start_response
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
-from app.rest import current_user, services_of
+from app.rest import JsonTooDeep, current_user, load_json, services_of
 from storage.errors import TurnInProgress
 from storage.open_responses import ResponseRepository
 from storage.records import UserRecord
+from websocket.protocol import unstorable_at
 
 logger = logging.getLogger("switchboard.openresponses")
 
@@ -52,7 +52,9 @@ async def _json_body(request: Request) -> object:
             raise OpenResponsesError("invalid_request", f"the body is over {MAX_BODY_BYTES} "
                                      "bytes", code="request_too_large", status=413)
     try:
-        return json.loads(body)
+        return load_json(body)
+    except JsonTooDeep as exc:
+        raise invalid(str(exc), code="invalid_json") from None
     except ValueError:
         raise invalid("the body is not valid JSON", code="invalid_json") from None
 
@@ -124,6 +126,9 @@ async def get_response(request: Request) -> Response:
     except OpenResponsesError as exc:
         return exc.response()
     response_id = request.path_params["response_id"]
+    unstorable = unstorable_at(response_id)
+    if unstorable is not None:  # the database could not even compare it
+        return invalid(f"response_id {unstorable[1]}", "response_id").response()
     try:
         stored = await ResponseRepository(services_of(request).db, user.id).get(response_id)
     except Exception as exc:

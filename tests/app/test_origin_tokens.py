@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 import pytest
 from starlette.requests import HTTPConnection
 
+from app import auth
 from app.auth import TokenCache, check_host, check_origin, own_origin, token_from
 from app.settings import Settings
 from storage.records import UserRecord
@@ -116,10 +117,17 @@ def test_token_cache_is_bounded_lru_keyed_by_hash() -> None:
     assert all("token" not in key for key in cache._entries)  # only hashes are kept
 
 
-def test_token_cache_expires() -> None:
-    cache = TokenCache(ttl=0.01)
-    cache.put("t", UserRecord(id="u", name="u"))
-    time.sleep(0.02)
+def test_token_cache_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cache's clock is the test's: expiry is checked at the TTL itself, not after a
+    # sleep that is long enough only when the machine is not busy.
+    now = [1000.0]
+    monkeypatch.setattr(auth, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    cache = TokenCache(ttl=30)
+    user = UserRecord(id="u", name="u")
+    cache.put("t", user)
+    now[0] = 1029.0
+    assert cache.get("t") == user
+    now[0] = 1030.0
     assert cache.get("t") is None
     assert len(cache) == 0
 

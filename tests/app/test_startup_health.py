@@ -28,7 +28,7 @@ async def test_healthz(api: Running) -> None:
 async def test_readyz_ok(api: Running) -> None:
     response = await api.client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok"}
 
 
 async def test_readyz_503_when_database_unreachable(api: Running) -> None:
@@ -43,7 +43,7 @@ async def test_readyz_503_when_database_unreachable(api: Running) -> None:
         await services.db.dispose()
         services.db = real
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable"}
+    assert response.json() == {"status": "unavailable", "database": "unavailable"}
     # Liveness does not depend on the database.
     assert (await api.client.get("/healthz")).status_code == 200
 

@@ -7,6 +7,7 @@ import { Connections } from "./connections.js";
 import { h } from "./dom.js";
 import { icon } from "./icons.js";
 import { CHAT_ID, newChatId, uuid } from "./ids.js";
+import { PromptLimit, charCount, serverLimits, utf8Bytes } from "./prompt-limit.js";
 import { ChatList, chatTitle } from "./sidebar.js";
 import { ChatSocket } from "./socket.js";
 import { Transcript } from "./transcript.js";
@@ -24,6 +25,11 @@ const STICK_PX = 80;
 const TITLE_CHECKS = 4;
 // A key pressed in the message box this recently means the person is typing there.
 const TYPING_MS = 3000;
+// The server closes the socket with 1009 on a frame over its size limit (PROTOCOL.md §1).
+const CLOSE_TOO_BIG = 1009;
+// A prompt whose connection closed this many times before the server took it is not sent
+// again: whatever closes it (a proxy's limit, a server that fails on it) would do so forever.
+const MAX_SEND_ATTEMPTS = 3;
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,13 +41,19 @@ class App {
     this.chatId = null;
     this.fresh = true; // the open chat has no events on the server yet
     this.socket = null;
-    this.outbox = new Map(); // client_message_id -> {text, sent}
+    // client_message_id -> {text, sent (on the open connection), attempts (connections it
+    // was sent on)}; a prompt leaves it when the server takes it (user_prompt) or refuses it.
+    this.outbox = new Map();
     this.opening = 0;
     this.stick = true;
     this.countdown = null;
     this.scroller = $("scroller");
     this.prompt = $("prompt");
     this.lastTyped = 0;
+    this.busy = false; // an answer is running (and not waiting on an approval)
+    this.limit = new PromptLimit(
+      { textarea: this.prompt, count: $("prompt-count"), error: $("composer-error") },
+      serverLimits());
     this.connectionsReady = Promise.resolve();
 
     this.transcript = new Transcript($("transcript"), {
@@ -137,7 +149,7 @@ class App {
     });
     this.prompt.addEventListener("input", () => {
       this.lastTyped = Date.now();
-      this.fitComposer();
+      this.composerChanged();
     });
     $("cancel").addEventListener("click", () => this.cancel());
     $("new-chat").addEventListener("click", () => {
@@ -219,6 +231,7 @@ class App {
     this.showRunning(null);
     this.showConnection("idle");
     this.hideBanner();
+    this.limit.clearError();
   }
 
   async openChat(chatId) {
@@ -280,6 +293,7 @@ class App {
         this.transcript.beginResume();
         this.flushOutbox();
       },
+      onDropped: (code) => this.onDropped(code),
       onEvent: (event) => this.onEvent(event),
       onStatus: (status, info) => this.showConnection(status, info),
     });
@@ -327,14 +341,7 @@ class App {
     if (!cancelError) {
       // The oldest prompt in flight is the one refused (frames are answered in order).
       const [id, entry] = [...this.outbox.entries()].find(([, e]) => e.sent) || [];
-      if (id) {
-        this.outbox.delete(id);
-        this.transcript.dropPending(id);
-        if (!this.prompt.value) {
-          this.prompt.value = entry.text;
-          this.fitComposer();
-        }
-      }
+      if (id) this.unsend(id, entry);
     }
     const text = event.code === "turn_in_progress"
       ? "An answer is still running in this chat. Wait for it or press Stop."
@@ -342,10 +349,41 @@ class App {
     this.toast(text);
   }
 
+  /** The socket closed. A prompt sent on it that the server has not taken is sent again
+   *  on the next connection (its client_message_id makes that safe), unless the server
+   *  refused it as too big or it has closed connections too often: then re-sending would
+   *  loop forever, so it goes back to the message box with the reason. */
+  onDropped(code) {
+    for (const [id, entry] of this.outbox) {
+      if (!entry.sent) continue;
+      entry.sent = false;
+      if (code === CLOSE_TOO_BIG) {
+        this.unsend(id, entry);
+        this.limit.explainTooBig(utf8Bytes(JSON.stringify(promptFrame(id, entry))));
+      } else if (entry.attempts >= MAX_SEND_ATTEMPTS) {
+        this.unsend(id, entry);
+        this.limit.explainGaveUp(entry.attempts);
+      }
+    }
+  }
+
+  /** Take a prompt the server did not take out of the outbox, and its text back into the
+   *  message box, before anything typed there meanwhile: nothing is lost. */
+  unsend(id, entry) {
+    this.outbox.delete(id);
+    this.transcript.dropPending(id);
+    this.updateEmptyState();
+    const typed = this.prompt.value;
+    if (typed.trim() === entry.text) return;
+    this.prompt.value = typed.trim() ? `${entry.text}\n\n${typed}` : entry.text;
+    this.composerChanged();
+  }
+
   flushOutbox() {
     for (const [id, entry] of this.outbox) {
-      if (this.socket?.send({ type: "prompt", text: entry.text, client_message_id: id })) {
+      if (this.socket?.send(promptFrame(id, entry))) {
         entry.sent = true;
+        entry.attempts += 1;
         this.transcript.notePending(id, "Sending…");
       } else {
         this.transcript.notePending(id, "Waiting for the connection…");
@@ -359,8 +397,14 @@ class App {
     if (this.send(this.prompt.value)) {
       this.lastTyped = 0; // what was typed is sent: only typing after this counts
       this.prompt.value = "";
-      this.fitComposer();
+      this.composerChanged();
     }
+  }
+
+  composerChanged() {
+    this.fitComposer();
+    this.limit.update();
+    this.updateSend();
   }
 
   /** Send a prompt (from the box, a chip or "try again"); false if it cannot go now. */
@@ -373,12 +417,18 @@ class App {
       this.toast("Wait for the current answer, or press Stop.");
       return false;
     }
+    const chars = charCount(text);
+    if (chars > this.limit.maxChars) {
+      this.limit.explainOver(chars);
+      return false;
+    }
+    this.limit.clearError();
     if (!this.chatId) this.chatId = newChatId();
     if (this.fresh && location.hash !== `#/chat/${this.chatId}`) {
       history.replaceState(null, "", `#/chat/${this.chatId}`);
     }
     const id = uuid();
-    this.outbox.set(id, { text, sent: false });
+    this.outbox.set(id, { text, sent: false, attempts: 0 });
     this.transcript.addPending(id, text);
     this.updateEmptyState();
     this.stick = true;
@@ -405,8 +455,13 @@ class App {
     cancel.hidden = !running;
     cancel.disabled = false;
     cancel.querySelector("span:last-child").textContent = "Stop";
-    $("send").disabled = running && !this.transcript.awaitingApproval;
+    this.busy = running && !this.transcript.awaitingApproval;
+    this.updateSend();
     $("composer").classList.toggle("running", running);
+  }
+
+  updateSend() {
+    $("send").disabled = this.busy || this.limit.over;
   }
 
   // ---------------------------------------------------------------------- approvals
@@ -519,6 +574,8 @@ class App {
     } else if (status === "reconnecting" || status === "offline") {
       el.dataset.state = offline || status === "offline" ? "offline" : "reconnecting";
       $("conn-label").textContent = offline ? "Offline" : "Reconnecting…";
+      // Closed over a message too big: the composer says so; the connection is not lost.
+      if (info.code === CLOSE_TOO_BIG && !offline) return;
       if (status === "offline") {
         this.showBanner("You are offline. The chat reconnects when the network is back.", null);
         return;
@@ -589,6 +646,10 @@ class App {
   scrollToEnd() {
     this.scroller.scrollTop = this.scroller.scrollHeight;
   }
+}
+
+function promptFrame(id, entry) {
+  return { type: "prompt", text: entry.text, client_message_id: id };
 }
 
 const app = new App();

@@ -17,7 +17,8 @@ const CHAT_DELETED = "chat deleted"; // the reason of the 4403 sent when a chat 
 
 export class ChatSocket {
   /**
-   * options: {chatId, token, lastSeq() -> number, onEvent(event), onOpen(), onStatus(status, info)}
+   * options: {chatId, token, lastSeq() -> number, onEvent(event), onOpen(), onStatus(status, info),
+   *           onDropped(code, reason)}
    * status: "connecting" | "open" | "reconnecting" ({delayMs, attempt}) | "failed" ({code, message})
    */
   constructor(options) {
@@ -123,6 +124,8 @@ export class ChatSocket {
     this.ticker = null;
     this.ws = null;
     if (this.stopped) return;
+    // First, so that what was sent on this connection is dealt with before the next one.
+    this.options.onDropped?.(code, reason);
     if (FATAL[code]) {
       this.stopped = true;
       const message = reason === CHAT_DELETED ? "This chat was deleted." : FATAL[code];
