@@ -28,15 +28,19 @@ run: $(STAMP)
 # Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) browser-deps
+test: lint browser-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
 browser-deps:
 	@if [ ! -x /usr/bin/chromium ]; then apt-get update && apt-get install -y chromium; fi
 
+# Style, types (strict on storage and websocket) and the package layering (pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

@@ -198,3 +198,16 @@ def check_origin(conn: HTTPConnection, settings: Settings) -> bool:
         return True
     allowed = {_origin_of(item) for item in settings.allowed_origins}
     return origin in allowed
+
+
+class AppSocketGate:
+    """The app's rules for chat sockets (``websocket.ports.SocketGate``)."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def origin_allowed(self, conn: HTTPConnection) -> bool:
+        return check_origin(conn, self._services.settings)
+
+    async def authenticate(self, conn: HTTPConnection) -> UserRecord | None:
+        return await authenticate(conn, self._services)

@@ -1,48 +1,11 @@
-"""Prometheus metrics, one registry per app (so several apps in one process never clash)."""
+"""``GET /metrics``: the app's Prometheus registry in the text exposition format."""
 
 from __future__ import annotations
 
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-
-TURN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
-WRITE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
-
-
-class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        r = self.registry
-        self.sockets_open = Gauge("switchboard_sockets_open", "Open chat sockets", registry=r)
-        self.turns_running = Gauge("switchboard_turns_running", "Turns running here", registry=r)
-        self.turns = Counter("switchboard_turns", "Finished turns by status", ["status"],
-                             registry=r)
-        self.turn_seconds = Histogram("switchboard_turn_seconds",
-                                      "Prompt to end_of_stream", buckets=TURN_BUCKETS, registry=r)
-        self.events_sent = Counter("switchboard_events_sent",
-                                   "Frames written to sockets", registry=r)
-        self.events_persisted = Counter("switchboard_events_persisted",
-                                        "Events committed to storage", registry=r)
-        self.persist_seconds = Histogram("switchboard_persist_seconds",
-                                         "One batch append transaction", buckets=WRITE_BUCKETS,
-                                         registry=r)
-        self.tool_calls = Counter("switchboard_tool_calls", "Tool calls by agent and outcome",
-                                  ["agent", "outcome"], registry=r)
-        self.model_errors = Counter("switchboard_model_errors", "Turns ended by a model error",
-                                    ["code"], registry=r)
-        self.approvals = Counter("switchboard_approvals", "Approvals asked for and decided, "
-                                 "by outcome", ["outcome"], registry=r)
-        self.rate_limited = Counter("switchboard_rate_limited", "Refused by a rate limit",
-                                    ["limit"], registry=r)
 
 
 def metrics_route() -> Route:

@@ -7,11 +7,11 @@ from typing import Any
 
 from cryptography.fernet import Fernet, MultiFernet
 
-from app.auth import TokenCache
-from app.metrics import Metrics
+from app.auth import AppSocketGate, TokenCache
 from app.settings import Settings, SettingsError
 from storage.engine import Database
 from storage.records import UserRecord
+from websocket.metrics import Metrics
 
 
 @dataclass
@@ -37,6 +37,11 @@ class Services:
     prompt_limiter: Any = None
     # RAP remote tools (connectors.rap.runtime.RapRuntime), when SWITCHBOARD_RAP_TOOLS is set.
     rap: Any = None
+
+    @property
+    def gate(self) -> AppSocketGate:
+        """Who may open a chat socket, for the streaming layer."""
+        return AppSocketGate(self)
 
 
 def build_fernet(secret: str) -> MultiFernet:

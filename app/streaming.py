@@ -12,6 +12,7 @@ import httpx
 from agents import Agent
 from cryptography.fernet import MultiFernet
 
+from app.models.errors import report_turn_failure
 from app.models.providers import ConfiguredModels, build_models, describe
 from app.models.suggest import Suggester
 from app.services import Services
@@ -87,6 +88,7 @@ def build_engine(settings: Settings, db: Any, connectors: list[Connector],
         tool_descriptions=descriptions,
         agent_display_names=display_names,
         make_context=make_context,
+        report_failure=report_turn_failure,
         suggest=suggester.suggest if models.suggestions_enabled else None,
         on_first_turn=title_chat,
     )

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from app.settings import Settings
+from connectors.settings import ConnectorSettings
 
 
 class AccountLookup(Protocol):
@@ -70,7 +70,7 @@ class ChatContext:
     user_id: str
     chat_id: str
     turn_id: str
-    settings: Settings
+    settings: ConnectorSettings
     demo: DemoState
     # The user's connected accounts. Live connectors read their credentials here; demo
     # connectors only check that the user has not disconnected them. None: all connected.

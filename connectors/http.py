@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from app.settings import Settings
+from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class RetryPolicy:
     base_delay: float = 0.25
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetryPolicy:
+    def from_settings(cls, settings: ConnectorSettings) -> RetryPolicy:
         return cls(retries=settings.http_retries, max_wait=settings.http_retry_max_wait)
 
     def backoff(self, attempt: int) -> float:
@@ -104,7 +104,7 @@ class ServiceHttp:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
-    def for_settings(cls, client: httpx.AsyncClient, service: str, settings: Settings,
+    def for_settings(cls, client: httpx.AsyncClient, service: str, settings: ConnectorSettings,
                      secrets: Iterable[str | None] = ()) -> ServiceHttp:
         return cls(client=client, service=service, timeout=settings.http_timeout,
                    retry=RetryPolicy.from_settings(settings),

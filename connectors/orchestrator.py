@@ -17,7 +17,6 @@ from agents import Agent, Handoff, Model, ModelSettings, RunContextWrapper
 from agents.extensions.handoff_prompt import RECOMMENDED_PROMPT_PREFIX
 from agents.models.default_models import get_default_model_settings
 
-from app.settings import Settings
 from connectors.approvals import apply_policy
 from connectors.context import ChatContext
 from connectors.instructions import (
@@ -28,6 +27,7 @@ from connectors.instructions import (
     timezone_of,
 )
 from connectors.registry import Connector
+from connectors.settings import ConnectorSettings
 
 ORCHESTRATOR_NAME = "Switchboard"
 
@@ -103,7 +103,7 @@ def _set_model(agent: Agent[ChatContext], model: str | Model) -> None:
 
 
 def build_orchestrator(
-    settings: Settings,
+    settings: ConnectorSettings,
     connectors: Sequence[Connector],
     model: str | Model | None = None,
     connector_model: str | Model | None = None,

@@ -19,9 +19,9 @@ from typing import Any
 
 from agents import Agent
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.responses import AccountNeeded, ToolResponse
+from connectors.settings import ConnectorSettings
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class Connector:
     name: str  # "gmail": settings key (SWITCHBOARD_CONNECTOR_MODES), REST path
     agent_name: str  # "GMail": the Agent's name, hence its transfer_to_<name> hand-off tool
     display_name: str  # "Gmail": what people read
-    build_agent: Callable[[Settings], Agent[ChatContext]]
+    build_agent: Callable[[ConnectorSettings], Agent[ChatContext]]
     tool_descriptions: dict[str, str] = field(default_factory=dict)  # tool → "Searching Yelp"
     response_types: tuple[str, ...] = ()
     # True when each user connects their own account (OAuth, a bank link); False when the
@@ -92,7 +92,7 @@ def _from_entry_points(points: Iterable[EntryPoint]) -> dict[str, Connector]:
 
 
 def load_connectors(
-    settings: Settings, points: Iterable[EntryPoint] | None = None
+    settings: ConnectorSettings, points: Iterable[EntryPoint] | None = None
 ) -> list[Connector]:
     """Every installed connector: the built-ins first (fixed order), then plug-ins by name.
 

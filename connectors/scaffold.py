@@ -153,8 +153,8 @@ TEMPLATES["[[package]]/agent.py"] = '''\
 from __future__ import annotations
 
 from agents import Agent
-from app.settings import Settings
 from connectors.context import ChatContext
+from connectors.settings import ConnectorSettings
 
 from [[package]].tools import AGENT_NAME, TOOLS
 
@@ -169,7 +169,7 @@ briefly and suggest what to try next.
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))
@@ -334,14 +334,14 @@ TEMPLATES["tests/test_demo.py"] = '''\
 
 from __future__ import annotations
 
-from app.settings import Settings
+from connectors.settings import ConnectorSettings
 from connectors.testing import call_tool, harness
 
 from [[package]] import connector
 
 
 async def test_search_finds_the_matching_fixture() -> None:
-    async with harness(Settings()) as kit:
+    async with harness(ConnectorSettings()) as kit:
         output = await call_tool(connector, "search_[[name]]", kit.context(),
                                  {"query": "release", "limit": 5})
     assert output["response_type"] == "[[name]]_results"
@@ -349,7 +349,7 @@ async def test_search_finds_the_matching_fixture() -> None:
 
 
 async def test_an_empty_query_is_explained() -> None:
-    async with harness(Settings()) as kit:
+    async with harness(ConnectorSettings()) as kit:
         output = await call_tool(connector, "search_[[name]]", kit.context(),
                                  {"query": "  ", "limit": 5})
     assert output["error_message"] == "Error: the query is empty; say what to look for"

@@ -22,7 +22,7 @@ and runs ``pytest`` (with ``pytest-asyncio`` installed). The inherited tests che
   user has disconnected it (demo), or has not connected it (live);
 - in live mode, when the service fails (an HTTP 503 from every request, or a connection
   refused), every tool answers with an ``error`` ToolResponse whose text starts with
-  ``Error`` and holds no secret. ``live_settings`` are ``Settings`` overrides that point
+  ``Error`` and holds no secret. ``live_settings`` are ``ConnectorSettings`` overrides that point
   the live client at the failing server: ``{base_url}`` in any string is replaced by its
   URL. ``live_credentials`` are stored for connectors that need an account.
 
@@ -48,13 +48,13 @@ from agents import FunctionTool
 from agents.tool_context import ToolContext
 from cryptography.fernet import Fernet, MultiFernet
 
-from app.settings import Settings
 from connectors.accounts import demo_credentials, demo_meta
 from connectors.adapters import ACCOUNT_NEEDED_TYPES, to_plain_text
 from connectors.context import ChatContext, DemoStore
 from connectors.http import new_client
 from connectors.registry import Connector
 from connectors.responses import ToolResponse
+from connectors.settings import ConnectorSettings
 
 __all__ = ["ConnectorContract", "Harness", "call_tool", "harness", "sample_arguments",
            "tools_of"]
@@ -64,8 +64,8 @@ _TEMPLATE: dict[str, Path] = {}  # the migrated template database, made once per
 
 # ----------------------------------------------------------------------------- helpers
 
-def tools_of(connector: Connector, settings: Settings | None = None) -> dict[str, FunctionTool]:
-    agent = connector.build_agent(settings or Settings())
+def tools_of(connector: Connector, settings: ConnectorSettings | None = None) -> dict[str, FunctionTool]:
+    agent = connector.build_agent(settings or ConnectorSettings())
     return {tool.name: tool for tool in agent.tools if isinstance(tool, FunctionTool)}
 
 
@@ -115,13 +115,13 @@ async def _template_database() -> Path:
 class Harness:
     """A user with a real accounts store, the app's HTTP client and a demo state."""
 
-    settings: Settings
+    settings: ConnectorSettings
     accounts: Any  # storage.accounts.AccountRepository
     http: httpx.AsyncClient
     user_id: str
     demo: DemoStore
 
-    def context(self, settings: Settings | None = None) -> ChatContext:
+    def context(self, settings: ConnectorSettings | None = None) -> ChatContext:
         return ChatContext(user_id=self.user_id, chat_id="chat-contract",
                            turn_id="turn-contract", settings=settings or self.settings,
                            demo=self.demo.for_user(self.user_id), accounts=self.accounts,
@@ -129,7 +129,7 @@ class Harness:
 
 
 @asynccontextmanager
-async def harness(settings: Settings | None = None) -> AsyncIterator[Harness]:
+async def harness(settings: ConnectorSettings | None = None) -> AsyncIterator[Harness]:
     """A fresh copy of the migrated template database with one user."""
     from storage.accounts import AccountRepository
     from storage.engine import Database
@@ -143,7 +143,7 @@ async def harness(settings: Settings | None = None) -> AsyncIterator[Harness]:
     try:
         user, _token = await UserRepository(db).create_user("contract")
         fernet = MultiFernet([Fernet(Fernet.generate_key())])
-        yield Harness(settings or Settings(), AccountRepository(db, user.id, fernet), http,
+        yield Harness(settings or ConnectorSettings(), AccountRepository(db, user.id, fernet), http,
                       user.id, DemoStore())
     finally:
         await http.aclose()
@@ -214,7 +214,7 @@ class ConnectorContract:
     connector: ClassVar[Connector]
     # Good arguments per tool (the result must not be an error); others come from the schema.
     sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {}
-    # Settings overrides for live mode, "{base_url}" replaced by the failing server's URL;
+    # ConnectorSettings overrides for live mode, "{base_url}" replaced by the failing server's URL;
     # None skips the live failure test (a connector without a live client).
     live_settings: ClassVar[dict[str, Any] | None] = None
     # Stored for the user before the live tools run (connectors that need an account).
@@ -225,8 +225,8 @@ class ConnectorContract:
     def arguments(self, tool: FunctionTool) -> dict[str, Any]:
         return self.sample_arguments.get(tool.name) or sample_arguments(tool)
 
-    def demo_settings(self) -> Settings:
-        return Settings(connector_modes={self.connector.name: "demo"})
+    def demo_settings(self) -> ConnectorSettings:
+        return ConnectorSettings(connector_modes={self.connector.name: "demo"})
 
     def check_response(self, name: str, output: dict[str, Any]) -> ToolResponse:
         assert ToolResponse.is_tool_response(output), f"{name} returned {output!r}"
@@ -247,7 +247,7 @@ class ConnectorContract:
     def test_metadata_is_complete(self) -> None:
         connector = self.connector
         assert isinstance(connector, Connector)
-        agent = connector.build_agent(Settings())
+        agent = connector.build_agent(ConnectorSettings())
         assert agent.name == connector.agent_name
         assert agent.handoff_description, "the orchestrator routes by handoff_description"
         tools = tools_of(connector)
@@ -330,8 +330,8 @@ class ConnectorContract:
                         for secret in secrets:
                             assert secret not in shown, f"{name} leaked a secret in {output}"
 
-    def _live(self, overrides: dict[str, Any], base_url: str) -> Settings:
+    def _live(self, overrides: dict[str, Any], base_url: str) -> ConnectorSettings:
         values = _fill(overrides, base_url)
         modes = {**values.pop("connector_modes", {}), self.connector.name: "live"}
-        return Settings(**{"http_retries": 0, "http_timeout": 5.0, **values,
+        return ConnectorSettings(**{"http_retries": 0, "http_timeout": 5.0, **values,
                            "connector_modes": modes})

@@ -16,7 +16,7 @@ from cryptography.fernet import InvalidToken, MultiFernet
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
-from storage.engine import Database
+from storage.engine import Database, rowcount
 from storage.models import connected_accounts, utcnow
 from storage.records import ConnectedAccount
 
@@ -108,4 +108,4 @@ class AccountRepository:
                 delete(table).where(table.c.user_id == self.user_id, table.c.connector == connector)
             )
             await session.commit()
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(rowcount(result))

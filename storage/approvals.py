@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from storage.engine import Database
+from storage.engine import Database, rowcount
 from storage.errors import ApprovalDecided, ApprovalNotFound, ChatNotFound, TurnFenced
 from storage.events import ZERO_USAGE, append_events
 from storage.models import (
@@ -286,7 +286,7 @@ async def _claim_if_done(conn: AsyncConnection, approval: ApprovalRecord, owner:
         return None
     deleted = await conn.execute(
         delete(paused_turns).where(paused_turns.c.turn_id == approval.turn_id))
-    if deleted.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(deleted) != 1:
         return None
     # Claimed with the pause's end: never a moment when the turn looks orphaned.
     await conn.execute(update(turns).where(turns.c.id == approval.turn_id)

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Select, delete, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.engine import Database
+from storage.engine import Database, rowcount
 from storage.errors import ChatForbidden, ChatNotFound
 from storage.events import select_events, select_turns
 from storage.models import chats, utcnow
@@ -92,7 +92,7 @@ class ChatRepository:
                 delete(chats).where(chats.c.id == chat_id, chats.c.user_id == self.user_id)
             )
             await session.commit()
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(rowcount(result))
 
     async def set_title(self, chat_id: str, title: str | None) -> None:
         async with self._db.session(write=True) as session:
@@ -102,7 +102,7 @@ class ChatRepository:
                 .values(title=title)
             )
             await session.commit()
-        if not result.rowcount:  # type: ignore[attr-defined]
+        if not rowcount(result):
             raise ChatNotFound(chat_id)
 
     # builtins.list: inside this class, ``list`` is the method above.

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Table, event, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection, CursorResult, Result, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -143,8 +143,9 @@ class Database:
         Both engines spell upserts the same way, which keeps get-or-create race-free
         without catching IntegrityError.
         """
-        module = sqlite if self.dialect == "sqlite" else postgresql
-        return module.insert(table)
+        if self.dialect == "sqlite":
+            return sqlite.insert(table)
+        return postgresql.insert(table)
 
     async def dispose(self) -> None:
         await self.engine.dispose()
@@ -267,7 +268,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         immediate = conn.get_execution_options().get(WRITE_OPTION, False)
         statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
         try:
-            await_only(conn.connection.driver_connection.execute(statement))
+            driver = conn.connection.driver_connection
+            assert driver is not None, "a pooled connection always has its driver connection"
+            await_only(driver.execute(statement))
         except sqlite3.Error as exc:  # e.g. "database is locked": as SQLAlchemy reports it
             raise OperationalError(statement, (), exc) from exc
 
@@ -277,3 +280,10 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
             return
         if dbapi_connection.driver_connection.in_transaction:
             dbapi_connection.rollback()
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an INSERT, UPDATE or DELETE touched (SQLAlchemy types ``execute`` as
+    returning a ``Result``; for those statements it is a ``CursorResult``)."""
+    assert isinstance(result, CursorResult), type(result)
+    return result.rowcount

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from storage.engine import Database
+from storage.engine import Database, rowcount
 from storage.errors import (
     CancelRequested,
     ChatNotFound,
@@ -254,7 +254,7 @@ class EventStore:
                 .where(turns.c.id == turn_id, turns.c.chat_id == chat_id,
                        turns.c.status == "running", _NOT_PAUSED)
                 .values(cancel_requested=True))
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(rowcount(result))
 
     async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
         """Fail one running turn whose runner is gone (its lease expired): the events
@@ -425,7 +425,7 @@ async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate)
         .where(turns.c.id == change.turn_id, turns.c.chat_id == chat_id)
         .values(**values)
     )
-    if result.rowcount == 0:  # type: ignore[attr-defined]
+    if rowcount(result) == 0:
         raise ValueError(f"turn {change.turn_id!r} does not exist in chat {chat_id!r}")
 
 

@@ -69,7 +69,7 @@ class ResponseRepository:
         if status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         async with self._db.session(write=True) as session:
-            newest = await session.scalar(select(func.max(conversation_items.c.id))
+            newest: int | None = await session.scalar(select(func.max(conversation_items.c.id))
                                           .where(conversation_items.c.chat_id == chat_id))
             await session.execute(open_responses.insert().values(
                 id=response_id, chat_id=chat_id, turn_id=turn_id,
@@ -80,8 +80,10 @@ class ResponseRepository:
 
     async def newest_item_id(self, chat_id: str) -> int | None:
         async with self._db.session() as session:
-            return await session.scalar(select(func.max(conversation_items.c.id))
-                                        .where(conversation_items.c.chat_id == chat_id))
+            newest: int | None = await session.scalar(
+                select(func.max(conversation_items.c.id))
+                .where(conversation_items.c.chat_id == chat_id))
+        return newest
 
     async def turn_items(self, source: StoredResponse, limit: int = 500
                          ) -> list[dict[str, Any]]:

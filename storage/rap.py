@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import delete, select
 
-from storage.engine import Database
+from storage.engine import Database, rowcount
 from storage.errors import ChatNotFound
 from storage.models import chats, rap_subscriptions, utcnow
 
@@ -56,4 +56,4 @@ class SubscriptionRepository:
             result = await session.execute(
                 delete(table).where(table.c.chat_id == chat_id, table.c.call_id == call_id))
             await session.commit()
-        return bool(result.rowcount)
+        return bool(rowcount(result))

@@ -7,7 +7,7 @@ per chat; it holds no state beyond its ids, so creating one per turn is cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import delete, func, insert, select
 
@@ -115,16 +115,21 @@ class TurnSession:
             # idempotent); when the pending items cover them, the database is not asked.
             missing = limit - len(self.pending)
             stored = await self._stored.get_items(missing) if missing > 0 else []
-            return (stored + self.pending)[-limit:] if limit else []  # type: ignore[operator]
+            return (stored + self._pending_items)[-limit:] if limit else []
         stored = await self._stored.get_items(limit)
-        return stored + self.pending  # type: ignore[operator]
+        return stored + self._pending_items
+
+    @property
+    def _pending_items(self) -> list[TResponseInputItem]:
+        # Plain dicts, copied from what the SDK gave, handed back as the type it expects.
+        return cast("list[TResponseInputItem]", self.pending)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         self.pending.extend(dict(item) for item in items)
 
     async def pop_item(self) -> TResponseInputItem | None:
         if self.pending:
-            return self.pending.pop()  # type: ignore[return-value]
+            return cast("TResponseInputItem", self.pending.pop())
         return await self._stored.pop_item()
 
     async def clear_session(self) -> None:

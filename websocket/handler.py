@@ -17,7 +17,6 @@ from typing import Any
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from app.auth import authenticate, check_origin
 from storage.chats import ChatRepository
 from storage.errors import (
     ApprovalDecided,
@@ -35,6 +34,7 @@ from websocket.hub import (
     SubscriptionOverflow,
     channel_of,
 )
+from websocket.ports import SocketGate
 from websocket.protocol import (
     MAX_SEQ,
     ApprovalFrame,
@@ -143,18 +143,19 @@ def _parse_after_seq(raw: str | None) -> int | None:
 async def chat_socket(websocket: WebSocket) -> None:
     services = websocket.app.state.services
     settings = services.settings
+    gate: SocketGate = services.gate
     chat_id = websocket.path_params["chat_id"]
 
     if not CHAT_ID.fullmatch(chat_id):
         return await _refuse(websocket, CLOSE_BAD_REQUEST, "chat id must match [A-Za-z0-9_-]{1,64}")
-    if not check_origin(websocket, settings):
+    if not gate.origin_allowed(websocket):
         return await _refuse(websocket, CLOSE_FORBIDDEN, "origin not allowed")
     try:
         after_seq = _parse_after_seq(websocket.query_params.get("after_seq"))
     except ValueError:
         return await _refuse(websocket, CLOSE_BAD_REQUEST,
                              f"after_seq must be an integer from 0 to {MAX_SEQ}")
-    user = await authenticate(websocket, services)
+    user = await gate.authenticate(websocket)
     if user is None:
         return await _refuse(websocket, CLOSE_UNAUTHENTICATED, "authentication required")
     try:

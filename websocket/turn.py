@@ -29,13 +29,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from agents import Agent, RunConfig, Runner
 from agents.result import RunResultStreaming
 
-from app.metrics import Metrics
-from app.models.errors import classify_model_error, log_model_failure
 from storage.approvals import ApprovalRequest, ApprovalStore, Decided
 from storage.errors import TurnFenced, TurnInProgress
 from storage.events import EventStore
@@ -43,7 +41,9 @@ from storage.records import EventRecord, Lease, PausedRun, TurnUpdate
 from storage.session import ChatSession, TurnSession
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
+from websocket.metrics import Metrics
 from websocket.pause import ResumeFailed, paused_state, restore, restore_session
+from websocket.ports import FailureReporter
 from websocket.protocol import encode, now_ts
 from websocket.stream import OutEvent, PendingCall, StreamTranslator, pending_call, usage_payload
 from websocket.writer import EventWriter, WriterFailed
@@ -103,16 +103,21 @@ class TurnEngine:
     tool_descriptions: dict[str, str]
     agent_display_names: dict[str, str]
     make_context: ContextFactory
+    report_failure: FailureReporter
     suggest: Suggester | None = None
     on_first_turn: TitleHook | None = None
     max_model_turns: int = 12
+
+
+# How a run ends: a turn's final status, or paused to wait for approvals.
+RunStatus = Literal["completed", "cancelled", "failed", "paused"]
 
 
 @dataclass(frozen=True)
 class TurnOutcome:
     """How a turn ended (or paused), for ``TurnPlan.finished``."""
 
-    status: str  # completed | cancelled | failed | paused
+    status: RunStatus
     usage: dict[str, int]
     final_text: str
     error: dict[str, Any] | None = None  # the ``error`` event's payload of a failed turn
@@ -509,7 +514,8 @@ class TurnManager:
         tools = ToolTally()
         translator = StreamTranslator(engine.orchestrator.name, engine.tool_descriptions,
                                       engine.agent_display_names)
-        status, usage = "completed", dict(EMPTY_USAGE)
+        status: RunStatus = "completed"
+        usage = dict(EMPTY_USAGE)
         shown_types: list[str] = []
         final_text = partial_text = ""
         log_extra = {"chat_id": chat_id, "turn_id": turn_id}
@@ -581,9 +587,8 @@ class TurnManager:
         except Exception as exc:
             status = "cancelled" if active.cancel_requested else "failed"
             if status == "failed":
-                # Provider failures are logged by their facts only; other errors with a trace.
-                failure = log_model_failure(logger, exc, log_extra)
-                error = failed_with = failure.payload()
+                # Logged server-side by the app's reporter; the event says only what is safe.
+                error = failed_with = engine.report_failure(exc, log_extra)
                 metrics.model_errors.labels(error["code"]).inc()
                 writer.put(OutEvent("error", error, persisted=True))
             if active.result is not None:
@@ -781,9 +786,3 @@ class ToolTally:
                 continue
             # No tool_output: a hidden result, which is a success.
             metrics.tool_calls.labels(agent, self.outcomes.get(call_id, "ok")).inc()
-
-
-def model_error_payload(exc: BaseException) -> dict[str, Any]:
-    """A short, secret-free description of a model failure (details stay in the log):
-    ``rate_limited`` / ``model_unavailable`` (retryable) or ``model_error``."""
-    return classify_model_error(exc).payload()

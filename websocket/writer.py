@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from app.metrics import Metrics
 from storage.errors import CancelRequested, TurnFenced
 from storage.events import EventStore
 from storage.records import EventRecord, NewEvent, TurnUpdate
 from websocket.hub import Frame, Hub
+from websocket.metrics import Metrics
 from websocket.protocol import encode, envelope, now_ts
 from websocket.stream import OutEvent
 

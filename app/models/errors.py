@@ -158,3 +158,11 @@ def log_model_failure(logger: logging.Logger, exc: BaseException,
     else:
         logger.error("turn failed", exc_info=exc, extra=fields)
     return failure
+
+
+_turn_logger = logging.getLogger("switchboard.turn")
+
+
+def report_turn_failure(exc: BaseException, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The turn engine's failure reporter (``websocket.ports.FailureReporter``)."""
+    return log_model_failure(_turn_logger, exc, extra).payload()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents import Agent
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.gmail.tools import AGENT_NAME, TOOLS
+from connectors.settings import ConnectorSettings
 
 HANDOFF_DESCRIPTION = "Reads, searches, sends and replies to the user's Gmail email."
 
@@ -31,7 +31,7 @@ messages as cards, so summarise (counts, unread, what matters) instead of repeat
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))

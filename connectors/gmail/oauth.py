@@ -26,8 +26,8 @@ from urllib.parse import urlencode
 
 from cryptography.fernet import InvalidToken, MultiFernet
 
-from app.settings import Settings
 from connectors.http import ServiceError, ServiceHttp, read_json
+from connectors.settings import ConnectorSettings
 
 SCOPES = (
     "https://www.googleapis.com/auth/gmail.readonly",
@@ -102,7 +102,7 @@ def unpack_state(fernet: MultiFernet, state: str, max_age: int = STATE_MAX_AGE,
                            f"{STATE_MAX_AGE // 60} minutes); start again with Connect") from None
 
 
-def authorization_url(settings: Settings, state: str, verifier: str, redirect_uri: str) -> str:
+def authorization_url(settings: ConnectorSettings, state: str, verifier: str, redirect_uri: str) -> str:
     params = {
         "client_id": settings.google_client_id or "",
         "redirect_uri": redirect_uri,
@@ -148,7 +148,7 @@ def expiring(credentials: dict[str, Any], now: float | None = None) -> bool:
 class GoogleOAuth:
     """Google's token endpoint: code exchange, refresh, revocation."""
 
-    def __init__(self, http: ServiceHttp, settings: Settings) -> None:
+    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._settings = settings
         secret = settings.google_client_secret

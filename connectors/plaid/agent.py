@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents import Agent
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.plaid.tools import AGENT_NAME, TOOLS
+from connectors.settings import ConnectorSettings
 
 HANDOFF_DESCRIPTION = ("Answers questions about the user's bank accounts: balances, "
                        "transactions and spending by category (via Plaid).")
@@ -30,7 +30,7 @@ the chat already shows the full tables as cards.
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))

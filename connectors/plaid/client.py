@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from app.settings import Settings
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
 from connectors.http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.responses import ConnectPlaidAccountResponse
+from connectors.settings import ConnectorSettings
 from connectors.tooling import NeedsAccount
 
 CONNECTOR = "plaid"
@@ -61,14 +61,14 @@ class PlaidError(ServiceError):
         self.error_code = error_code
 
 
-def base_url(settings: Settings) -> str:
+def base_url(settings: ConnectorSettings) -> str:
     return settings.plaid_base_url or HOSTS[settings.plaid_environment]
 
 
 class PlaidApi:
     """Plaid's endpoints used here. Every call is a JSON POST with the client id and secret."""
 
-    def __init__(self, http: ServiceHttp, settings: Settings) -> None:
+    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._base = base_url(settings)
         secret = settings.plaid_secret
@@ -304,7 +304,7 @@ class PlaidClient:
 
 # ----------------------------------------------------------------------------- linking
 
-def api_for(client: Any, settings: Settings) -> PlaidApi:
+def api_for(client: Any, settings: ConnectorSettings) -> PlaidApi:
     secret = settings.plaid_secret
     http = ServiceHttp.for_settings(shared_client(client, SERVICE), SERVICE, settings,
                                     (secret.get_secret_value() if secret else None,))

@@ -28,7 +28,6 @@ from agents.tool_context import ToolContext
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from app.settings import Settings
 from connectors.approvals import declare_side_effect
 from connectors.context import ChatContext
 from connectors.http import ServiceError, ServiceHttp
@@ -38,6 +37,7 @@ from connectors.rap.pending import DuplicateCall, PendingCalls
 from connectors.rap.results import RESPONSE_TYPE, result_from_message, timeout_result
 from connectors.rap.signing import SIGNATURE_HEADER, sign
 from connectors.registry import Connector
+from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolResult, error_result
 from storage.engine import Database
 from storage.rap import SubscriptionRepository
@@ -76,7 +76,7 @@ class RapServer:
         # Also the display name: "transfer_to_<name>" is what the orchestrator calls.
         return self.config.display_name or self.toolset_name
 
-    def timeout(self, settings: Settings) -> float:
+    def timeout(self, settings: ConnectorSettings) -> float:
         return self.config.timeout or settings.rap_timeout
 
 
@@ -129,7 +129,7 @@ def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
 
 @dataclass
 class RapRuntime:
-    settings: Settings
+    settings: ConnectorSettings
     http: httpx.AsyncClient
     db: Database | None = None
     calls: PendingCalls = field(default_factory=PendingCalls)
@@ -178,7 +178,7 @@ class RapRuntime:
         return found
 
     def _connector(self, server: RapServer) -> Connector:
-        def build_agent(settings: Settings) -> Agent[ChatContext]:
+        def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
             del settings  # the runtime already holds them
             return self.build_agent(server)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from agents import Agent
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.search.tools import AGENT_NAME, TOOLS
+from connectors.settings import ConnectorSettings
 
 HANDOFF_DESCRIPTION = ("Answers general questions and looks things up on the web, citing "
                        "its sources.")
@@ -21,7 +21,7 @@ say so and suggest a better query.
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))

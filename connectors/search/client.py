@@ -15,10 +15,10 @@ from urllib.parse import urlparse
 
 import httpx
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.http import ServiceHttp, one_line, read_json, shared_client
 from connectors.search.demo import Result, SearchBackend
+from connectors.settings import ConnectorSettings
 
 GOOGLE_PAGE = 10  # the API's maximum ``num``
 SEARXNG_MAX_PAGES = 3
@@ -50,7 +50,7 @@ class GoogleSearchClient:
 
     service = "Google Search"
 
-    def __init__(self, http: ServiceHttp, settings: Settings) -> None:
+    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._url = f"{settings.google_search_base_url}/customsearch/v1"
         key = settings.google_search_api_key
@@ -86,7 +86,7 @@ class SearxngClient:
 
     service = "SearxNG"
 
-    def __init__(self, http: ServiceHttp, settings: Settings) -> None:
+    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._url = f"{settings.searxng_base_url}/search"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from agents import Agent
 
-from app.settings import Settings
 from connectors.context import ChatContext
+from connectors.settings import ConnectorSettings
 from connectors.yelp.tools import AGENT_NAME, TOOLS
 
 HANDOFF_DESCRIPTION = ("Finds restaurants, cafés and other local businesses on Yelp, near "
@@ -32,7 +32,7 @@ cards, so name the top two or three picks and why (rating, price, distance).
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))

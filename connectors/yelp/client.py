@@ -14,9 +14,9 @@ from urllib.parse import quote
 
 import httpx
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.http import ServiceHttp, read_json, shared_client
+from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 from connectors.yelp.demo import MAX_LIMIT, Business, SortBy, price_levels
 
@@ -28,7 +28,7 @@ KEY_CODES = frozenset({"TOKEN_INVALID", "TOKEN_MISSING", "UNAUTHORIZED_ACCESS_TO
 class YelpClient:
     """``YelpBackend`` over Yelp Fusion."""
 
-    def __init__(self, http: ServiceHttp, settings: Settings) -> None:
+    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._base = f"{settings.yelp_base_url}/v3"
         key = settings.yelp_api_key

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agents import Agent
-from app.settings import Settings
 from connectors.context import ChatContext
+from connectors.settings import ConnectorSettings
 
 from switchboard_weather.tools import AGENT_NAME, TOOLS
 
@@ -20,7 +20,7 @@ already shows the forecast table. If a tool returns "Error: ...", explain briefl
 """
 
 
-def build_agent(settings: Settings) -> Agent[ChatContext]:
+def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tool picks the backend per call
     return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
                               instructions=INSTRUCTIONS, tools=list(TOOLS))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.settings import Settings
 from connectors.context import ChatContext
 from connectors.http import ServiceHttp, read_json, shared_client
+from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 
 from switchboard_weather.demo import Forecast, describe
@@ -62,7 +62,7 @@ class OpenMeteoBackend:
                 "longitude": place["longitude"], "days": out}
 
 
-def options(settings: Settings) -> dict[str, str]:
+def options(settings: ConnectorSettings) -> dict[str, str]:
     return settings.connector_options.get("weather", {})
 
 

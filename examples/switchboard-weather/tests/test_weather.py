@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from app.settings import Settings
 from connectors.registry import Connector
+from connectors.settings import ConnectorSettings
 from connectors.testing import ConnectorContract, call_tool, harness
 
 from switchboard_weather import connector
@@ -21,7 +21,7 @@ class TestWeatherContract(ConnectorContract):
 
 
 async def test_demo_forecasts_are_repeatable() -> None:
-    async with harness(Settings()) as kit:
+    async with harness(ConnectorSettings()) as kit:
         first = await call_tool(connector, "get_weather_forecast", kit.context(),
                                 {"city": "Austin", "days": 5})
         again = await call_tool(connector, "get_weather_forecast", kit.context(),
@@ -32,7 +32,7 @@ async def test_demo_forecasts_are_repeatable() -> None:
 
 
 async def test_bad_requests_are_explained() -> None:
-    async with harness(Settings()) as kit:
+    async with harness(ConnectorSettings()) as kit:
         nowhere = await call_tool(connector, "get_weather_forecast", kit.context(),
                                   {"city": "Atlantis", "days": 3})
         too_long = await call_tool(connector, "get_weather_forecast", kit.context(),
