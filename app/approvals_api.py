@@ -50,8 +50,9 @@ async def decide(request: Request) -> Response:
         raise ApiError(400, "invalid_request", "reason must not contain NUL (U+0000) characters")
     turns = services_of(request).turns
     try:
-        decided = await turns.decide(user.id, chat_id, approval_id, body.decision == "approve",
-                                     body.reason, "rest")
+        decided = await turns.decide(
+            user.id, chat_id, approval_id, body.decision == "approve", body.reason, "rest"
+        )
     except ApprovalNotFound as exc:
         raise ApiError(404, "not_found", decision_refused(exc)) from None
     except ApprovalDecided as exc:

@@ -29,8 +29,10 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A Host header is uri-host [":" port] (RFC 9110 §7.2): an IP literal in brackets or a
 # reg-name. Matched rather than given to urlsplit, which raises on a stray "[" and reads
 # "user@localhost" or "[::1]x:80" as loopback names.
-_HOST = re.compile(r"(?:\[(?P<literal>[0-9A-Za-z:.]+)\]|(?P<name>[^\[\]@:/?#\\\s]*))"
-                   r"(?::[0-9]*)?")
+_HOST = re.compile(
+    r"(?:\[(?P<literal>[0-9A-Za-z:.]+)\]|(?P<name>[^\[\]@:/?#\\\s]*))"
+    r"(?::[0-9]*)?"
+)
 
 
 class TokenCache:

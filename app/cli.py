@@ -122,7 +122,8 @@ def bind_port(host: str, port: int) -> socket.socket:
             raise CommandError(
                 f"port {port} on {host} is already in use (is Switchboard already running?); "
                 f"pick another port: `make run PORT={port + 1}` or "
-                f"`switchboard serve --port {port + 1}`") from None
+                f"`switchboard serve --port {port + 1}`"
+            ) from None
         raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     listening.set_inheritable(True)
     return listening
@@ -279,8 +280,10 @@ def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
     for connector in connectors:
         account = "per-user" if connector.needs_account else "server"
         tools = ", ".join(connector.tool_descriptions) or "-"
-        print(f"{connector.name}\t{connector.agent_name}\t"
-              f"{settings.connector_mode(connector.name)}\t{account}\t{tools}")
+        print(
+            f"{connector.name}\t{connector.agent_name}\t"
+            f"{settings.connector_mode(connector.name)}\t{account}\t{tools}"
+        )
     return 0
 
 
@@ -294,18 +297,19 @@ def cmd_connectors_new(args: argparse.Namespace, settings: Settings) -> int:
     except ScaffoldError as exc:
         raise CommandError(str(exc)) from None
     print(f"created {root}")
-    print("next:\n"
-          f"  cd {root}\n"
-          "  pip install -e .     # into the server's environment\n"
-          "  pytest               # the contract kit and the demo tests\n"
-          "  switchboard connectors list")
+    print(
+        "next:\n"
+        f"  cd {root}\n"
+        "  pip install -e .     # into the server's environment\n"
+        "  pytest               # the contract kit and the demo tests\n"
+        "  switchboard connectors list"
+    )
     return 0
 
 
 def _add_connectors(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     connectors = sub.add_parser("connectors", help="list connectors or start a new one")
-    actions = connectors.add_subparsers(dest="connectors_command", required=True,
-                                        metavar="ACTION")
+    actions = connectors.add_subparsers(dest="connectors_command", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="installed connectors, their mode and tools")
     listing.set_defaults(handler=cmd_connectors_list)
     new = actions.add_parser("new", help="scaffold a connector package whose tests pass")

@@ -57,6 +57,7 @@ _GOOGLE_ERROR = re.compile(r"[a-z_]{1,40}")
 
 # ----------------------------------------------------------------------------- lifespan
 
+
 @asynccontextmanager
 async def http_lifespan(services: Services) -> AsyncIterator[None]:
     """The app's one outbound ``httpx.AsyncClient``, closed after the turns have drained."""
@@ -71,6 +72,7 @@ async def http_lifespan(services: Services) -> AsyncIterator[None]:
 
 # ----------------------------------------------------------------------------- helpers
 
+
 def _connector(services: Services, name: str) -> Connector:
     for connector in services.connectors or []:
         if connector.name == name:
@@ -82,8 +84,9 @@ def _accounts(services: Services, user: UserRecord) -> AccountRepository:
     return AccountRepository(services.db, user.id, services.fernet)
 
 
-def describe(services: Services, connector: Connector,
-             row: ConnectedAccount | None) -> dict[str, Any]:
+def describe(
+    services: Services, connector: Connector, row: ConnectedAccount | None
+) -> dict[str, Any]:
     mode = services.settings.connector_mode(connector.name)
     state = connection_state(connector, mode, row.meta if row else None)
     return {
@@ -95,8 +98,10 @@ def describe(services: Services, connector: Connector,
         "connected": state.connected,
         "account": state.account,
         "connected_at": rfc3339(row.connected_at) if row and state.connected else None,
-        "tools": [{"name": name, "description": description}
-                  for name, description in connector.tool_descriptions.items()],
+        "tools": [
+            {"name": name, "description": description}
+            for name, description in connector.tool_descriptions.items()
+        ],
     }
 
 
@@ -114,12 +119,19 @@ def _upstream(exc: ServiceError) -> ApiError:
 
 # ----------------------------------------------------------------------------- GET
 
+
 async def list_connectors(request: Request) -> Response:
     user = await current_user(request)
     services = services_of(request)
     rows = {row.connector: row for row in await _accounts(services, user).list()}
-    return JSONResponse({"connectors": [describe(services, connector, rows.get(connector.name))
-                                        for connector in services.connectors or []]})
+    return JSONResponse(
+        {
+            "connectors": [
+                describe(services, connector, rows.get(connector.name))
+                for connector in services.connectors or []
+            ]
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- connect
@@ -133,9 +145,15 @@ def _bind_browser(response: Response, request: Request, nonce: str) -> None:
     Lax, so it comes back on Google's top-level redirect; HttpOnly and limited to the
     callback path, since nothing else needs it; it lives as long as the state does.
     """
-    response.set_cookie(BINDING_COOKIE, nonce, max_age=google.STATE_MAX_AGE,
-                        path=CALLBACK_PATH, secure=request.url.scheme == "https",
-                        httponly=True, samesite="lax")
+    response.set_cookie(
+        BINDING_COOKIE,
+        nonce,
+        max_age=google.STATE_MAX_AGE,
+        path=CALLBACK_PATH,
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="lax",
+    )
 
 
 async def _start_google(request: Request, services: Services, user: UserRecord) -> Response:
@@ -144,15 +162,24 @@ async def _start_google(request: Request, services: Services, user: UserRecord) 
     if redirect_uri is None:
         origin = own_origin(request)
         if origin is None:
-            raise ApiError(400, "invalid_request", "cannot tell this server's address from the "
-                           "request; set SWITCHBOARD_GOOGLE_REDIRECT_URI")
+            raise ApiError(
+                400,
+                "invalid_request",
+                "cannot tell this server's address from the "
+                "request; set SWITCHBOARD_GOOGLE_REDIRECT_URI",
+            )
         redirect_uri = origin + CALLBACK_PATH
     verifier = google.new_verifier()
     nonce, browser_hash = google.new_browser_binding()
-    state = google.pack_state(services.fernet, google.PendingAuthorization(
-        user.id, verifier, redirect_uri, browser_hash))
-    response = JSONResponse({"status": "redirect", "url": google.authorization_url(
-        settings, state, verifier, redirect_uri)})
+    state = google.pack_state(
+        services.fernet, google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash)
+    )
+    response = JSONResponse(
+        {
+            "status": "redirect",
+            "url": google.authorization_url(settings, state, verifier, redirect_uri),
+        }
+    )
     _bind_browser(response, request, nonce)
     return response
 
@@ -163,8 +190,13 @@ async def _start_plaid(request: Request, services: Services, user: UserRecord) -
         token = await api.create_link_token(user.id, "Switchboard")
     except ServiceError as exc:
         raise _upstream(exc) from None
-    return JSONResponse({"status": "link_token", "link_token": token.get("link_token"),
-                         "expiration": token.get("expiration")})
+    return JSONResponse(
+        {
+            "status": "link_token",
+            "link_token": token.get("link_token"),
+            "expiration": token.get("expiration"),
+        }
+    )
 
 
 LIVE_FLOWS: dict[str, LiveFlow] = {"gmail": _start_google, "plaid": _start_plaid}
@@ -176,20 +208,26 @@ async def connect(request: Request) -> Response:
     connector = _connector(services, request.path_params["name"])
     mode = services.settings.connector_mode(connector.name)
     if connector.needs_account and mode == DEMO:
-        await _accounts(services, user).connect(connector.name, demo_credentials(True),
-                                                demo_meta(connector, True))
+        await _accounts(services, user).connect(
+            connector.name, demo_credentials(True), demo_meta(connector, True)
+        )
     elif connector.needs_account:
         flow = LIVE_FLOWS.get(connector.name)
         if flow is None:
-            raise ApiError(400, "invalid_request", f"{connector.name} has no live connection "
-                           "flow in this server; run it in demo mode")
+            raise ApiError(
+                400,
+                "invalid_request",
+                f"{connector.name} has no live connection flow in this server; run it in demo mode",
+            )
         return await flow(request, services, user)
     # Connectors without a per-user account (server keys) are always connected.
-    return JSONResponse({"status": "connected",
-                         "connector": await _described(services, user, connector)})
+    return JSONResponse(
+        {"status": "connected", "connector": await _described(services, user, connector)}
+    )
 
 
 # ----------------------------------------------------------------------------- disconnect
+
 
 async def _forget_google(services: Services, credentials: dict[str, Any]) -> None:
     token = credentials.get("refresh_token") or credentials.get("access_token")
@@ -203,7 +241,9 @@ async def _forget_plaid(services: Services, credentials: dict[str, Any]) -> None
 
 
 FORGET: dict[str, Callable[[Services, dict[str, Any]], Awaitable[None]]] = {
-    "gmail": _forget_google, "plaid": _forget_plaid}
+    "gmail": _forget_google,
+    "plaid": _forget_plaid,
+}
 
 
 async def disconnect(request: Request) -> Response:
@@ -211,13 +251,15 @@ async def disconnect(request: Request) -> Response:
     services = services_of(request)
     connector = _connector(services, request.path_params["name"])
     if not connector.needs_account:
-        raise ApiError(400, "invalid_request", f"{connector.name} has no per-user account to "
-                       "disconnect: it uses the server's keys")
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{connector.name} has no per-user account to disconnect: it uses the server's keys",
+        )
     accounts = _accounts(services, user)
     if services.settings.connector_mode(connector.name) == DEMO:
         # Recorded, so the demo connector stays disconnected until connected again.
-        await accounts.connect(connector.name, demo_credentials(False),
-                               demo_meta(connector, False))
+        await accounts.connect(connector.name, demo_credentials(False), demo_meta(connector, False))
     else:
         credentials = await live_credentials(accounts, connector.name)
         forget = FORGET.get(connector.name)
@@ -225,14 +267,15 @@ async def disconnect(request: Request) -> Response:
             try:  # best effort: the credentials are deleted here whatever the provider says
                 await forget(services, credentials)
             except ServiceError:
-                logger.warning("could not revoke %s credentials at the provider",
-                               connector.name)
+                logger.warning("could not revoke %s credentials at the provider", connector.name)
         await accounts.disconnect(connector.name)
-    return JSONResponse({"status": "disconnected",
-                         "connector": await _described(services, user, connector)})
+    return JSONResponse(
+        {"status": "disconnected", "connector": await _described(services, user, connector)}
+    )
 
 
 # ----------------------------------------------------------------------------- plaid exchange
+
 
 class Institution(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -251,35 +294,52 @@ async def plaid_exchange(request: Request) -> Response:
     services = services_of(request)
     connector = _connector(services, "plaid")
     body: ExchangeRequest = await json_body(
-        request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}')
+        request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}'
+    )
     if services.settings.connector_mode(connector.name) == DEMO:
-        raise ApiError(400, "invalid_request", "plaid runs in demo mode on this server: connect "
-                       "it with POST /api/connectors/plaid/connect (there is no Plaid Link)")
+        raise ApiError(
+            400,
+            "invalid_request",
+            "plaid runs in demo mode on this server: connect "
+            "it with POST /api/connectors/plaid/connect (there is no Plaid Link)",
+        )
     accounts = _accounts(services, user)
     institution = body.institution.model_dump() if body.institution else {}
     api = plaid.api_for(services.http, services.settings)
     try:
-        credentials = await plaid.add_item(api, await live_credentials(accounts, "plaid"),
-                                           body.public_token.strip(), institution)
+        credentials = await plaid.add_item(
+            api, await live_credentials(accounts, "plaid"), body.public_token.strip(), institution
+        )
     except plaid.PlaidError as exc:
         if exc.error_code == "INVALID_PUBLIC_TOKEN":
-            raise ApiError(400, "invalid_request", "Plaid did not accept this public token "
-                           "(expired or already used); open Plaid Link again") from None
+            raise ApiError(
+                400,
+                "invalid_request",
+                "Plaid did not accept this public token "
+                "(expired or already used); open Plaid Link again",
+            ) from None
         raise _upstream(exc) from None
     except ServiceError as exc:
         raise _upstream(exc) from None
     await accounts.connect(connector.name, credentials, plaid.plaid_meta(credentials))
-    return JSONResponse({"status": "connected",
-                         "connector": await _described(services, user, connector)})
+    return JSONResponse(
+        {"status": "connected", "connector": await _described(services, user, connector)}
+    )
 
 
 # ----------------------------------------------------------------------------- google callback
 
+
 def _page(status: int, title: str, message: str, connected: bool = False) -> HTMLResponse:
     """The page the browser lands on; tells an opener window (popup flow) how it went."""
-    notice = json.dumps({"type": "switchboard:connector", "name": "gmail",
-                         "status": "connected" if connected else "error",
-                         "message": message}).replace("<", "\\u003c")
+    notice = json.dumps(
+        {
+            "type": "switchboard:connector",
+            "name": "gmail",
+            "status": "connected" if connected else "error",
+            "message": message,
+        }
+    ).replace("<", "\\u003c")
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Switchboard · {html.escape(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
@@ -295,8 +355,11 @@ if (window.opener) {{
 </script>
 </body></html>
 """
-    return HTMLResponse(body, status_code=status,
-                        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+    return HTMLResponse(
+        body,
+        status_code=status,
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+    )
 
 
 def _google_http(services: Services, credentials: dict[str, Any] | None = None) -> ServiceHttp:
@@ -310,9 +373,11 @@ def _google_http(services: Services, credentials: dict[str, Any] | None = None) 
 async def _gmail_address(services: Services, access_token: str) -> str:
     """The connected mailbox's address (``users.getProfile``), also proving Gmail access."""
     http = _google_http(services, {"access_token": access_token})
-    response = await http.send("GET", f"{services.settings.gmail_base_url}"
-                               "/gmail/v1/users/me/profile",
-                               headers={"Authorization": f"Bearer {access_token}"})
+    response = await http.send(
+        "GET",
+        f"{services.settings.gmail_base_url}/gmail/v1/users/me/profile",
+        headers={"Authorization": f"Bearer {access_token}"},
+    )
     if not response.is_success:
         raise http.status_error(response)
     body = read_json(response, "Gmail")
@@ -325,8 +390,13 @@ async def _gmail_address(services: Services, access_token: str) -> str:
 async def google_callback(request: Request) -> Response:
     response = await _google_callback(request)
     # Used once: whatever the outcome, another try starts at Connect with a new nonce.
-    response.delete_cookie(BINDING_COOKIE, path=CALLBACK_PATH,
-                           secure=request.url.scheme == "https", httponly=True, samesite="lax")
+    response.delete_cookie(
+        BINDING_COOKIE,
+        path=CALLBACK_PATH,
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="lax",
+    )
     return response
 
 
@@ -345,20 +415,33 @@ async def _google_callback(request: Request) -> Response:
     # enough: whoever started a flow could get someone else to finish it.
     user = await authenticate(request, services)
     if user is not None and user.id != pending.user_id:
-        return _page(403, "Gmail was not connected", "This sign-in was started by another "
-                     "Switchboard user. Use the Connect button of your own account.")
+        return _page(
+            403,
+            "Gmail was not connected",
+            "This sign-in was started by another "
+            "Switchboard user. Use the Connect button of your own account.",
+        )
     if user is None and not google.same_browser(pending, request.cookies.get(BINDING_COOKIE)):
-        return _page(401, "Gmail was not connected", "This sign-in was not started in this "
-                     "browser. Finish it in the same browser that pressed Connect: use "
-                     "Connect again there.")
+        return _page(
+            401,
+            "Gmail was not connected",
+            "This sign-in was not started in this "
+            "browser. Finish it in the same browser that pressed Connect: use "
+            "Connect again there.",
+        )
     if query.get("error"):
         error = query["error"] if _GOOGLE_ERROR.fullmatch(query["error"]) else "error"
-        return _page(400, "Gmail was not connected", f"Google sign-in ended with {error!r}; "
-                     "nothing was connected. Use Connect again to retry.")
+        return _page(
+            400,
+            "Gmail was not connected",
+            f"Google sign-in ended with {error!r}; "
+            "nothing was connected. Use Connect again to retry.",
+        )
     code = query.get("code")
     if not code:
-        return _page(400, "Gmail was not connected", "Google sent no authorization code. Use "
-                     "Connect again.")
+        return _page(
+            400, "Gmail was not connected", "Google sent no authorization code. Use Connect again."
+        )
     if settings.connector_mode("gmail") != "live":
         return _page(400, "Gmail was not connected", "Gmail runs in demo mode on this server.")
     oauth = google.GoogleOAuth(_google_http(services), settings)
@@ -367,23 +450,37 @@ async def _google_callback(request: Request) -> Response:
         granted = set(str(tokens.get("scope") or "").split())
         missing = [scope.rsplit(".", 1)[-1] for scope in google.SCOPES if scope not in granted]
         if tokens.get("scope") and missing:
-            return _page(400, "Gmail was not connected", "Google did not grant "
-                         f"{' and '.join(missing)} access. Use Connect again and allow "
-                         "Switchboard to read and send email.")
+            return _page(
+                400,
+                "Gmail was not connected",
+                "Google did not grant "
+                f"{' and '.join(missing)} access. Use Connect again and allow "
+                "Switchboard to read and send email.",
+            )
         address = await _gmail_address(services, str(tokens["access_token"]))
     except google.InvalidGrant:
-        return _page(400, "Gmail was not connected", "Google refused the sign-in code (it "
-                     "expired or was already used). Use Connect again.")
+        return _page(
+            400,
+            "Gmail was not connected",
+            "Google refused the sign-in code (it expired or was already used). Use Connect again.",
+        )
     except ServiceError as exc:
         return _page(502, "Gmail was not connected", f"Error: {exc}.")
     credentials = google.live_credentials(tokens, address)
-    meta = {"mode": "live", "email": address,
-            "scopes": sorted(set(str(credentials["scope"]).split()))}
+    meta = {
+        "mode": "live",
+        "email": address,
+        "scopes": sorted(set(str(credentials["scope"]).split())),
+    }
     accounts = AccountRepository(services.db, pending.user_id, services.fernet)
     await accounts.connect("gmail", credentials, meta)
     logger.info("gmail connected", extra={"user_id": pending.user_id})
-    return _page(200, "Gmail connected", f"Switchboard can now read and send email as "
-                 f"{address}. You can close this tab.", connected=True)
+    return _page(
+        200,
+        "Gmail connected",
+        f"Switchboard can now read and send email as {address}. You can close this tab.",
+        connected=True,
+    )
 
 
 def connector_routes() -> list[BaseRoute]:

@@ -92,7 +92,11 @@ async def _not_found_handler(request: Request, exc: Exception) -> Response:
 # What an unreachable or restarting database raises: a pooled connection found dead, a
 # refused reconnect, a pool with no connection to give.
 DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
-    sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, ConnectionError)
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.TimeoutError,
+    ConnectionError,
+)
 
 
 def _where(conn: HTTPConnection) -> dict[str, str]:

@@ -30,15 +30,25 @@ _SECRET_KEYS = ("token", "authorization", "password", "secret", "cookie", "api_k
 _SECRET_PATTERNS = (
     # Query parameters that carry credentials: our tokens, and the OAuth callback's
     # one-time code and state (uvicorn's access log prints full paths).
-    (re.compile(r"([?&](?:token|access_token|code|state)=)[^&\s\"']+", re.IGNORECASE),
-     rf"\1{REDACTED}"),
+    (
+        re.compile(r"([?&](?:token|access_token|code|state)=)[^&\s\"']+", re.IGNORECASE),
+        rf"\1{REDACTED}",
+    ),
     (re.compile(r"(\bBearer\s+)[^\s\"']+", re.IGNORECASE), rf"\1{REDACTED}"),
     (re.compile(r"\bsb_[A-Za-z0-9_-]{16,}"), REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),  # OpenAI-style API keys
 )
 _HANDLER_NAME = "switchboard-json"
-QUIET_AT_DEBUG = ("aiosqlite", "asyncpg", "sqlalchemy.engine", "websockets", "httpcore",
-                  "httpx", "openai", "redis")
+QUIET_AT_DEBUG = (
+    "aiosqlite",
+    "asyncpg",
+    "sqlalchemy.engine",
+    "websockets",
+    "httpcore",
+    "httpx",
+    "openai",
+    "redis",
+)
 
 
 def redact(text: str) -> str:
@@ -102,8 +112,9 @@ class ClientNoiseFilter(logging.Filter):
     how many were left out since the last one.
     """
 
-    def __init__(self, interval: float = CLIENT_NOISE_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, interval: float = CLIENT_NOISE_INTERVAL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()
         self.interval = interval
         self.clock = clock

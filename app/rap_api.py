@@ -55,14 +55,20 @@ async def rap_lifespan(services: Services) -> AsyncIterator[None]:
 async def _body(request: Request) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_CALLBACK_BYTES:
-        raise ApiError(413, "invalid_request",
-                       f"the body is over {MAX_CALLBACK_BYTES} bytes; shorten the result")
+        raise ApiError(
+            413,
+            "invalid_request",
+            f"the body is over {MAX_CALLBACK_BYTES} bytes; shorten the result",
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_CALLBACK_BYTES:
-            raise ApiError(413, "invalid_request",
-                           f"the body is over {MAX_CALLBACK_BYTES} bytes; shorten the result")
+            raise ApiError(
+                413,
+                "invalid_request",
+                f"the body is over {MAX_CALLBACK_BYTES} bytes; shorten the result",
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -80,55 +86,83 @@ async def rap_callback(request: Request) -> Response:
         raise ApiError(404, "not_found", "this server has no RAP tools configured")
     token = request.query_params.get("token")
     if not token:
-        raise ApiError(401, "unauthorized", "missing callback token: POST to the invocation's "
-                       "callback_url exactly as it was given")
+        raise ApiError(
+            401,
+            "unauthorized",
+            "missing callback token: POST to the invocation's callback_url exactly as it was given",
+        )
     call = runtime.calls.find(token)
     if call is None:
         logger.warning("RAP callback with an unknown token discarded")
-        raise ApiError(401, "unauthorized", "unknown or expired callback token: use the "
-                       "callback_url of the invocation you are answering")
-    log_extra = {"chat_id": call.group_id, "turn_id": call.turn_id, "rap_server": call.server,
-                 "operation": call.operation}
+        raise ApiError(
+            401,
+            "unauthorized",
+            "unknown or expired callback token: use the "
+            "callback_url of the invocation you are answering",
+        )
+    log_extra = {
+        "chat_id": call.group_id,
+        "turn_id": call.turn_id,
+        "rap_server": call.server,
+        "operation": call.operation,
+    }
     body = await _body(request)
     server = runtime.servers.get(call.server)
     if server is not None and server.config.secret is not None:
         secret = server.config.secret.get_secret_value()
         if not verify(secret, body, request.headers.get(SIGNATURE_HEADER)):
             logger.warning("RAP callback with a bad signature discarded", extra=log_extra)
-            raise ApiError(401, "unauthorized", f"missing, stale or wrong {SIGNATURE_HEADER}: "
-                           "sign the exact body with the server's secret")
+            raise ApiError(
+                401,
+                "unauthorized",
+                f"missing, stale or wrong {SIGNATURE_HEADER}: "
+                "sign the exact body with the server's secret",
+            )
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise ApiError(415, "invalid_request", "send the message as Content-Type: "
-                       "application/json")
+        raise ApiError(415, "invalid_request", "send the message as Content-Type: application/json")
     try:
         message = _MESSAGE.validate_python(json.loads(body))
     except ValueError as exc:
         # ValidationError is a ValueError; JSON decoding errors too.
         detail = _first_error(exc) if isinstance(exc, ValidationError) else "not valid JSON"
-        raise ApiError(400, "invalid_request", f"not a RAP tool_result or oauth message "
-                       f"({detail}); nothing was delivered, send it again fixed") from None
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"not a RAP tool_result or oauth message "
+            f"({detail}); nothing was delivered, send it again fixed",
+        ) from None
     if message.group_id != call.group_id or message.id != call.id:
-        logger.warning("RAP callback for a call it was not issued for discarded",
-                       extra=log_extra)
-        raise ApiError(404, "not_found", "no pending tool call with this group_id and id: "
-                       "echo the invocation's group_id and id")
+        logger.warning("RAP callback for a call it was not issued for discarded", extra=log_extra)
+        raise ApiError(
+            404,
+            "not_found",
+            "no pending tool call with this group_id and id: echo the invocation's group_id and id",
+        )
     if call.call_id is not None and message.call_id != call.call_id:
         raise ApiError(400, "invalid_request", "call_id must echo the invocation's call_id")
-    fingerprint = hashlib.sha256(json.dumps(message.model_dump(mode="json"), sort_keys=True)
-                                 .encode()).hexdigest()
+    fingerprint = hashlib.sha256(
+        json.dumps(message.model_dump(mode="json"), sort_keys=True).encode()
+    ).hexdigest()
     delivery = runtime.calls.deliver(call, message, fingerprint)
     if delivery is Delivery.GONE:
         logger.info("late RAP result discarded", extra=log_extra)
-        raise ApiError(410, "not_found", "this tool call is over (it timed out or its turn "
-                       "stopped); the result was discarded")
+        raise ApiError(
+            410,
+            "not_found",
+            "this tool call is over (it timed out or its turn stopped); the result was discarded",
+        )
     if delivery is Delivery.CONFLICT:
-        logger.warning("a second, different RAP result for an answered call ignored",
-                       extra=log_extra)
+        logger.warning(
+            "a second, different RAP result for an answered call ignored", extra=log_extra
+        )
     elif delivery is Delivery.DUPLICATE:
         logger.info("duplicate RAP result ignored", extra=log_extra)
-    status = {Delivery.ACCEPTED: "accepted", Delivery.DUPLICATE: "duplicate",
-              Delivery.CONFLICT: "ignored"}[delivery]
+    status = {
+        Delivery.ACCEPTED: "accepted",
+        Delivery.DUPLICATE: "duplicate",
+        Delivery.CONFLICT: "ignored",
+    }[delivery]
     return JSONResponse({"status": status})
 
 
@@ -139,9 +173,19 @@ async def chat_subscriptions(request: Request) -> Response:
     if await ChatRepository(services.db, user.id).get(chat_id) is None:
         raise ApiError(404, "not_found", "chat not found")
     found = await SubscriptionRepository(services.db).list(chat_id)
-    return JSONResponse({"subscriptions": [
-        {"call_id": s.call_id, "connector": s.connector, "operation": s.operation,
-         "created_at": rfc3339(s.created_at)} for s in found]})
+    return JSONResponse(
+        {
+            "subscriptions": [
+                {
+                    "call_id": s.call_id,
+                    "connector": s.connector,
+                    "operation": s.operation,
+                    "created_at": rfc3339(s.created_at),
+                }
+                for s in found
+            ]
+        }
+    )
 
 
 def rap_routes() -> list[BaseRoute]:

@@ -136,8 +136,9 @@ async def json_body(request: Request, model: type[BaseModel], example: str) -> A
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
-        raise ApiError(400, "invalid_request", f"{where}: {first['msg']} (expected {example})"
-                       ) from None
+        raise ApiError(
+            400, "invalid_request", f"{where}: {first['msg']} (expected {example})"
+        ) from None
     unstorable = unstorable_at(body.model_dump())
     if unstorable is not None:
         where, problem = unstorable

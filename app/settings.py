@@ -65,8 +65,11 @@ class Settings(ConnectorSettings):
     max_prompt_chars: int = Field(DEFAULT_MAX_PROMPT_CHARS, ge=1)
     # Unset: derived from max_prompt_chars (which must come first), so that every legal
     # prompt fits in a frame however a client encodes it; see min_frame_bytes.
-    max_frame_bytes: int = Field(default_factory=lambda data: min_frame_bytes(
-        data.get("max_prompt_chars", DEFAULT_MAX_PROMPT_CHARS)))
+    max_frame_bytes: int = Field(
+        default_factory=lambda data: min_frame_bytes(
+            data.get("max_prompt_chars", DEFAULT_MAX_PROMPT_CHARS)
+        )
+    )
     max_connections_per_user: int = Field(32, ge=1)
     prompts_per_minute: int = Field(30, ge=1)
     max_turns_per_user: int = Field(4, ge=1)
@@ -121,16 +124,29 @@ class Settings(ConnectorSettings):
     def _check_model_key(self) -> Settings:
         from app.models.spec import parse_optional_spec
 
-        chosen = {"SWITCHBOARD_MODEL": self.model,
-                  "SWITCHBOARD_CONNECTOR_MODEL": self.connector_model,
-                  "SWITCHBOARD_SUGGEST_MODEL": self.suggest_model}
-        using_openai = [name for name, value in chosen.items() if value and value != "off"
-                        and (spec := parse_optional_spec(value)) and spec.kind == "openai"]
-        has_key = bool(self.model_api_key and self.model_api_key.get_secret_value()
-                       or os.environ.get("OPENAI_API_KEY"))
+        chosen = {
+            "SWITCHBOARD_MODEL": self.model,
+            "SWITCHBOARD_CONNECTOR_MODEL": self.connector_model,
+            "SWITCHBOARD_SUGGEST_MODEL": self.suggest_model,
+        }
+        using_openai = [
+            name
+            for name, value in chosen.items()
+            if value
+            and value != "off"
+            and (spec := parse_optional_spec(value))
+            and spec.kind == "openai"
+        ]
+        has_key = bool(
+            self.model_api_key
+            and self.model_api_key.get_secret_value()
+            or os.environ.get("OPENAI_API_KEY")
+        )
         if using_openai and not has_key:
-            raise ValueError(f"{' and '.join(using_openai)}=openai:… needs an API key: set "
-                             "SWITCHBOARD_MODEL_API_KEY or OPENAI_API_KEY")
+            raise ValueError(
+                f"{' and '.join(using_openai)}=openai:… needs an API key: set "
+                "SWITCHBOARD_MODEL_API_KEY or OPENAI_API_KEY"
+            )
         return self
 
     @field_validator("database_url")
@@ -162,7 +178,8 @@ class Settings(ConnectorSettings):
                 f"SWITCHBOARD_MAX_PROMPT_CHARS={self.max_prompt_chars}: a prompt that long "
                 f"can take up to {needed} bytes as a frame ({ESCAPED_BYTES_PER_CHAR} bytes a "
                 f"character when a JSON encoder escapes it as \\uXXXX\\uXXXX); set it to at "
-                f"least {needed}, or leave it unset to derive it from the prompt limit")
+                f"least {needed}, or leave it unset to derive it from the prompt limit"
+            )
         return self
 
     @property
@@ -194,8 +211,9 @@ def min_frame_bytes(max_prompt_chars: int) -> int:
     or (for a tiny prompt limit) an approval with its id and the longest reason; every
     character of them escaped at the worst case.
     """
-    longest_text = max(max_prompt_chars + MAX_CLIENT_MESSAGE_ID,
-                       MAX_APPROVAL_ID + MAX_APPROVAL_REASON)
+    longest_text = max(
+        max_prompt_chars + MAX_CLIENT_MESSAGE_ID, MAX_APPROVAL_ID + MAX_APPROVAL_REASON
+    )
     return ESCAPED_BYTES_PER_CHAR * longest_text + FRAME_SLACK_BYTES
 
 

@@ -34,27 +34,43 @@ from websocket.turn import TurnEngine, TurnManager
 logger = logging.getLogger("switchboard.app")
 
 
-def build_engine(settings: Settings, db: Any, connectors: list[Connector],
-                 demo: DemoStore, models: ConfiguredModels | None = None, *,
-                 fernet: MultiFernet | None = None,
-                 http: httpx.AsyncClient | None = None) -> TurnEngine:
+def build_engine(
+    settings: Settings,
+    db: Any,
+    connectors: list[Connector],
+    demo: DemoStore,
+    models: ConfiguredModels | None = None,
+    *,
+    fernet: MultiFernet | None = None,
+    http: httpx.AsyncClient | None = None,
+) -> TurnEngine:
     """The turn engine; ``models`` (``build_models(settings)`` when omitted) picks the models,
     and its ``aclose()`` is the caller's to await on shutdown."""
     models = models if models is not None else build_models(settings)
-    orchestrator = build_orchestrator(settings, connectors, model=models.orchestrator,
-                                      connector_model=models.connector)
+    orchestrator = build_orchestrator(
+        settings, connectors, model=models.orchestrator, connector_model=models.connector
+    )
     specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
-    suggester = Suggester(models.suggest, models.run_config(suggest=True),
-                          settings.suggest_timeout,
-                          [f"{agent.name}: {agent.handoff_description}" for agent in specialists])
+    suggester = Suggester(
+        models.suggest,
+        models.run_config(suggest=True),
+        settings.suggest_timeout,
+        [f"{agent.name}: {agent.handoff_description}" for agent in specialists],
+    )
 
     def make_context(user_id: str, chat_id: str, turn_id: str) -> ChatContext:
         # The user's accounts (encrypted credentials) and the app's outbound HTTP client:
         # live connectors need both; demo connectors check that the user is connected.
         accounts = AccountRepository(db, user_id, fernet) if fernet is not None else None
-        return ChatContext(user_id=user_id, chat_id=chat_id, turn_id=turn_id,
-                           settings=settings, demo=demo.for_user(user_id),
-                           accounts=accounts, http=http)
+        return ChatContext(
+            user_id=user_id,
+            chat_id=chat_id,
+            turn_id=turn_id,
+            settings=settings,
+            demo=demo.for_user(user_id),
+            accounts=accounts,
+            http=http,
+        )
 
     async def store_title(user_id: str, chat_id: str, title: str) -> None:
         chats = ChatRepository(db, user_id)
@@ -107,14 +123,18 @@ def check_approval_settings(settings: Settings, orchestrator: Agent[ChatContext]
     specialists = [agent for agent in orchestrator.handoffs if isinstance(agent, Agent)]
     check_overrides(settings, (tool.name for tool in agent_tools(specialists)))
     if settings.approvals == "off":
-        logger.warning("APPROVALS ARE OFF (SWITCHBOARD_APPROVALS=off): tools that send, pay, "
-                       "write or delete run without asking anyone. Use this only for trusted "
-                       "automation, never for people's own accounts.")
-    ungated = sorted(tool.name for tool in agent_tools(specialists)
-                     if not approval_required(tool) and side_effect_of(tool) is not False)
+        logger.warning(
+            "APPROVALS ARE OFF (SWITCHBOARD_APPROVALS=off): tools that send, pay, "
+            "write or delete run without asking anyone. Use this only for trusted "
+            "automation, never for people's own accounts."
+        )
+    ungated = sorted(
+        tool.name
+        for tool in agent_tools(specialists)
+        if not approval_required(tool) and side_effect_of(tool) is not False
+    )
     if ungated:
-        logger.warning("tools with side effects run without approval",
-                       extra={"tools": ungated})
+        logger.warning("tools with side effects run without approval", extra={"tools": ungated})
 
 
 def approval_sweep_interval(timeout: float) -> float:
@@ -135,8 +155,15 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
     services.connections = ConnectionCounter()
     services.model_provider = models = build_models(settings)
     logger.info("models configured", extra=describe(models))
-    engine = build_engine(settings, services.db, services.connectors, services.demo, models,
-                          fernet=services.fernet, http=services.http)
+    engine = build_engine(
+        settings,
+        services.db,
+        services.connectors,
+        services.demo,
+        models,
+        fernet=services.fernet,
+        http=services.http,
+    )
     check_approval_settings(settings, engine.orchestrator)
 
     def cancel_here(chat_id: str, turn_id: str | None) -> None:
@@ -151,10 +178,16 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
 
     cluster = await build_cluster(settings.redis_url, cancel_here, deleted_elsewhere)
     services.hub = Hub(cluster)
-    services.turns = TurnManager(services.store, services.hub, engine, services.db,
-                                 cluster=cluster, lease_seconds=settings.turn_lease_seconds,
-                                 metrics=services.metrics,
-                                 approval_timeout=settings.approval_timeout)
+    services.turns = TurnManager(
+        services.store,
+        services.hub,
+        engine,
+        services.db,
+        cluster=cluster,
+        lease_seconds=settings.turn_lease_seconds,
+        metrics=services.metrics,
+        approval_timeout=settings.approval_timeout,
+    )
     services.prompt_limiter = PromptRateLimiter(settings.prompts_per_minute)
     closed = await services.turns.close_orphans(now_ts())
     if closed:
@@ -165,7 +198,8 @@ async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
         asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch"),
         asyncio.create_task(
             services.turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
-            name="approval-expiry"),
+            name="approval-expiry",
+        ),
     ]
     try:
         yield

@@ -21,18 +21,20 @@ STATIC_DIR = Path(__file__).parent / "static"
 # Model and tool text is rendered through a sanitizer; this policy is the second line:
 # no inline script at all, no plugins, no framing of the UI by other sites. Plaid Link
 # (live Plaid connections only) is the one outside script, loaded on demand.
-CONTENT_SECURITY_POLICY = "; ".join((
-    "default-src 'self'",
-    "script-src 'self' https://cdn.plaid.com",
-    "style-src 'self'",
-    "img-src 'self' data: https:",
-    "connect-src 'self'",
-    "frame-src https://cdn.plaid.com",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-))
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self' https://cdn.plaid.com",
+        "style-src 'self'",
+        "img-src 'self' data: https:",
+        "connect-src 'self'",
+        "frame-src https://cdn.plaid.com",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
 
 PAGE_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,

@@ -81,10 +81,14 @@ async def main(names: list[str], quick: bool, write_doc: bool) -> int:
     pg_version = await _postgres_version(POSTGRES_URL)
     postgres = POSTGRES_URL if pg_version else None
     if postgres is None:
-        print(f"PostgreSQL at {POSTGRES_URL} is not reachable: its rows are skipped",
-              file=sys.stderr)
-    results: dict[str, Any] = {"machine": report.machine(pg_version), "quick": quick,
-                               "source": report.source_tree(ROOT)}
+        print(
+            f"PostgreSQL at {POSTGRES_URL} is not reachable: its rows are skipped", file=sys.stderr
+        )
+    results: dict[str, Any] = {
+        "machine": report.machine(pg_version),
+        "quick": quick,
+        "source": report.source_tree(ROOT),
+    }
     plan = _plan(quick, postgres)
     with tempfile.TemporaryDirectory(prefix="switchboard-bench-") as tmp, quiet_logs():
         for name in names:
@@ -94,8 +98,11 @@ async def main(names: list[str], quick: bool, write_doc: bool) -> int:
             print(f"  {name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     results["seconds"] = time.monotonic() - started
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    results["command"] = "python -m bench" + (" --quick" if quick else "") + (
-        f" --only {','.join(names)}" if list(names) != list(NAMES) else "")
+    results["command"] = (
+        "python -m bench"
+        + (" --quick" if quick else "")
+        + (f" --only {','.join(names)}" if list(names) != list(NAMES) else "")
+    )
 
     rows = report.all_rows(results)
     print()
@@ -116,12 +123,15 @@ async def main(names: list[str], quick: bool, write_doc: bool) -> int:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(NAMES),
-                        help=f"comma-separated subset of: {' '.join(NAMES)}")
-    parser.add_argument("--quick", action="store_true",
-                        help="small counts (a smoke run); docs/benchmarks.md is left alone")
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only", default=",".join(NAMES), help=f"comma-separated subset of: {' '.join(NAMES)}"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small counts (a smoke run); docs/benchmarks.md is left alone",
+    )
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.only.split(",") if name.strip()]

@@ -56,10 +56,16 @@ async def socket_round(server: Server) -> tuple[float, float]:
                 if kind == "approval_required":
                     call_id = event["call_id"]
                     started = time.perf_counter()
-                    await ws.send(orjson.dumps({"type": "approval", "decision": "approve",
-                                                "approval_id": event["approval_id"]}).decode())
-                elif kind == "tool_output" and started is not None \
-                        and event["call_id"] == call_id:
+                    await ws.send(
+                        orjson.dumps(
+                            {
+                                "type": "approval",
+                                "decision": "approve",
+                                "approval_id": event["approval_id"],
+                            }
+                        ).decode()
+                    )
+                elif kind == "tool_output" and started is not None and event["call_id"] == call_id:
                     to_output = time.perf_counter() - started
                 elif kind == "end_of_stream":
                     if started is None or to_output is None or event["status"] != "completed":
@@ -74,14 +80,19 @@ class BareResume:
         self.settings = load_settings()  # the default policy: the send pauses
         self.orchestrator = build_orchestrator(self.settings, load_connectors(self.settings))
         self.demo = DemoStore()
-        self.run_config = RunConfig(model_provider=OfflineModelProvider(),
-                                    tracing_disabled=True)
+        self.run_config = RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True)
 
     async def one(self, index: int) -> float:
-        context = ChatContext(user_id="bench", chat_id=f"bare{index}", turn_id=str(index),
-                              settings=self.settings, demo=self.demo.for_user("bench"))
-        result = Runner.run_streamed(self.orchestrator, input=PROMPT, context=context,
-                                     run_config=self.run_config)
+        context = ChatContext(
+            user_id="bench",
+            chat_id=f"bare{index}",
+            turn_id=str(index),
+            settings=self.settings,
+            demo=self.demo.for_user("bench"),
+        )
+        result = Runner.run_streamed(
+            self.orchestrator, input=PROMPT, context=context, run_config=self.run_config
+        )
         async for _ in result.stream_events():
             pass
         [item] = result.interruptions
@@ -111,14 +122,18 @@ async def measure(server: Server, bare: BareResume, count: int, warmup: int) -> 
             to_output.append(output)
             to_end.append(end)
         baseline += [await bare.one(round_start + i) for i in range(ROUND)]
-    result: dict[str, Any] = {"to_tool_output": summary(to_output),
-                              "to_end_of_stream": summary(to_end), "bare": summary(baseline)}
+    result: dict[str, Any] = {
+        "to_tool_output": summary(to_output),
+        "to_end_of_stream": summary(to_end),
+        "bare": summary(baseline),
+    }
     result["ratio_p50"] = result["to_tool_output"]["p50"] / result["bare"]["p50"]
     return result
 
 
-async def run(work_dir: Path, *, postgres_url: str | None, count: int = 30,
-              warmup: int = 3) -> list[dict[str, Any]]:
+async def run(
+    work_dir: Path, *, postgres_url: str | None, count: int = 30, warmup: int = 3
+) -> list[dict[str, Any]]:
     rows = []
     targets = [("sqlite", None)] + ([("postgresql", postgres_url)] if postgres_url else [])
     for engine, pg in targets:
@@ -130,8 +145,7 @@ async def run(work_dir: Path, *, postgres_url: str | None, count: int = 30,
             rows.append({"engine": engine, **await _one_engine(url, directory, count, warmup)})
         else:
             async with postgres_schema(pg) as url:
-                rows.append({"engine": engine,
-                             **await _one_engine(url, directory, count, warmup)})
+                rows.append({"engine": engine, **await _one_engine(url, directory, count, warmup)})
     return rows
 
 

@@ -67,8 +67,9 @@ def _check_turn(report: ChatReport, received: list[dict[str, Any]]) -> None:
             text = ""
 
 
-async def _receive_until(ws: ClientConnection, report: ChatReport, kind: str,
-                         into: list[dict[str, Any]]) -> dict[str, Any]:
+async def _receive_until(
+    ws: ClientConnection, report: ChatReport, kind: str, into: list[dict[str, Any]]
+) -> dict[str, Any]:
     while True:
         event = orjson.loads(await ws.recv())
         into.append(event)
@@ -102,8 +103,9 @@ async def _ping(ws: ClientConnection) -> None:
             return
 
 
-async def _turns_on_all(sockets: dict[str, ClientConnection],
-                        spec: ClientSpec) -> list[dict[str, Any]]:
+async def _turns_on_all(
+    sockets: dict[str, ClientConnection], spec: ClientSpec
+) -> list[dict[str, Any]]:
     reports = {chat_id: ChatReport(chat_id) for chat_id in sockets}
 
     async def one(chat_id: str) -> None:
@@ -143,7 +145,10 @@ async def _open_all(spec: ClientSpec) -> tuple[dict[str, ClientConnection], list
             try:
                 sockets[chat_id] = await connect(
                     f"ws://127.0.0.1:{spec.port}/ws/chats/{chat_id}",
-                    open_timeout=OPEN_TIMEOUT, ping_interval=None, max_size=None)
+                    open_timeout=OPEN_TIMEOUT,
+                    ping_interval=None,
+                    max_size=None,
+                )
             except Exception as exc:
                 failures.append(f"{chat_id}: {type(exc).__name__}: {exc}")
 
@@ -162,8 +167,7 @@ async def _client(conn: Connection, spec: ClientSpec) -> None:
         elif command == "ping":
             conn.send(("pinged", *await _ping_all(sockets)))
         elif command == "close":
-            await asyncio.gather(*(ws.close() for ws in sockets.values()),
-                                 return_exceptions=True)
+            await asyncio.gather(*(ws.close() for ws in sockets.values()), return_exceptions=True)
             conn.send(("closed",))
             return
 
@@ -191,9 +195,12 @@ class ClientPool:
         for index in range(processes):
             parent, child = context.Pipe()
             share = chat_ids[index::processes]
-            process = context.Process(target=client_main,
-                                      args=(child, ClientSpec(port, share, **spec)),
-                                      daemon=True, name=f"bench-client-{index}")
+            process = context.Process(
+                target=client_main,
+                args=(child, ClientSpec(port, share, **spec)),
+                daemon=True,
+                name=f"bench-client-{index}",
+            )
             process.start()
             self._pipes.append(parent)
             self._processes.append(process)
@@ -203,8 +210,9 @@ class ClientPool:
         deadline = time.monotonic() + timeout
         for pipe in self._pipes:
             if not pipe.poll(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"a client process did not answer {expected!r} "
-                                   f"within {timeout:.0f} s")
+                raise TimeoutError(
+                    f"a client process did not answer {expected!r} within {timeout:.0f} s"
+                )
             reply = pipe.recv()
             if reply[0] != expected:
                 raise RuntimeError(f"client process: {reply}")

@@ -24,8 +24,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
-POSTGRES_URL = os.environ.get("BENCH_POSTGRES_URL",
-                              "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
 PROMPT = "find sushi in Boston and email the list to bob@example.com"
 START_TIMEOUT = 60.0
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -33,6 +34,7 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 # ----------------------------------------------------------------------------- statistics
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (``q`` in 0..1); small samples give their max for p99."""
@@ -43,11 +45,16 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
-    return {"p50": statistics.median(values), "p90": percentile(values, 0.9),
-            "p99": percentile(values, 0.99), "n": len(values)}
+    return {
+        "p50": statistics.median(values),
+        "p90": percentile(values, 0.9),
+        "p99": percentile(values, 0.99),
+        "n": len(values),
+    }
 
 
 # ----------------------------------------------------------------------------- processes
+
 
 def raise_fd_limit(wanted: int = 65_536) -> int:
     """Raise this process's open-file limit (children inherit it); returns the new limit."""
@@ -113,8 +120,9 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n"
-                               f"{log.read_text()[-3000:]}")
+            raise RuntimeError(
+                f"server exited with {process.returncode}:\n{log.read_text()[-3000:]}"
+            )
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
@@ -126,8 +134,9 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
 
 def start_process(args: Sequence[str], port: int, env: dict[str, str], log: Path) -> Server:
     with log.open("wb") as out:
-        process = subprocess.Popen(list(args), cwd=ROOT, env={**os.environ, **env},
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            list(args), cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         _wait_listening(process, port, log)
     except BaseException:
@@ -159,11 +168,16 @@ def start_switchboard(database_url: str, data_dir: Path, **settings: Any) -> Ser
     """``switchboard serve`` (the real command, one uvicorn worker) on a free port."""
     port = free_port()
     env = switchboard_env(database_url, data_dir, **settings)
-    return start_process([sys.executable, "-m", "app.cli", "serve", "--no-migrate",
-                          "--port", str(port)], port, env, data_dir / f"server-{port}.log")
+    return start_process(
+        [sys.executable, "-m", "app.cli", "serve", "--no-migrate", "--port", str(port)],
+        port,
+        env,
+        data_dir / f"server-{port}.log",
+    )
 
 
 # ----------------------------------------------------------------------------- databases
+
 
 def sqlite_url(directory: Path) -> str:
     return f"sqlite+aiosqlite:///{directory}/bench.db"

@@ -38,8 +38,7 @@ async def sample_rss(server: Server, stop: asyncio.Event, peak: list[int]) -> No
             pass
 
 
-async def verify_persisted(server: Server, reports: list[dict[str, Any]],
-                           turns: int) -> list[str]:
+async def verify_persisted(server: Server, reports: list[dict[str, Any]], turns: int) -> list[str]:
     """Compare what every socket received with what the server stored."""
     problems: list[str] = []
     gate = asyncio.Semaphore(REST_CONCURRENCY)
@@ -47,14 +46,16 @@ async def verify_persisted(server: Server, reports: list[dict[str, Any]],
     async def check(client: httpx.AsyncClient, report: dict[str, Any]) -> None:
         chat_id = report["chat_id"]
         async with gate:
-            events = (await client.get(f"/api/chats/{chat_id}/events",
-                                       params={"limit": 1000})).json()["events"]
+            events = (
+                await client.get(f"/api/chats/{chat_id}/events", params={"limit": 1000})
+            ).json()["events"]
             chat = (await client.get(f"/api/chats/{chat_id}")).json()
         stored = [(event["seq"], event["type"]) for event in events]
         received = [tuple(pair) for pair in report["events"]]
         if stored != received:
-            problems.append(f"{chat_id}: socket saw {len(received)} events, "
-                            f"database holds {len(stored)}")
+            problems.append(
+                f"{chat_id}: socket saw {len(received)} events, database holds {len(stored)}"
+            )
         statuses = [turn["status"] for turn in chat["turns"]]
         if statuses != ["completed"] * turns or not all(t["final_text"] for t in chat["turns"]):
             problems.append(f"{chat_id}: persisted turns {statuses}")
@@ -64,8 +65,9 @@ async def verify_persisted(server: Server, reports: list[dict[str, Any]],
     return problems
 
 
-async def run_level(work_dir: Path, chats: int, turns: int, processes: int,
-                    delay: float) -> dict[str, Any]:
+async def run_level(
+    work_dir: Path, chats: int, turns: int, processes: int, delay: float
+) -> dict[str, Any]:
     directory = work_dir / f"concurrency-{chats}"
     directory.mkdir()
     url = sqlite_url(directory)
@@ -74,8 +76,13 @@ async def run_level(work_dir: Path, chats: int, turns: int, processes: int,
     pool: ClientPool | None = None
     try:
         idle_rss = server.rss_bytes()
-        pool = ClientPool(processes, server.port, [f"load{chats}x{i}" for i in range(chats)],
-                          prompt=PROMPT, turns=turns)
+        pool = ClientPool(
+            processes,
+            server.port,
+            [f"load{chats}x{i}" for i in range(chats)],
+            prompt=PROMPT,
+            turns=turns,
+        )
         opened, failures, failed = await asyncio.to_thread(pool.wait_ready, 300.0)
         if failed:
             raise RuntimeError(f"{failed} of {chats} sockets did not open, e.g. {failures}")
@@ -97,17 +104,24 @@ async def run_level(work_dir: Path, chats: int, turns: int, processes: int,
     latencies = [latency for report in reports for latency in report["latencies"]]
     done = sum(report["completed_turns"] for report in reports)
     return {
-        "chats": chats, "turns": done, "turns_expected": chats * turns, "seconds": wall,
-        "turns_per_s": done / wall, "latency": summary(latencies) if latencies else None,
-        "server_cpu_share": cpu / wall, "server_rss_mib": peak[0] / 2**20,
-        "server_idle_rss_mib": idle_rss / 2**20, "seq_gaps": gaps,
+        "chats": chats,
+        "turns": done,
+        "turns_expected": chats * turns,
+        "seconds": wall,
+        "turns_per_s": done / wall,
+        "latency": summary(latencies) if latencies else None,
+        "server_cpu_share": cpu / wall,
+        "server_rss_mib": peak[0] / 2**20,
+        "server_idle_rss_mib": idle_rss / 2**20,
+        "seq_gaps": gaps,
         "lost_or_incomplete": gaps + len(problems) + (chats * turns - done),
         "problems": problems[:10],
     }
 
 
-async def run(work_dir: Path, *, levels: tuple[tuple[int, int], ...] = LEVELS,
-              delay: float = MODEL_DELAY) -> list[dict[str, Any]]:
+async def run(
+    work_dir: Path, *, levels: tuple[tuple[int, int], ...] = LEVELS, delay: float = MODEL_DELAY
+) -> list[dict[str, Any]]:
     rows = []
     for chats, turns in levels:
         processes = 1 if chats <= 100 else 2

@@ -22,12 +22,15 @@ PROCESSES = 4
 SETTLE_SECONDS = 2.0
 
 
-async def run(work_dir: Path, *, sockets: int = SOCKETS,
-              processes: int = PROCESSES) -> dict[str, Any]:
+async def run(
+    work_dir: Path, *, sockets: int = SOCKETS, processes: int = PROCESSES
+) -> dict[str, Any]:
     limit = raise_fd_limit(sockets * 2 + 1024)
     if limit < sockets + 256:
-        raise RuntimeError(f"the open-file limit is {limit}; {sockets} sockets need more "
-                           "(raise the hard limit: ulimit -Hn)")
+        raise RuntimeError(
+            f"the open-file limit is {limit}; {sockets} sockets need more "
+            "(raise the hard limit: ulimit -Hn)"
+        )
     directory = work_dir / "idle"
     directory.mkdir()
     url = sqlite_url(directory)
@@ -49,10 +52,16 @@ async def run(work_dir: Path, *, sockets: int = SOCKETS,
             await asyncio.to_thread(pool.close)
         server.stop()
     return {
-        "sockets": sockets, "opened": opened, "failed_to_open": failed,
-        "failures": failures[:5], "alive_after_idle": alive, "lost": lost[:5],
-        "open_seconds": open_seconds, "ping_all_seconds": ping_seconds,
-        "server_rss_before_mib": rss_before / 2**20, "server_rss_mib": rss_open / 2**20,
+        "sockets": sockets,
+        "opened": opened,
+        "failed_to_open": failed,
+        "failures": failures[:5],
+        "alive_after_idle": alive,
+        "lost": lost[:5],
+        "open_seconds": open_seconds,
+        "ping_all_seconds": ping_seconds,
+        "server_rss_before_mib": rss_before / 2**20,
+        "server_rss_mib": rss_open / 2**20,
         "server_rss_after_ping_mib": rss_after_ping / 2**20,
         "rss_per_socket_kib": (rss_open - rss_before) / max(1, opened) / 1024,
     }

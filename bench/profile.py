@@ -32,9 +32,23 @@ def py_spy() -> str:
 def attach(pid: int, output: Path, fmt: str, rate: int) -> subprocess.Popen[bytes]:
     # --gil: sample only the thread holding the GIL, i.e. Python actually running (the
     # event loop waiting in epoll and aiosqlite's idle worker threads are left out).
-    return subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", str(rate),
-                             "--gil", "--format", fmt, "--output", str(output)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [
+            py_spy(),
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            str(rate),
+            "--gil",
+            "--format",
+            fmt,
+            "--output",
+            str(output),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _frame_name(frame: str) -> str:
@@ -113,8 +127,10 @@ async def main(kind: str, seconds: float, rate: int, delay: float) -> None:
             spy.wait(30)
         finally:
             server.stop()
-    print(f"{kind}: {done} runs in {wall:.1f} s, server CPU {cpu:.1f} s "
-          f"({100 * cpu / wall:.0f}% of one core)\n")
+    print(
+        f"{kind}: {done} runs in {wall:.1f} s, server CPU {cpu:.1f} s "
+        f"({100 * cpu / wall:.0f}% of one core)\n"
+    )
     print(summarise(collapsed))
     print(f"\ncollapsed stacks: {collapsed} (open with speedscope or flamegraph.pl)")
 
@@ -124,8 +140,12 @@ if __name__ == "__main__":
     parser.add_argument("kind", choices=("turn", "stream"))
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rate", type=int, default=200, help="samples per second")
-    parser.add_argument("--delay", type=float, default=0.0,
-                        help="turn: the offline model's seconds between streamed words")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        help="turn: the offline model's seconds between streamed words",
+    )
     args = parser.parse_args()
     use_uvloop()
     asyncio.run(main(args.kind, args.seconds, args.rate, args.delay))

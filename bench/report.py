@@ -42,25 +42,42 @@ def turn_rows(rows: list[dict[str, Any]]) -> list[Row]:
     for row in rows:
         where = f"{row['engine']}, model {row['delta_delay'] * 1000:g} ms/word"
         ours, bare = row["socket"], row["bare"]
-        out.append(Row(f"1 turn overhead p50 ({where})",
-                       f"{row['ratio_p50']:.2f}x ({_ms(ours['p50'])} vs bare {_ms(bare['p50'])})",
-                       f"<= {TURN_P50_TARGET}x", _verdict(row["ratio_p50"] <= TURN_P50_TARGET)))
-        out.append(Row(f"1 turn overhead p99 ({where})",
-                       f"{row['ratio_p99']:.2f}x ({_ms(ours['p99'])} vs bare {_ms(bare['p99'])})",
-                       f"<= {TURN_P99_TARGET:g}x", _verdict(row["ratio_p99"] <= TURN_P99_TARGET)))
+        out.append(
+            Row(
+                f"1 turn overhead p50 ({where})",
+                f"{row['ratio_p50']:.2f}x ({_ms(ours['p50'])} vs bare {_ms(bare['p50'])})",
+                f"<= {TURN_P50_TARGET}x",
+                _verdict(row["ratio_p50"] <= TURN_P50_TARGET),
+            )
+        )
+        out.append(
+            Row(
+                f"1 turn overhead p99 ({where})",
+                f"{row['ratio_p99']:.2f}x ({_ms(ours['p99'])} vs bare {_ms(bare['p99'])})",
+                f"<= {TURN_P99_TARGET:g}x",
+                _verdict(row["ratio_p99"] <= TURN_P99_TARGET),
+            )
+        )
     return out
 
 
 def stream_rows(result: dict[str, Any]) -> list[Row]:
     ours, raw, sdk = result["ours"], result["raw"], result["sdk_alone"]
     return [
-        Row(f"2 streaming, {result['words']:,} deltas",
+        Row(
+            f"2 streaming, {result['words']:,} deltas",
             f"{result['ratio']:.0%} of raw ({ours['deltas_per_s']:,.0f} vs "
             f"{raw['deltas_per_s']:,.0f} deltas/s)",
-            f">= {STREAM_TARGET:.0%} of raw", _verdict(result["ratio"] >= STREAM_TARGET)),
-        Row("2 streaming: SDK alone, no socket (ceiling)",
+            f">= {STREAM_TARGET:.0%} of raw",
+            _verdict(result["ratio"] >= STREAM_TARGET),
+        ),
+        Row(
+            "2 streaming: SDK alone, no socket (ceiling)",
             f"{sdk['deltas_per_s']:,.0f} deltas/s "
-            f"({sdk['deltas_per_s'] / raw['deltas_per_s']:.0%} of raw)", "", ""),
+            f"({sdk['deltas_per_s'] / raw['deltas_per_s']:.0%} of raw)",
+            "",
+            "",
+        ),
     ]
 
 
@@ -68,39 +85,61 @@ def concurrency_rows(rows: list[dict[str, Any]]) -> list[Row]:
     out = []
     for row in rows:
         latency = row["latency"] or {"p50": float("nan"), "p99": float("nan")}
-        out.append(Row(
-            f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns)",
-            f"{row['turns_per_s']:.1f} turns/s, p50 {latency['p50']:.2f} s, "
-            f"p99 {latency['p99']:.2f} s, CPU {row['server_cpu_share']:.0%}, "
-            f"RSS {row['server_rss_mib']:.0f} MiB",
-            "0 lost events",
-            "pass" if row["lost_or_incomplete"] == 0 else "FAIL"))
+        out.append(
+            Row(
+                f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns)",
+                f"{row['turns_per_s']:.1f} turns/s, p50 {latency['p50']:.2f} s, "
+                f"p99 {latency['p99']:.2f} s, CPU {row['server_cpu_share']:.0%}, "
+                f"RSS {row['server_rss_mib']:.0f} MiB",
+                "0 lost events",
+                "pass" if row["lost_or_incomplete"] == 0 else "FAIL",
+            )
+        )
     return out
 
 
 def idle_rows(result: dict[str, Any]) -> list[Row]:
-    ok = (result["server_rss_mib"] < IDLE_RSS_TARGET_MIB
-          and result["alive_after_idle"] == result["sockets"])
-    return [Row(f"4 idle sockets ({result['sockets']:,})",
-                f"RSS {result['server_rss_mib']:.0f} MiB "
-                f"({result['rss_per_socket_kib']:.0f} KiB/socket), "
-                f"{result['alive_after_idle']:,} alive",
-                f"< {IDLE_RSS_TARGET_MIB:.0f} MiB", _verdict(ok))]
+    ok = (
+        result["server_rss_mib"] < IDLE_RSS_TARGET_MIB
+        and result["alive_after_idle"] == result["sockets"]
+    )
+    return [
+        Row(
+            f"4 idle sockets ({result['sockets']:,})",
+            f"RSS {result['server_rss_mib']:.0f} MiB "
+            f"({result['rss_per_socket_kib']:.0f} KiB/socket), "
+            f"{result['alive_after_idle']:,} alive",
+            f"< {IDLE_RSS_TARGET_MIB:.0f} MiB",
+            _verdict(ok),
+        )
+    ]
 
 
 def storage_rows(rows: list[dict[str, Any]]) -> list[Row]:
     out = []
     for row in rows:
         fill, reads = row["fill"], row["reads"]
-        out.append(Row(f"5 storage append ({row['engine']})",
-                       f"{fill['events_per_s']:,.0f} events/s one per transaction "
-                       f"(p50 {_ms(fill['transaction_ms']['p50'])}), "
-                       f"{row['batched_events_per_s']:,.0f}/s in batches of 10", "", ""))
-        out.append(Row(f"5 storage history, {fill['turns']:,}-turn chat ({row['engine']})",
-                       f"all {reads['last_seq']:,} events p50 {reads['all_events']['p50_ms']:.1f} ms;"
-                       f" resume tail p50 {reads['resume_tail']['p50_ms']:.2f} ms;"
-                       f" page p50 {reads['first_page']['p50_ms']:.2f} ms;"
-                       f" model items p50 {reads['model_items']['p50_ms']:.1f} ms", "", ""))
+        out.append(
+            Row(
+                f"5 storage append ({row['engine']})",
+                f"{fill['events_per_s']:,.0f} events/s one per transaction "
+                f"(p50 {_ms(fill['transaction_ms']['p50'])}), "
+                f"{row['batched_events_per_s']:,.0f}/s in batches of 10",
+                "",
+                "",
+            )
+        )
+        out.append(
+            Row(
+                f"5 storage history, {fill['turns']:,}-turn chat ({row['engine']})",
+                f"all {reads['last_seq']:,} events p50 {reads['all_events']['p50_ms']:.1f} ms;"
+                f" resume tail p50 {reads['resume_tail']['p50_ms']:.2f} ms;"
+                f" page p50 {reads['first_page']['p50_ms']:.2f} ms;"
+                f" model items p50 {reads['model_items']['p50_ms']:.1f} ms",
+                "",
+                "",
+            )
+        )
     return out
 
 
@@ -108,10 +147,16 @@ def approval_rows(rows: list[dict[str, Any]]) -> list[Row]:
     out = []
     for row in rows:
         output, end, bare = row["to_tool_output"], row["to_end_of_stream"], row["bare"]
-        out.append(Row(f"6 approve -> tool_output ({row['engine']})",
-                       f"p50 {_ms(output['p50'])}, p99 {_ms(output['p99'])} "
-                       f"({row['ratio_p50']:.2f}x the SDK's own resume, {_ms(bare['p50'])}); "
-                       f"to end_of_stream p50 {_ms(end['p50'])}", "", ""))
+        out.append(
+            Row(
+                f"6 approve -> tool_output ({row['engine']})",
+                f"p50 {_ms(output['p50'])}, p99 {_ms(output['p99'])} "
+                f"({row['ratio_p50']:.2f}x the SDK's own resume, {_ms(bare['p50'])}); "
+                f"to end_of_stream p50 {_ms(end['p50'])}",
+                "",
+                "",
+            )
+        )
     return out
 
 
@@ -159,11 +204,22 @@ def source_tree(root: Path) -> str:
     import subprocess
 
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, timeout=10,
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, timeout=10, capture_output=True, text=True,
-                               check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            timeout=10,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "not a git checkout"
     return f"commit {commit}" + (" with local changes" if dirty else "")
@@ -186,28 +242,46 @@ def machine(postgres_version: str | None) -> dict[str, str]:
         kib = int(meminfo.read_text().split("MemTotal:", 1)[1].split()[0])
         memory = f"{kib / 2**20:.0f} GiB"
     return {
-        "cpu": f"{cpu}, {os.cpu_count()} cores", "memory": memory,
+        "cpu": f"{cpu}, {os.cpu_count()} cores",
+        "memory": memory,
         "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
         "postgresql": postgres_version or "not reachable (skipped)",
-        "packages": ", ".join(f"{name} {_package(name)}" for name in (
-            "openai-agents", "starlette", "uvicorn", "websockets", "uvloop", "sqlalchemy",
-            "aiosqlite", "asyncpg", "orjson")),
+        "packages": ", ".join(
+            f"{name} {_package(name)}"
+            for name in (
+                "openai-agents",
+                "starlette",
+                "uvicorn",
+                "websockets",
+                "uvloop",
+                "sqlalchemy",
+                "aiosqlite",
+                "asyncpg",
+                "orjson",
+            )
+        ),
     }
 
 
 def generated_section(results: dict[str, Any], rows: list[Row]) -> str:
     info = results["machine"]
     lines = [
-        BEGIN, "",
+        BEGIN,
+        "",
         f"Last run: {results['finished_at']} ({results['seconds']:.0f} s in all), "
-        f"`{results['command']}`, {results.get('source', 'source unknown')}.", "",
+        f"`{results['command']}`, {results.get('source', 'source unknown')}.",
+        "",
         f"Machine: {info['cpu']}, {info['memory']} RAM, {info['os']}; Python {info['python']}, "
-        f"SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}.", "",
-        f"Packages: {info['packages']}.", "",
-        markdown_table(rows), "",
-        "Every number is from the same run; the raw results are in "
-        "`bench/results/latest.json`.", "",
+        f"SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}.",
+        "",
+        f"Packages: {info['packages']}.",
+        "",
+        markdown_table(rows),
+        "",
+        "Every number is from the same run; the raw results are in `bench/results/latest.json`.",
+        "",
         END,
     ]
     return "\n".join(lines)

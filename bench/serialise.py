@@ -27,46 +27,100 @@ TS = "2025-01-31T12:00:00.123Z"
 
 
 def _events() -> dict[str, dict[str, Any]]:
-    delta = envelope("llm_response_delta", "chat-1", "turn-1", None,
-                     {"delta": " café", "current_agent": "Switchboard"}, TS)
+    delta = envelope(
+        "llm_response_delta",
+        "chat-1",
+        "turn-1",
+        None,
+        {"delta": " café", "current_agent": "Switchboard"},
+        TS,
+    )
     businesses = [
-        {"id": f"b{i}", "name": f"Sushi Place {i} — Ōmakase", "rating": 4.5, "review_count": 120 + i,
-         "price": "$$", "url": f"https://www.yelp.com/biz/sushi-{i}", "image_url": f"https://img/{i}.jpg",
-         "location": {"display_address": ["1 Main St", "Boston, MA 02110"]},
-         "categories": [{"alias": "sushi", "title": "Sushi Bars"}], "is_closed": False}
+        {
+            "id": f"b{i}",
+            "name": f"Sushi Place {i} — Ōmakase",
+            "rating": 4.5,
+            "review_count": 120 + i,
+            "price": "$$",
+            "url": f"https://www.yelp.com/biz/sushi-{i}",
+            "image_url": f"https://img/{i}.jpg",
+            "location": {"display_address": ["1 Main St", "Boston, MA 02110"]},
+            "categories": [{"alias": "sushi", "title": "Sushi Bars"}],
+            "is_closed": False,
+        }
         for i in range(10)
     ]
-    tool_output = envelope("tool_output", "chat-1", "turn-1", 7, {
-        "call_id": "call_abc", "current_agent": "Yelp",
-        "output": {"response_type": "yelp_search_results", "agent_name": "Yelp",
-                   "friendly_name": "Searching Yelp for sushi", "response": businesses,
-                   "display_response": True}}, TS)
+    tool_output = envelope(
+        "tool_output",
+        "chat-1",
+        "turn-1",
+        7,
+        {
+            "call_id": "call_abc",
+            "current_agent": "Yelp",
+            "output": {
+                "response_type": "yelp_search_results",
+                "agent_name": "Yelp",
+                "friendly_name": "Searching Yelp for sushi",
+                "response": businesses,
+                "display_response": True,
+            },
+        },
+        TS,
+    )
     transactions = {
-        f"acct{a}": {"account_name": "Checking", "account_official_name": "TOTAL CHECKING",
-                     "transactions": [{"date": "2024-11-01T00:00:00", "amount": 42.5 + t,
-                                       "name": "BLUE BOTTLE COFFEE", "pending": False,
-                                       "category": ["Food and Drink", "Coffee Shop"]}
-                                      for t in range(100)]}
+        f"acct{a}": {
+            "account_name": "Checking",
+            "account_official_name": "TOTAL CHECKING",
+            "transactions": [
+                {
+                    "date": "2024-11-01T00:00:00",
+                    "amount": 42.5 + t,
+                    "name": "BLUE BOTTLE COFFEE",
+                    "pending": False,
+                    "category": ["Food and Drink", "Coffee Shop"],
+                }
+                for t in range(100)
+            ],
+        }
         for a in range(3)
     }
-    large = envelope("tool_output", "chat-1", "turn-1", 8, {
-        "call_id": "call_def", "current_agent": "Plaid",
-        "output": {"response_type": "plaid_transactions_response", "agent_name": "Plaid",
-                   "friendly_name": "Getting Transactions", "response": transactions,
-                   "display_response": True}}, TS)
-    return {"delta": delta, "tool_output (10 businesses)": tool_output,
-            "tool_output (300 transactions)": large}
+    large = envelope(
+        "tool_output",
+        "chat-1",
+        "turn-1",
+        8,
+        {
+            "call_id": "call_def",
+            "current_agent": "Plaid",
+            "output": {
+                "response_type": "plaid_transactions_response",
+                "agent_name": "Plaid",
+                "friendly_name": "Getting Transactions",
+                "response": transactions,
+                "display_response": True,
+            },
+        },
+        TS,
+    )
+    return {
+        "delta": delta,
+        "tool_output (10 businesses)": tool_output,
+        "tool_output (300 transactions)": large,
+    }
 
 
 def _candidates() -> dict[str, Callable[[dict[str, Any]], str]]:
     adapter = TypeAdapter(dict)
     out: dict[str, Callable[[dict[str, Any]], str]] = {
         f"protocol.encode (now: {_encode.__name__})": encode,
-        "json.dumps(separators, ensure_ascii=False)":
-            lambda d: json.dumps(d, separators=(",", ":"), ensure_ascii=False),
+        "json.dumps(separators, ensure_ascii=False)": lambda d: json.dumps(
+            d, separators=(",", ":"), ensure_ascii=False
+        ),
         "TypeAdapter(dict).dump_json().decode()": lambda d: adapter.dump_json(d).decode(),
-        "pydantic_core.to_json().decode()":
-            lambda d: pydantic_core.to_json(d, inf_nan_mode="null").decode(),
+        "pydantic_core.to_json().decode()": lambda d: pydantic_core.to_json(
+            d, inf_nan_mode="null"
+        ).decode(),
     }
     try:
         import orjson

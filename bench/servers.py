@@ -47,14 +47,32 @@ async def raw_stream(websocket: WebSocket) -> None:
             for index in range(words):
                 delta = f"w{index} "
                 text.append(delta)
-                await websocket.send_text(orjson.dumps({
-                    "type": "llm_response_delta", "chat_id": chat_id, "turn_id": "raw",
-                    "seq": None, "ts": _ts(), "delta": delta, "current_agent": "Switchboard",
-                }).decode())
-            await websocket.send_text(orjson.dumps({
-                "type": "llm_response", "chat_id": chat_id, "turn_id": "raw", "seq": 1,
-                "ts": _ts(), "text": "".join(text), "current_agent": "Switchboard",
-            }).decode())
+                await websocket.send_text(
+                    orjson.dumps(
+                        {
+                            "type": "llm_response_delta",
+                            "chat_id": chat_id,
+                            "turn_id": "raw",
+                            "seq": None,
+                            "ts": _ts(),
+                            "delta": delta,
+                            "current_agent": "Switchboard",
+                        }
+                    ).decode()
+                )
+            await websocket.send_text(
+                orjson.dumps(
+                    {
+                        "type": "llm_response",
+                        "chat_id": chat_id,
+                        "turn_id": "raw",
+                        "seq": 1,
+                        "ts": _ts(),
+                        "text": "".join(text),
+                        "current_agent": "Switchboard",
+                    }
+                ).decode()
+            )
     except WebSocketDisconnect:
         pass
 
@@ -94,8 +112,14 @@ def main() -> None:
         from app.settings import load_settings
 
         configure_logging(load_settings().log_level)
-    uvicorn.run(factory, factory=True, host="127.0.0.1", port=args.port, log_config=None,
-                log_level="warning")
+    uvicorn.run(
+        factory,
+        factory=True,
+        host="127.0.0.1",
+        port=args.port,
+        log_config=None,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

@@ -29,14 +29,29 @@ TAIL = 100
 
 
 def _tool_output(turn: int) -> dict[str, Any]:
-    businesses = [{"id": f"b{turn}-{i}", "name": f"Sushi Place {i}", "rating": 4.5,
-                   "review_count": 120 + i, "price": "$$", "url": f"https://example.com/b/{i}",
-                   "location": {"display_address": ["1 Main St", "Boston, MA 02110"]}}
-                  for i in range(5)]
-    return {"call_id": f"call_{turn}", "current_agent": "Yelp",
-            "output": {"response_type": "yelp_search_results", "agent_name": "Yelp",
-                       "friendly_name": "Searching Yelp", "response": businesses,
-                       "display_response": True}}
+    businesses = [
+        {
+            "id": f"b{turn}-{i}",
+            "name": f"Sushi Place {i}",
+            "rating": 4.5,
+            "review_count": 120 + i,
+            "price": "$$",
+            "url": f"https://example.com/b/{i}",
+            "location": {"display_address": ["1 Main St", "Boston, MA 02110"]},
+        }
+        for i in range(5)
+    ]
+    return {
+        "call_id": f"call_{turn}",
+        "current_agent": "Yelp",
+        "output": {
+            "response_type": "yelp_search_results",
+            "agent_name": "Yelp",
+            "friendly_name": "Searching Yelp",
+            "response": businesses,
+            "display_response": True,
+        },
+    }
 
 
 def turn_events(turn: int, turn_id: str) -> list[NewEvent]:
@@ -44,27 +59,45 @@ def turn_events(turn: int, turn_id: str) -> list[NewEvent]:
     payloads: list[tuple[str, dict[str, Any]]] = [
         ("handoff", {"from_agent": "Switchboard", "to_agent": "Yelp"}),
         ("agent_updated", {"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"}),
-        ("tool_call", {"call_id": f"call_{turn}", "name": "search_businesses_at_yelp",
-                       "description": "Searching Yelp", "current_agent": "Yelp",
-                       "arguments": {"term": "sushi", "location": "Boston"}}),
+        (
+            "tool_call",
+            {
+                "call_id": f"call_{turn}",
+                "name": "search_businesses_at_yelp",
+                "description": "Searching Yelp",
+                "current_agent": "Yelp",
+                "arguments": {"term": "sushi", "location": "Boston"},
+            },
+        ),
         ("tool_output", _tool_output(turn)),
         ("handoff", {"from_agent": "Yelp", "to_agent": "GMail"}),
         ("agent_updated", {"new_agent": "GMail", "name": "Gmail", "current_agent": "GMail"}),
         ("llm_response", {"text": "word " * 50, "current_agent": "GMail"}),
     ]
-    return [NewEvent(type=kind, turn_id=turn_id, payload=payload, ts=TS)
-            for kind, payload in payloads]
+    return [
+        NewEvent(type=kind, turn_id=turn_id, payload=payload, ts=TS) for kind, payload in payloads
+    ]
 
 
 def model_items(turn: int) -> tuple[dict[str, Any], ...]:
     """What the SDK saves for one turn: the prompt, calls, outputs and the answer."""
     return (
         {"role": "user", "content": f"prompt {turn}"},
-        {"type": "function_call", "call_id": f"call_{turn}", "name": "search_businesses_at_yelp",
-         "arguments": '{"term":"sushi","location":"Boston"}', "id": f"fc_{turn}"},
+        {
+            "type": "function_call",
+            "call_id": f"call_{turn}",
+            "name": "search_businesses_at_yelp",
+            "arguments": '{"term":"sushi","location":"Boston"}',
+            "id": f"fc_{turn}",
+        },
         {"type": "function_call_output", "call_id": f"call_{turn}", "output": "5 results"},
-        {"type": "message", "role": "assistant", "id": f"msg_{turn}", "status": "completed",
-         "content": [{"type": "output_text", "text": "word " * 50, "annotations": []}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{turn}",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "word " * 50, "annotations": []}],
+        },
     )
 
 
@@ -81,27 +114,54 @@ async def fill_chat(db: Database, chat_id: str, turns: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             await store.append(chat_id, [event])
             latencies.append(time.perf_counter() - t0)
-        end = NewEvent(type="end_of_stream", turn_id=record.id, ts=TS, payload={
-            "status": "completed",
-            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "requests": 3}})
-        update = TurnUpdate(turn_id=record.id, status="completed", final_text="word " * 50,
-                            usage=end.payload["usage"], items=model_items(turn))
+        end = NewEvent(
+            type="end_of_stream",
+            turn_id=record.id,
+            ts=TS,
+            payload={
+                "status": "completed",
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 5,
+                    "total_tokens": 15,
+                    "requests": 3,
+                },
+            },
+        )
+        update = TurnUpdate(
+            turn_id=record.id,
+            status="completed",
+            final_text="word " * 50,
+            usage=end.payload["usage"],
+            items=model_items(turn),
+        )
         t0 = time.perf_counter()
         await store.append(chat_id, [end], update)
         latencies.append(time.perf_counter() - t0)
         events += 9
     elapsed = time.perf_counter() - started
-    return {"turns": turns, "events": events, "seconds": elapsed,
-            "events_per_s": events / elapsed, "transaction_ms": summary(latencies)}
+    return {
+        "turns": turns,
+        "events": events,
+        "seconds": elapsed,
+        "events_per_s": events / elapsed,
+        "transaction_ms": summary(latencies),
+    }
 
 
 async def batch_throughput(db: Database, chat_id: str, batches: int, size: int) -> float:
     """Events per second when the writer flushes ``size`` events per transaction."""
     store = EventStore(db)
     record, _, _ = await store.start_turn(chat_id, "batch", None, TS)
-    batch = [NewEvent(type="agent_updated", turn_id=record.id, ts=TS,
-                      payload={"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"})
-             for _ in range(size)]
+    batch = [
+        NewEvent(
+            type="agent_updated",
+            turn_id=record.id,
+            ts=TS,
+            payload={"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"},
+        )
+        for _ in range(size)
+    ]
     started = time.perf_counter()
     for _ in range(batches):
         await store.append(chat_id, batch)
@@ -148,7 +208,9 @@ async def run_engine(engine: str, url: str, turns: int) -> dict[str, Any]:
     return {"engine": engine, "fill": fill, "batched_events_per_s": batched, "reads": reads}
 
 
-async def run(work_dir: Path, *, postgres_url: str | None, turns: int = 1000) -> list[dict[str, Any]]:
+async def run(
+    work_dir: Path, *, postgres_url: str | None, turns: int = 1000
+) -> list[dict[str, Any]]:
     directory = work_dir / "storage"
     directory.mkdir()
     url = sqlite_url(directory)

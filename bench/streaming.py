@@ -40,17 +40,39 @@ STREAM_TIMEOUT = 120.0
 def start_stream_server(url: str, data_dir: Path, word_count: int = WORDS) -> Server:
     port = free_port()
     return start_process(
-        [sys.executable, "-m", "bench.servers", "long-message", "--port", str(port),
-         "--words", str(word_count)],
-        port, switchboard_env(url, data_dir), data_dir / f"stream-server-{port}.log")
+        [
+            sys.executable,
+            "-m",
+            "bench.servers",
+            "long-message",
+            "--port",
+            str(port),
+            "--words",
+            str(word_count),
+        ],
+        port,
+        switchboard_env(url, data_dir),
+        data_dir / f"stream-server-{port}.log",
+    )
 
 
 def start_raw_server(data_dir: Path, word_count: int = WORDS) -> Server:
     port = free_port()
     return start_process(
-        [sys.executable, "-m", "bench.servers", "raw", "--port", str(port),
-         "--words", str(word_count)],
-        port, {}, data_dir / f"raw-server-{port}.log")
+        [
+            sys.executable,
+            "-m",
+            "bench.servers",
+            "raw",
+            "--port",
+            str(port),
+            "--words",
+            str(word_count),
+        ],
+        port,
+        {},
+        data_dir / f"raw-server-{port}.log",
+    )
 
 
 async def stream_once(url: str, word_count: int) -> float:
@@ -72,8 +94,9 @@ async def stream_once(url: str, word_count: int) -> float:
                     raise RuntimeError(f"stream ended early: {event}")
     expected = "".join(words(word_count))
     if "".join(deltas) != expected or event["text"] != expected:
-        raise RuntimeError(f"lost text: {len(deltas)} deltas, {len(''.join(deltas))} chars "
-                           f"of {len(expected)}")
+        raise RuntimeError(
+            f"lost text: {len(deltas)} deltas, {len(''.join(deltas))} chars of {len(expected)}"
+        )
     return elapsed
 
 
@@ -95,8 +118,7 @@ async def sdk_alone(word_count: int) -> float:
 
 def _rate(seconds: list[float], word_count: int) -> dict[str, float]:
     median = statistics.median(seconds)
-    return {"deltas_per_s": word_count / median, "seconds_median": median,
-            "runs": len(seconds)}
+    return {"deltas_per_s": word_count / median, "seconds_median": median, "runs": len(seconds)}
 
 
 async def run(work_dir: Path, *, runs: int = 5, word_count: int = WORDS) -> dict[str, Any]:
@@ -124,8 +146,12 @@ async def run(work_dir: Path, *, runs: int = 5, word_count: int = WORDS) -> dict
     finally:
         ours_server.stop()
         raw_server.stop()
-    result = {"words": word_count, "ours": _rate(ours, word_count), "raw": _rate(raw, word_count),
-              "sdk_alone": _rate(bare, word_count)}
+    result = {
+        "words": word_count,
+        "ours": _rate(ours, word_count),
+        "raw": _rate(raw, word_count),
+        "sdk_alone": _rate(bare, word_count),
+    }
     result["ratio"] = result["ours"]["deltas_per_s"] / result["raw"]["deltas_per_s"]
     for name in ("ours", "raw"):
         result[name]["server_cpu_us_per_delta"] = 1e6 * cpu[name] / (runs * word_count)

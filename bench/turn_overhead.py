@@ -51,19 +51,26 @@ class BareTurns:
         self.settings = settings
         self.orchestrator = build_orchestrator(settings, load_connectors(settings))
         self.demo = DemoStore()
-        self.run_config = RunConfig(model_provider=OfflineModelProvider(delta_delay=delta_delay),
-                                    tracing_disabled=True)
+        self.run_config = RunConfig(
+            model_provider=OfflineModelProvider(delta_delay=delta_delay), tracing_disabled=True
+        )
         self.cpu_seconds = 0.0  # this process's CPU while running bare turns
 
     async def run(self, count: int) -> list[float]:
         times = []
         cpu_before = time.process_time()
         for index in range(count):
-            context = ChatContext(user_id="bench", chat_id=f"bare{index}", turn_id=str(index),
-                                  settings=self.settings, demo=self.demo.for_user("bench"))
+            context = ChatContext(
+                user_id="bench",
+                chat_id=f"bare{index}",
+                turn_id=str(index),
+                settings=self.settings,
+                demo=self.demo.for_user("bench"),
+            )
             started = time.perf_counter()
-            result = Runner.run_streamed(self.orchestrator, input=PROMPT, context=context,
-                                         run_config=self.run_config)
+            result = Runner.run_streamed(
+                self.orchestrator, input=PROMPT, context=context, run_config=self.run_config
+            )
             async for _ in result.stream_events():
                 pass
             times.append(time.perf_counter() - started)
@@ -115,8 +122,9 @@ async def measure(server: Server, bare: BareTurns, count: int, warmup: int) -> d
     return result
 
 
-async def run_engine(engine: str, url: str, data_dir: Path, delta_delay: float,
-                     count: int, warmup: int) -> dict[str, Any]:
+async def run_engine(
+    engine: str, url: str, data_dir: Path, delta_delay: float, count: int, warmup: int
+) -> dict[str, Any]:
     server = start_switchboard(url, data_dir, offline_delta_delay=delta_delay)
     try:
         result = await measure(server, BareTurns(delta_delay), count, warmup)
@@ -125,8 +133,14 @@ async def run_engine(engine: str, url: str, data_dir: Path, delta_delay: float,
     return {"engine": engine, "delta_delay": delta_delay, **result}
 
 
-async def run(work_dir: Path, *, postgres_url: str | None, delays: tuple[float, ...] = (0.0, 0.005),
-              count: int = 60, warmup: int = 5) -> list[dict[str, Any]]:
+async def run(
+    work_dir: Path,
+    *,
+    postgres_url: str | None,
+    delays: tuple[float, ...] = (0.0, 0.005),
+    count: int = 60,
+    warmup: int = 5,
+) -> list[dict[str, Any]]:
     rows = []
     for delay in delays:
         # With simulated model latency a turn is ~10x longer; fewer turns keep the run short.

@@ -44,8 +44,9 @@ def demo_meta(connector: Connector, connected: bool) -> dict[str, Any]:
     return {"mode": DEMO, "connected": True, **connector.demo_account}
 
 
-def connection_state(connector: Connector, mode: Literal["demo", "live"],
-                     meta: dict[str, Any] | None) -> ConnectionState:
+def connection_state(
+    connector: Connector, mode: Literal["demo", "live"], meta: dict[str, Any] | None
+) -> ConnectionState:
     """The state shown for ``connector`` given the meta of the user's row (None: no row)."""
     if not connector.needs_account:
         return ConnectionState(True, None)  # server keys or nothing: always usable
@@ -63,12 +64,14 @@ async def demo_connected(accounts: AccountLookup | None, connector: str) -> bool
     if accounts is None:
         return True
     credentials = await accounts.get(connector)
-    return not (credentials is not None and credentials.get("mode") == DEMO
-                and credentials.get("connected") is False)
+    return not (
+        credentials is not None
+        and credentials.get("mode") == DEMO
+        and credentials.get("connected") is False
+    )
 
 
-async def live_credentials(accounts: AccountLookup | None,
-                           connector: str) -> dict[str, Any] | None:
+async def live_credentials(accounts: AccountLookup | None, connector: str) -> dict[str, Any] | None:
     if accounts is None:
         return None
     credentials = await accounts.get(connector)
@@ -77,8 +80,9 @@ async def live_credentials(accounts: AccountLookup | None,
     return credentials
 
 
-async def require_connection(context: ChatContext, connector: str,
-                             card: ToolResponse) -> dict[str, Any] | None:
+async def require_connection(
+    context: ChatContext, connector: str, card: ToolResponse
+) -> dict[str, Any] | None:
     """The live credentials (live mode) or None (demo mode), else ``NeedsAccount(card)``."""
     if context.settings.connector_mode(connector) == LIVE:
         credentials = await live_credentials(context.accounts, connector)
@@ -90,15 +94,17 @@ async def require_connection(context: ChatContext, connector: str,
     return None
 
 
-async def save_credentials(accounts: AccountLookup, connector: str,
-                           credentials: dict[str, Any]) -> bool:
+async def save_credentials(
+    accounts: AccountLookup, connector: str, credentials: dict[str, Any]
+) -> bool:
     """Replace the stored credentials, keeping the account's meta (token refresh, cursor).
 
     Does nothing (False) when the account is gone: a user who disconnected while a tool was
     running must not be reconnected by that tool.
     """
-    meta = next((account.meta for account in await accounts.list()
-                 if account.connector == connector), None)
+    meta = next(
+        (account.meta for account in await accounts.list() if account.connector == connector), None
+    )
     if meta is None or meta.get("mode") != credentials.get("mode"):
         return False
     await accounts.connect(connector, credentials, meta)

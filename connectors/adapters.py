@@ -48,22 +48,36 @@ _SNIPPET_CHARS = 240
 _REPR_CHARS = 4000
 _NOTE_RESERVE = 80
 
-EMAIL_LIST_TYPES = frozenset({"google_email_inbox", "google_email_search",
-                              "google_email_search_from_email"})
+EMAIL_LIST_TYPES = frozenset(
+    {"google_email_inbox", "google_email_search", "google_email_search_from_email"}
+)
 EMAIL_SENT_TYPES = frozenset({"send_google_email", "reply_to_google_email"})
-ACCOUNT_NEEDED_TYPES = frozenset({"account_needed", "google_account_needed",
-                                  "connect_google_account", "connect_plaid_account"})
+ACCOUNT_NEEDED_TYPES = frozenset(
+    {"account_needed", "google_account_needed", "connect_google_account", "connect_plaid_account"}
+)
 # Results that hold only what we or the user's own bank wrote: never fenced. Every other
 # response type, including plug-ins' and unknown ones, is third-party text. Transactions
 # are: a merchant's name or a transfer's memo is written by whoever sent the money.
-OWN_TYPES = ACCOUNT_NEEDED_TYPES | {"send_google_email", "plaid_accounts_response",
-                                    "plaid_spending_summary", "user_location", "open_window",
-                                    "open_tab", "error"}
+OWN_TYPES = ACCOUNT_NEEDED_TYPES | {
+    "send_google_email",
+    "plaid_accounts_response",
+    "plaid_spending_summary",
+    "user_location",
+    "open_window",
+    "open_tab",
+    "error",
+}
 # What the fence says third-party text is; any other type is a "tool result".
-_SOURCES = {**dict.fromkeys(EMAIL_LIST_TYPES, "emails"), "google_email_message": "email",
-            "reply_to_google_email": "email", "yelp_search_results": "businesses",
-            "yelp_reviews": "reviews", "google_search_results": "web results",
-            "rap_result": "remote tool", "plaid_transactions_response": "transactions"}
+_SOURCES = {
+    **dict.fromkeys(EMAIL_LIST_TYPES, "emails"),
+    "google_email_message": "email",
+    "reply_to_google_email": "email",
+    "yelp_search_results": "businesses",
+    "yelp_reviews": "reviews",
+    "google_search_results": "web results",
+    "rap_result": "remote tool",
+    "plaid_transactions_response": "transactions",
+}
 # What the Agents SDK sends the model when a tool raises and no failure function is set.
 SDK_TOOL_ERROR_PREFIX = "An error occurred while running the tool"
 _ERROR_PREFIX = re.compile(r"Error\b")
@@ -97,14 +111,14 @@ def source_of(response_type: str) -> str | None:
 
 # --------------------------------------------------------------------------- helpers
 
+
 def _json_default(value: object) -> str:
     return repr(value)
 
 
 def _dumps(value: object) -> str:
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
-                          default=_json_default)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
     except (TypeError, ValueError, RecursionError):  # non-str keys, cycles: still readable
         return repr(value)
 
@@ -181,8 +195,11 @@ def _cut_json(value: object, budget: int | None) -> tuple[str, str]:
         return text, ""
     room = max(budget - _NOTE_RESERVE, 0)
     if isinstance(value, list | dict) and value:
-        entries = ([_dumps(item) for item in value] if isinstance(value, list)
-                   else [f"{_dumps(key)}:{_dumps(item)}" for key, item in value.items()])
+        entries = (
+            [_dumps(item) for item in value]
+            if isinstance(value, list)
+            else [f"{_dumps(key)}:{_dumps(item)}" for key, item in value.items()]
+        )
         kept: list[str] = []
         used = 2
         for entry in entries:
@@ -193,8 +210,10 @@ def _cut_json(value: object, budget: int | None) -> tuple[str, str]:
         if kept:
             open_, close = ("[", "]") if isinstance(value, list) else ("{", "}")
             unit = "items" if isinstance(value, list) else "keys"
-            return (f"{open_}{','.join(kept)}{close}",
-                    f"[truncated: showing {len(kept)} of {len(entries)} {unit}]")
+            return (
+                f"{open_}{','.join(kept)}{close}",
+                f"[truncated: showing {len(kept)} of {len(entries)} {unit}]",
+            )
     return f"{text[:room]}…", f"[truncated: showing {room} of {len(text)} characters]"
 
 
@@ -228,10 +247,11 @@ def _cut_text(text: str, budget: int | None) -> tuple[str, str]:
 def _within(head: str, note: str, budget: int) -> tuple[str, str]:
     """``head`` and ``note`` shortened so that ``head + "\n" + note`` fits ``budget``."""
     head = head[:budget]
-    return head, note[:max(0, budget - len(head) - 1)] if note else ""
+    return head, note[: max(0, budget - len(head) - 1)] if note else ""
 
 
 # --------------------------------------------------------------------------- fencing
+
 
 def _clean(value: object, depth: int = 0, active: frozenset[int] = frozenset()) -> object:
     """A JSON value with invisible characters taken out of every string, keys included.
@@ -246,8 +266,10 @@ def _clean(value: object, depth: int = 0, active: frozenset[int] = frozenset()) 
         raise _Unreadable
     inner = active | {id(value)}
     if isinstance(value, dict):
-        return {strip_invisible(key) if isinstance(key, str) else key:
-                _clean(item, depth + 1, inner) for key, item in value.items()}
+        return {
+            strip_invisible(key) if isinstance(key, str) else key: _clean(item, depth + 1, inner)
+            for key, item in value.items()
+        }
     return [_clean(item, depth + 1, inner) for item in value]
 
 
@@ -269,8 +291,7 @@ def _merged(parts: list[_Part]) -> list[_Part]:
             else:
                 part = _Part(_dumps(value), part.source, value)
         last = merged[-1] if merged else None
-        if (last and plain and last.value is _PLAIN
-                and last.source is None and part.source is None):
+        if last and plain and last.value is _PLAIN and last.source is None and part.source is None:
             merged[-1] = _Part(f"{last.text}\n{part.text}")
         else:
             merged.append(part)
@@ -319,8 +340,14 @@ def _fit(parts: list[_Part], budget: int | None) -> str:
 
 # --------------------------------------------------------------------------- renderers
 
-def _numbered(data: dict[str, Any], items: list[Any], noun: str, empty: str,
-              describe: Callable[[dict[str, Any]], str]) -> _Rendering:
+
+def _numbered(
+    data: dict[str, Any],
+    items: list[Any],
+    noun: str,
+    empty: str,
+    describe: Callable[[dict[str, Any]], str],
+) -> _Rendering:
     """A header, then one numbered line per item; an item that is not an object as JSON.
 
     The lines are fenced when the response type's items come from third parties.
@@ -329,11 +356,12 @@ def _numbered(data: dict[str, Any], items: list[Any], noun: str, empty: str,
         return empty
     lines = []
     for number, item in enumerate(items, 1):
-        body = (describe(item) if isinstance(item, dict)
-                else _one_line(_dumps(item), _SNIPPET_CHARS))
+        body = describe(item) if isinstance(item, dict) else _one_line(_dumps(item), _SNIPPET_CHARS)
         lines.append(f"{number}. {body}")
-    return [_Part(_header(data, len(items), noun)),
-            _Part("\n".join(lines), source_of(str(data.get("response_type"))))]
+    return [
+        _Part(_header(data, len(items), noun)),
+        _Part("\n".join(lines), source_of(str(data.get("response_type")))),
+    ]
 
 
 def _render_email_list(data: dict[str, Any]) -> _Rendering:
@@ -342,8 +370,10 @@ def _render_email_list(data: dict[str, Any]) -> _Rendering:
 
 
 def _email_line(mail: dict[str, Any]) -> str:
-    line = (f"From {_one_line(mail.get('from'), 120) or 'unknown sender'}"
-            f" — Subject {_one_line(mail.get('subject'), 160) or '(no subject)'}")
+    line = (
+        f"From {_one_line(mail.get('from'), 120) or 'unknown sender'}"
+        f" — Subject {_one_line(mail.get('subject'), 160) or '(no subject)'}"
+    )
     date = _one_line(mail.get("date"), 40)
     if date:
         line += f" — {date}"
@@ -351,8 +381,14 @@ def _email_line(mail: dict[str, Any]) -> str:
         line += " (unread)"
     if mail.get("id") not in (None, ""):
         line += f" id={_one_line(mail.get('id'))}"
-    snippet = next((mail[key] for key in ("snippet", "markdown", "text", "body")
-                    if isinstance(mail.get(key), str) and mail[key].strip()), "")
+    snippet = next(
+        (
+            mail[key]
+            for key in ("snippet", "markdown", "text", "body")
+            if isinstance(mail.get(key), str) and mail[key].strip()
+        ),
+        "",
+    )
     if snippet:
         line += f": {_one_line(snippet, _SNIPPET_CHARS)}"
     return line
@@ -374,8 +410,11 @@ def _render_email_sent(data: dict[str, Any]) -> _Rendering:
         text = "Email sent " + "; ".join([*fields, sent_id] if sent_id else fields) + "."
         return f"{text}\n{body}" if body else text
     # A reply goes to the original sender, under the original subject: third-party text.
-    return [_Part("Reply sent" + (f"; {sent_id}" if sent_id else "") + ":"),
-            _Part("; ".join(fields), source_of("reply_to_google_email")), _Part(body)]
+    return [
+        _Part("Reply sent" + (f"; {sent_id}" if sent_id else "") + ":"),
+        _Part("; ".join(fields), source_of("reply_to_google_email")),
+        _Part(body),
+    ]
 
 
 def _account_list(payload: object) -> list[Any]:
@@ -394,23 +433,31 @@ def _account_list(payload: object) -> list[Any]:
 
 
 def _render_accounts(data: dict[str, Any]) -> _Rendering:
-    return _numbered(data, _account_list(data.get("response")), "account",
-                     "No bank accounts found.", _account_line)
+    return _numbered(
+        data,
+        _account_list(data.get("response")),
+        "account",
+        "No bank accounts found.",
+        _account_line,
+    )
 
 
 def _account_line(account: dict[str, Any]) -> str:
     name = _one_line(account.get("name") or account.get("official_name"), 80) or "Account"
-    kind = "/".join(_one_line(account.get(key)) for key in ("type", "subtype")
-                    if _one_line(account.get(key)))
+    kind = "/".join(
+        _one_line(account.get(key)) for key in ("type", "subtype") if _one_line(account.get(key))
+    )
     mask = _one_line(account.get("mask"))
     detail = " ".join(part for part in (kind, f"••{mask}" if mask else "") if part)
     line = name + (f" ({detail})" if detail else "")
     balances = account.get("balances")
     if isinstance(balances, dict):
         currency = balances.get("iso_currency_code") or balances.get("unofficial_currency_code")
-        amounts = [f"{key} {_money(balances[key], currency)}"
-                   for key in ("current", "available", "limit")
-                   if balances.get(key) is not None]
+        amounts = [
+            f"{key} {_money(balances[key], currency)}"
+            for key in ("current", "available", "limit")
+            if balances.get(key) is not None
+        ]
         line += ": " + (", ".join(amounts) if amounts else "balance unknown")
     if account.get("account_id") not in (None, ""):
         line += f" id={_one_line(account.get('account_id'))}"
@@ -425,8 +472,9 @@ def _transaction_line(txn: object) -> str:
         date = date[:10]
     name = _one_line(txn.get("name") or txn.get("merchant_name"), 100) or "(no description)"
     currency = txn.get("iso_currency_code") or txn.get("unofficial_currency_code")
-    line = "  - " + " ".join(part for part in (date, name, _money(txn.get("amount"), currency))
-                             if part)
+    line = "  - " + " ".join(
+        part for part in (date, name, _money(txn.get("amount"), currency)) if part
+    )
     category = txn.get("category")
     if isinstance(category, list) and category:
         line += f" [{' > '.join(_one_line(c) for c in category)}]"
@@ -479,8 +527,9 @@ def _business_line(biz: dict[str, Any]) -> str:
         facts.append(_one_line(biz.get("price")))
     categories = biz.get("categories")
     if isinstance(categories, list) and categories:
-        facts.append(", ".join(_one_line(c.get("title") if isinstance(c, dict) else c)
-                               for c in categories))
+        facts.append(
+            ", ".join(_one_line(c.get("title") if isinstance(c, dict) else c) for c in categories)
+        )
     if biz.get("is_closed") is True:
         facts.append("closed")
     line = _one_line(biz.get("name"), 100) or "(unnamed)"
@@ -490,7 +539,8 @@ def _business_line(biz: dict[str, Any]) -> str:
     address = ""
     if isinstance(location, dict):
         address = _one_line(location.get("display_address")) or _one_line(
-            [location.get(key) for key in ("address1", "city", "state", "zip_code")])
+            [location.get(key) for key in ("address1", "city", "state", "zip_code")]
+        )
     elif location:
         address = _one_line(location)
     address = address or _one_line(biz.get("address"))
@@ -540,14 +590,20 @@ def _render_search(data: dict[str, Any]) -> _Rendering:
     if not items:
         return "No search results."
     results = [
-        {"title": item.get("title"), "url": item.get("url") or item.get("link"),
-         "snippet": item.get("snippet") or item.get("description")}
-        if isinstance(item, dict) else item
+        {
+            "title": item.get("title"),
+            "url": item.get("url") or item.get("link"),
+            "snippet": item.get("snippet") or item.get("description"),
+        }
+        if isinstance(item, dict)
+        else item
         for item in items
     ]
     name = _one_line(data.get("friendly_name")) or "Search results"
-    return [_Part(f"{name} (cite as [n]):"),
-            _Part("\n".join(_citations(results)), source_of("google_search_results"))]
+    return [
+        _Part(f"{name} (cite as [n]):"),
+        _Part("\n".join(_citations(results)), source_of("google_search_results")),
+    ]
 
 
 def _render_account_needed(data: dict[str, Any]) -> str:
@@ -555,11 +611,14 @@ def _render_account_needed(data: dict[str, Any]) -> str:
     connector = _one_line(payload.get("connector")) if isinstance(payload, dict) else ""
     card = _one_line(data.get("friendly_name")) or "Connect account"
     agent = _one_line(data.get("agent_name")) or connector or "service"
-    what = {"gmail": "Google account", "google": "Google account",
-            "plaid": "bank account"}.get(connector.lower(), f"{agent} account")
-    return (f"The user has not connected their {what} yet, so this cannot be done now. "
-            f'A "{card}" card with a connect button is shown to them in the chat: ask them '
-            "to connect the account there, then try again.")
+    what = {"gmail": "Google account", "google": "Google account", "plaid": "bank account"}.get(
+        connector.lower(), f"{agent} account"
+    )
+    return (
+        f"The user has not connected their {what} yet, so this cannot be done now. "
+        f'A "{card}" card with a connect button is shown to them in the chat: ask them '
+        "to connect the account there, then try again."
+    )
 
 
 def _render_open_url(data: dict[str, Any]) -> str:
@@ -595,8 +654,9 @@ def _render_file(data: dict[str, Any]) -> _Rendering:
     if not isinstance(payload, dict):
         raise _Unreadable
     name = _one_line(payload.get("name"), 200) or "(unnamed)"
-    details = [part for part in (_one_line(payload.get("mime_type")), _size(payload.get("size")))
-               if part]
+    details = [
+        part for part in (_one_line(payload.get("mime_type")), _size(payload.get("size"))) if part
+    ]
     text = f"File: {name}" + (f" ({', '.join(details)})" if details else "")
     if _one_line(payload.get("url")):
         text += f" at {_one_line(payload.get('url'))}"
@@ -645,13 +705,16 @@ def _as_dict(response: object) -> dict[str, Any]:
     if ToolResponse.is_tool_response(response):
         return response  # type: ignore[return-value]
     if isinstance(response, dict):  # not ToolResponse-shaped: its data, without debug_info
-        return {"response_type": "json", "response": {
-            key: value for key, value in response.items() if key != "debug_info"}}
+        return {
+            "response_type": "json",
+            "response": {key: value for key, value in response.items() if key != "debug_info"},
+        }
     return coerce_tool_output(response, "Tool")
 
 
-def to_plain_text(response: ToolResponse | dict[str, Any],
-                  *, max_chars: int | None = MAX_TEXT_CHARS) -> str:
+def to_plain_text(
+    response: ToolResponse | dict[str, Any], *, max_chars: int | None = MAX_TEXT_CHARS
+) -> str:
     """What the model sees for a tool result. Never includes ``debug_info``.
 
     Never raises on an odd payload (only on a ``max_chars`` below 200).
@@ -678,8 +741,9 @@ def to_plain_text(response: ToolResponse | dict[str, Any],
         if response_type == "google_search_results":
             title = _one_line(data.get("friendly_name")) or "Search results"
         label = "web results" if response_type == "google_search_results" else "sources"
-        sources = _merged([_Part(f"{title} (cite as [n]):"),
-                           _Part("\n".join(_citations(chunks)), label)])
+        sources = _merged(
+            [_Part(f"{title} (cite as [n]):"), _Part("\n".join(_citations(chunks)), label)]
+        )
 
     body = _merged(_render(data, response_type))
 
@@ -696,8 +760,12 @@ def to_plain_text(response: ToolResponse | dict[str, Any],
     cited = ""
     if sources:
         wanted, needed = len(_fit(body, None)), len(_fit(sources, None))
-        cited = _fit(sources, needed if wanted + needed + 2 <= room
-                     else min(needed, max(room // 2, room - wanted - 2)))
+        cited = _fit(
+            sources,
+            needed
+            if wanted + needed + 2 <= room
+            else min(needed, max(room // 2, room - wanted - 2)),
+        )
     text = _fit(body, room - (len(cited) + 2 if cited else 0))
     head = "\n".join(part for part in (text, note) if part)
     return "\n\n".join(part for part in (head, cited) if part)
@@ -726,12 +794,12 @@ def to_function_call_output(call_id: str, response: ToolResponse | dict[str, Any
         raise TypeError(f"call_id must be a string, got {type(call_id).__name__}")
     if not call_id:
         raise ValueError("call_id must not be empty")
-    return {"type": "function_call_output", "call_id": call_id,
-            "output": to_plain_text(response)}
+    return {"type": "function_call_output", "call_id": call_id, "output": to_plain_text(response)}
 
 
-def pick_display_segment(segments: list[dict[str, Any]] | None,
-                         supported: Iterable[str]) -> dict[str, Any] | None:
+def pick_display_segment(
+    segments: list[dict[str, Any]] | None, supported: Iterable[str]
+) -> dict[str, Any] | None:
     """The first segment whose type is supported, else the first ``text`` one, else None.
 
     Segments that are not dicts or have no string ``type`` are skipped (seed 001).
@@ -747,6 +815,7 @@ def pick_display_segment(segments: list[dict[str, Any]] | None,
 
 
 # --------------------------------------------------------------------------- coercion
+
 
 def _capped(text: str, limit: int) -> str:
     if len(text) <= limit:
@@ -764,7 +833,7 @@ def _coerce_string(value: str, agent: str) -> dict[str, Any]:
         if ToolResponse.is_tool_response(parsed):
             return _coerce_shaped(parsed, agent)
     if _ERROR_PREFIX.match(stripped):
-        message = stripped[len("Error:"):].strip() if stripped.startswith("Error:") else stripped
+        message = stripped[len("Error:") :].strip() if stripped.startswith("Error:") else stripped
         return ErrorResponse(agent, message or stripped).to_dict(include_debug=True)
     if stripped.startswith(SDK_TOOL_ERROR_PREFIX):
         return ErrorResponse(agent, stripped).to_dict(include_debug=True)
@@ -781,26 +850,32 @@ def _coerce_shaped(value: dict[str, Any], agent: str) -> dict[str, Any]:
     core: dict[str, Any] = {
         key: value[key] for key in ("response_type", "agent_name", "friendly_name", "response")
     }
-    core["display_response"] = shown if isinstance(shown, bool) else bool(
-        shown if isinstance(shown, int) else True)
+    core["display_response"] = (
+        shown if isinstance(shown, bool) else bool(shown if isinstance(shown, int) else True)
+    )
     if isinstance(value.get("error_message"), str):
         core["error_message"] = value["error_message"]
     try:
-        return ToolResponse(**core, debug_info={"coerce_error": reason}).to_dict(
-            include_debug=True)
+        return ToolResponse(**core, debug_info={"coerce_error": reason}).to_dict(include_debug=True)
     except (TypeError, ValueError):
         name = value["agent_name"] or agent
-        return ErrorResponse(name, "The tool returned a response that could not be shown.",
-                             debug_info={"coerce_error": reason}).to_dict(include_debug=True)
+        return ErrorResponse(
+            name,
+            "The tool returned a response that could not be shown.",
+            debug_info={"coerce_error": reason},
+        ).to_dict(include_debug=True)
 
 
 def _coerce_exception(exc: BaseException, agent: str) -> dict[str, Any]:
     # The message may hold URLs with keys, SQL, paths...: only the type is shown; the
     # details go to debug_info (persisted, never sent on the socket).
     return ErrorResponse(
-        agent, f"The {agent} tool failed ({type(exc).__name__}).",
-        debug_info={"exception_type": type(exc).__name__,
-                    "exception": _capped(str(exc), _REPR_CHARS)},
+        agent,
+        f"The {agent} tool failed ({type(exc).__name__}).",
+        debug_info={
+            "exception_type": type(exc).__name__,
+            "exception": _capped(str(exc), _REPR_CHARS),
+        },
     ).to_dict(include_debug=True)
 
 

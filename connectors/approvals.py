@@ -77,8 +77,10 @@ def apply_policy(agents: Iterable[Agent[Any]], policy: ApprovalPolicy) -> None:
     ``policy``. Copies: the tool objects of a connector module are shared by every app
     built in this process, each with its own settings."""
     for agent in agents:
-        agent.tools = [_with_policy(tool, policy) if isinstance(tool, FunctionTool) else tool
-                       for tool in agent.tools]
+        agent.tools = [
+            _with_policy(tool, policy) if isinstance(tool, FunctionTool) else tool
+            for tool in agent.tools
+        ]
 
 
 def _with_policy(tool: FunctionTool, policy: ApprovalPolicy) -> FunctionTool:

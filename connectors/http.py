@@ -41,8 +41,9 @@ REDACTED = "[redacted]"
 class ServiceError(ToolError):
     """A live service failed; the message is safe to show and says what to do next."""
 
-    def __init__(self, message: str, *, status: int | None = None,
-                 debug_info: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, debug_info: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message, debug_info=debug_info)
         self.status = status
 
@@ -59,7 +60,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Exponential with "equal jitter": half fixed, half random, so clients spread out."""
-        delay = self.base_delay * (2 ** attempt)
+        delay = self.base_delay * (2**attempt)
         return min(self.max_wait, delay / 2 + random.uniform(0, delay / 2))
 
 
@@ -104,14 +105,24 @@ class ServiceHttp:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
-    def for_settings(cls, client: httpx.AsyncClient, service: str, settings: ConnectorSettings,
-                     secrets: Iterable[str | None] = ()) -> ServiceHttp:
-        return cls(client=client, service=service, timeout=settings.http_timeout,
-                   retry=RetryPolicy.from_settings(settings),
-                   secrets=tuple(s for s in secrets if s))
+    def for_settings(
+        cls,
+        client: httpx.AsyncClient,
+        service: str,
+        settings: ConnectorSettings,
+        secrets: Iterable[str | None] = (),
+    ) -> ServiceHttp:
+        return cls(
+            client=client,
+            service=service,
+            timeout=settings.http_timeout,
+            retry=RetryPolicy.from_settings(settings),
+            secrets=tuple(s for s in secrets if s),
+        )
 
-    async def send(self, method: str, url: str, *, idempotent: bool = True,
-                   **kwargs: Any) -> httpx.Response:
+    async def send(
+        self, method: str, url: str, *, idempotent: bool = True, **kwargs: Any
+    ) -> httpx.Response:
         """The final response, whatever its status (callers read error bodies themselves).
 
         Raises ``ServiceError`` when no response could be had (timeout, connection failure).
@@ -122,8 +133,9 @@ class ServiceHttp:
                 response = await self.client.request(method, url, timeout=self.timeout, **kwargs)
             except httpx.TransportError as exc:
                 # A refused connection never reached the service: always safe to retry.
-                unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout
-                                    | httpx.PoolTimeout)
+                unsent = isinstance(
+                    exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+                )
                 if attempt < self.retry.retries and (idempotent or unsent):
                     await self.sleep(self.retry.backoff(attempt))
                     attempt += 1
@@ -139,28 +151,47 @@ class ServiceHttp:
                 wait = self.retry.backoff(attempt)
             if wait > self.retry.max_wait:
                 return response  # too long to hold the turn: the caller says when to retry
-            logger.info("%s answered %s to %s %s; retrying in %.2fs", self.service, status,
-                        method, _path(url), wait)
+            logger.info(
+                "%s answered %s to %s %s; retrying in %.2fs",
+                self.service,
+                status,
+                method,
+                _path(url),
+                wait,
+            )
             await self.sleep(wait)
             attempt += 1
 
-    def _transport_error(self, exc: httpx.TransportError, method: str, url: str,
-                         attempts: int) -> ServiceError:
-        logger.warning("%s %s %s failed after %d attempt(s): %s", self.service, method,
-                       _path(url), attempts, type(exc).__name__)
+    def _transport_error(
+        self, exc: httpx.TransportError, method: str, url: str, attempts: int
+    ) -> ServiceError:
+        logger.warning(
+            "%s %s %s failed after %d attempt(s): %s",
+            self.service,
+            method,
+            _path(url),
+            attempts,
+            type(exc).__name__,
+        )
         debug = {"service": self.service, "error": type(exc).__name__, "attempts": attempts}
         if isinstance(exc, httpx.TimeoutException):
-            return ServiceError(f"{self.service} did not answer within {self.timeout:g} "
-                                "seconds; try again in a moment", debug_info=debug)
-        return ServiceError(f"could not reach {self.service} (the connection failed); try "
-                            "again later", debug_info=debug)
+            return ServiceError(
+                f"{self.service} did not answer within {self.timeout:g} "
+                "seconds; try again in a moment",
+                debug_info=debug,
+            )
+        return ServiceError(
+            f"could not reach {self.service} (the connection failed); try again later",
+            debug_info=debug,
+        )
 
     def detail(self, text: object) -> str:
         """A provider's error text made safe to show: one short line, secrets redacted."""
         return one_line(redact(str(text), self.secrets))
 
-    def status_error(self, response: httpx.Response, detail: str | None = None,
-                     advice: str | None = None) -> ServiceError:
+    def status_error(
+        self, response: httpx.Response, detail: str | None = None, advice: str | None = None
+    ) -> ServiceError:
         """The ``ServiceError`` for a non-2xx answer, with the provider's ``detail``."""
         status = response.status_code
         debug: dict[str, Any] = {"service": self.service, "status": status}
@@ -173,16 +204,20 @@ class ServiceHttp:
             when = f"in {wait:.0f} seconds" if wait else "in a minute"
             message = f"{self.service} is rate limiting requests{said}; try again {when}"
         elif status >= 500:
-            message = (f"{self.service} is having trouble (HTTP {status}){said}; try again "
-                       "later")
+            message = f"{self.service} is having trouble (HTTP {status}){said}; try again later"
         elif status in (401, 403):
             message = f"{self.service} refused the request (HTTP {status}){said}"
         else:
             message = f"{self.service} rejected the request (HTTP {status}){said}"
         if advice:
             message = f"{message}; {advice}"
-        logger.warning("%s answered HTTP %s to %s %s", self.service, status,
-                       response.request.method, _path(str(response.request.url)))
+        logger.warning(
+            "%s answered HTTP %s to %s %s",
+            self.service,
+            status,
+            response.request.method,
+            _path(str(response.request.url)),
+        )
         return ServiceError(message, status=status, debug_info=debug)
 
 
@@ -191,12 +226,16 @@ def read_json(response: httpx.Response, service: str) -> Any:
     try:
         return response.json()
     except ValueError:
-        raise ServiceError(f"{service} sent a reply that is not JSON (HTTP "
-                           f"{response.status_code}); try again later",
-                           status=response.status_code,
-                           debug_info={"service": service, "status": response.status_code,
-                                       "content_type": response.headers.get("content-type")}
-                           ) from None
+        raise ServiceError(
+            f"{service} sent a reply that is not JSON (HTTP "
+            f"{response.status_code}); try again later",
+            status=response.status_code,
+            debug_info={
+                "service": service,
+                "status": response.status_code,
+                "content_type": response.headers.get("content-type"),
+            },
+        ) from None
 
 
 def _path(url: str) -> str:
@@ -217,6 +256,8 @@ def new_client() -> httpx.AsyncClient:
 def shared_client(client: httpx.AsyncClient | None, service: str) -> httpx.AsyncClient:
     """The app's client from the chat context; live tools cannot run outside the app."""
     if client is None:
-        raise ToolError(f"live {service} needs the server's HTTP client, which this context "
-                        "does not have; run it inside the app (or use demo mode)")
+        raise ToolError(
+            f"live {service} needs the server's HTTP client, which this context "
+            "does not have; run it inside the app (or use demo mode)"
+        )
     return client

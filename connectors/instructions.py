@@ -69,8 +69,9 @@ def timezone_of(ctx: Any) -> str:
     return _setting(ctx, "timezone", DEFAULT_TIMEZONE)
 
 
-def context_note(now: datetime, timezone: str = DEFAULT_TIMEZONE,
-                 locale: str = DEFAULT_LOCALE) -> str:
+def context_note(
+    now: datetime, timezone: str = DEFAULT_TIMEZONE, locale: str = DEFAULT_LOCALE
+) -> str:
     """Today's date in the user's time zone, and how to write for their locale.
 
     Models do not know the date; without it "last week" or "this month" go wrong.
@@ -80,11 +81,13 @@ def context_note(now: datetime, timezone: str = DEFAULT_TIMEZONE,
     except (KeyError, ValueError):
         zone, timezone = ZoneInfo(DEFAULT_TIMEZONE), DEFAULT_TIMEZONE
     local = now.astimezone(zone)
-    return (f"Today is {local:%A}, {local:%Y-%m-%d}, and the time is {local:%H:%M} "
-            f"({timezone}). Work out relative dates (\"last week\", \"this month\") from this "
-            f"date, and write dates as YYYY-MM-DD in tool arguments.\n"
-            f"The user's locale is {locale}: answer in the language the user writes in, and "
-            f"format dates, numbers and amounts the way that locale does.")
+    return (
+        f"Today is {local:%A}, {local:%Y-%m-%d}, and the time is {local:%H:%M} "
+        f'({timezone}). Work out relative dates ("last week", "this month") from this '
+        f"date, and write dates as YYYY-MM-DD in tool arguments.\n"
+        f"The user's locale is {locale}: answer in the language the user writes in, and "
+        f"format dates, numbers and amounts the way that locale does."
+    )
 
 
 def connector_instructions(own: str, ctx: Any, now: datetime) -> str:

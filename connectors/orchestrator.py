@@ -97,8 +97,9 @@ def _set_model(agent: Agent[ChatContext], model: str | Model) -> None:
     # An agent built without a model got the SDK's settings for the SDK's default model
     # (GPT-5 reasoning effort and verbosity); they must not follow it to another model.
     if agent.model_settings == get_default_model_settings():
-        agent.model_settings = (ModelSettings() if isinstance(model, Model)
-                                else get_default_model_settings(model))
+        agent.model_settings = (
+            ModelSettings() if isinstance(model, Model) else get_default_model_settings(model)
+        )
     agent.model = model
 
 
@@ -118,8 +119,10 @@ def build_orchestrator(
     for connector in connectors:
         agent = connector.build_agent(settings)
         if agent.name != connector.agent_name:
-            raise ValueError(f"connector {connector.name!r} built agent {agent.name!r}, "
-                             f"expected {connector.agent_name!r}")
+            raise ValueError(
+                f"connector {connector.name!r} built agent {agent.name!r}, "
+                f"expected {connector.agent_name!r}"
+            )
         specialists.append(agent)
 
     for agent in specialists:
@@ -139,7 +142,8 @@ def build_orchestrator(
         handoff_description="Routes each request to the right specialist.",
         instructions=_instructions(
             ORCHESTRATOR_INSTRUCTIONS.format(specialists=_describe(specialists)),
-            UNTRUSTED_DATA_RULE),
+            UNTRUSTED_DATA_RULE,
+        ),
         handoffs=list(specialists),
         model=model,
     )

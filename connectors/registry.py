@@ -124,8 +124,12 @@ def _unique_agents(connectors: list[Connector]) -> list[Connector]:
     for connector in connectors:
         key = connector.agent_name.lower()
         if key in seen:
-            logger.error("skipping connector %r: agent name %r is already used by %r",
-                         connector.name, connector.agent_name, seen[key])
+            logger.error(
+                "skipping connector %r: agent name %r is already used by %r",
+                connector.name,
+                connector.agent_name,
+                seen[key],
+            )
             continue
         seen[key] = connector.name
         kept.append(connector)

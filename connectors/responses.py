@@ -90,33 +90,40 @@ def _check_display_as(segments: object) -> None:
     for index, segment in enumerate(segments):
         where = f"ToolResponse.display_as[{index}]"
         if not isinstance(segment, dict):
-            raise TypeError(f"{where} must be a dict with 'type' and 'content', "
-                            f"got {type(segment).__name__}")
+            raise TypeError(
+                f"{where} must be a dict with 'type' and 'content', got {type(segment).__name__}"
+            )
         if "type" not in segment:
             raise ValueError(f"{where} is missing 'type'")
         if not isinstance(segment["type"], str):
-            raise TypeError(f"{where}['type'] must be a string, "
-                            f"got {type(segment['type']).__name__}")
+            raise TypeError(
+                f"{where}['type'] must be a string, got {type(segment['type']).__name__}"
+            )
         if not segment["type"]:
             raise ValueError(f"{where}['type'] must not be empty")
         if "content" not in segment:
             raise ValueError(f"{where} is missing 'content'")
         if segment["type"] in TEXT_SEGMENT_TYPES and not isinstance(segment["content"], str):
-            raise TypeError(f"{where}['content'] must be a string for a {segment['type']!r} "
-                            f"segment, got {type(segment['content']).__name__}")
+            raise TypeError(
+                f"{where}['content'] must be a string for a {segment['type']!r} "
+                f"segment, got {type(segment['content']).__name__}"
+            )
 
 
 def _check_content_chunks(chunks: object) -> None:
     if chunks is None:
         return
     if not isinstance(chunks, list):
-        raise TypeError("ToolResponse.content_chunks must be a list of "
-                        f"{{id, title, url, snippet}} dicts, got {type(chunks).__name__}")
+        raise TypeError(
+            "ToolResponse.content_chunks must be a list of "
+            f"{{id, title, url, snippet}} dicts, got {type(chunks).__name__}"
+        )
     for index, chunk in enumerate(chunks):
         where = f"ToolResponse.content_chunks[{index}]"
         if not isinstance(chunk, dict):
-            raise TypeError(f"{where} must be a dict with {', '.join(CHUNK_KEYS)}, "
-                            f"got {type(chunk).__name__}")
+            raise TypeError(
+                f"{where} must be a dict with {', '.join(CHUNK_KEYS)}, got {type(chunk).__name__}"
+            )
         missing = [key for key in CHUNK_KEYS if key not in chunk]
         if missing:
             raise ValueError(f"{where} is missing {', '.join(repr(k) for k in missing)}")
@@ -125,11 +132,13 @@ def _check_content_chunks(chunks: object) -> None:
             raise TypeError(f"{where}['id'] must be a string or int, got {type(chunk_id).__name__}")
         for key in ("title", "snippet"):
             if not isinstance(chunk[key], str):
-                raise TypeError(f"{where}[{key!r}] must be a string, "
-                                f"got {type(chunk[key]).__name__}")
+                raise TypeError(
+                    f"{where}[{key!r}] must be a string, got {type(chunk[key]).__name__}"
+                )
         if chunk["url"] is not None and not isinstance(chunk["url"], str):
-            raise TypeError(f"{where}['url'] must be a string or None, "
-                            f"got {type(chunk['url']).__name__}")
+            raise TypeError(
+                f"{where}['url'] must be a string or None, got {type(chunk['url']).__name__}"
+            )
 
 
 @dataclass
@@ -148,22 +157,31 @@ class ToolResponse:
         for name in ("response_type", "agent_name", "friendly_name"):
             value = getattr(self, name)
             if not isinstance(value, str):
-                raise TypeError(f"ToolResponse.{name} must be a non-empty string, "
-                                f"got {type(value).__name__}")
+                raise TypeError(
+                    f"ToolResponse.{name} must be a non-empty string, got {type(value).__name__}"
+                )
             if not value:
                 raise ValueError(f"ToolResponse.{name} must be a non-empty string")
         if not isinstance(self.display_response, bool):
-            raise TypeError("ToolResponse.display_response must be a bool, "
-                            f"got {type(self.display_response).__name__}")
+            raise TypeError(
+                "ToolResponse.display_response must be a bool, "
+                f"got {type(self.display_response).__name__}"
+            )
         if not isinstance(self.response, dict | list | str):
-            raise TypeError("ToolResponse.response must be a dict, list or str, "
-                            f"got {type(self.response).__name__}")
+            raise TypeError(
+                "ToolResponse.response must be a dict, list or str, "
+                f"got {type(self.response).__name__}"
+            )
         if self.debug_info is not None and not isinstance(self.debug_info, dict):
-            raise TypeError("ToolResponse.debug_info must be a dict or None, "
-                            f"got {type(self.debug_info).__name__}")
+            raise TypeError(
+                "ToolResponse.debug_info must be a dict or None, "
+                f"got {type(self.debug_info).__name__}"
+            )
         if self.error_message is not None and not isinstance(self.error_message, str):
-            raise TypeError("ToolResponse.error_message must be a string or None, "
-                            f"got {type(self.error_message).__name__}")
+            raise TypeError(
+                "ToolResponse.error_message must be a string or None, "
+                f"got {type(self.error_message).__name__}"
+            )
         _check_display_as(self.display_as)
         _check_content_chunks(self.content_chunks)
         for name in ("response", "display_as", "content_chunks", "debug_info"):
@@ -201,8 +219,11 @@ class ToolResponse:
             raise ValueError(f"not a ToolResponse dict: missing {', '.join(missing)}")
         known = {f.name for f in fields(ToolResponse)}
         kwargs = {key: value for key, value in data.items() if key in known}
-        target = RESPONSE_CLASSES.get(data["response_type"], ToolResponse) \
-            if isinstance(data["response_type"], str) else ToolResponse
+        target = (
+            RESPONSE_CLASSES.get(data["response_type"], ToolResponse)
+            if isinstance(data["response_type"], str)
+            else ToolResponse
+        )
         instance = object.__new__(target)
         # The subclasses' own __init__ take convenience arguments; the dataclass __init__
         # of ToolResponse sets every field and runs the validation.
@@ -214,8 +235,10 @@ class ToolResponse:
         """True for a dict with the required seed-000 keys (names as strings)."""
         return (
             isinstance(value, dict)
-            and all(isinstance(value.get(key), str)
-                    for key in ("response_type", "agent_name", "friendly_name"))
+            and all(
+                isinstance(value.get(key), str)
+                for key in ("response_type", "agent_name", "friendly_name")
+            )
             and "response" in value
         )
 
@@ -226,8 +249,13 @@ class AccountNeeded(ToolResponse):
 
     response_type_name: ClassVar[str] = "account_needed"
 
-    def __init__(self, agent_name: str, connector: str, message: str | None = None,
-                 friendly_name: str | None = None) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        connector: str,
+        message: str | None = None,
+        friendly_name: str | None = None,
+    ) -> None:
         super().__init__(
             response_type=self.response_type_name,
             agent_name=agent_name,
@@ -244,9 +272,12 @@ class GoogleAccountNeededResponse(AccountNeeded):
     response_type_name: ClassVar[str] = "google_account_needed"
 
     def __init__(self, agent_name: str = "GMail", message: str | None = None) -> None:
-        super().__init__(agent_name, "gmail",
-                         message or "Connect your Google account so I can read and send email.",
-                         friendly_name="Connect your Google account")
+        super().__init__(
+            agent_name,
+            "gmail",
+            message or "Connect your Google account so I can read and send email.",
+            friendly_name="Connect your Google account",
+        )
 
 
 @dataclass(init=False)
@@ -254,9 +285,12 @@ class ConnectGoogleAccount(AccountNeeded):
     response_type_name: ClassVar[str] = "connect_google_account"
 
     def __init__(self, agent_name: str = "GMail", message: str | None = None) -> None:
-        super().__init__(agent_name, "gmail",
-                         message or "Connect your Google account to continue.",
-                         friendly_name="Connect your Google account")
+        super().__init__(
+            agent_name,
+            "gmail",
+            message or "Connect your Google account to continue.",
+            friendly_name="Connect your Google account",
+        )
 
 
 @dataclass(init=False)
@@ -264,9 +298,12 @@ class ConnectPlaidAccountResponse(AccountNeeded):
     response_type_name: ClassVar[str] = "connect_plaid_account"
 
     def __init__(self, agent_name: str = "Plaid", message: str | None = None) -> None:
-        super().__init__(agent_name, "plaid",
-                         message or "Connect a bank account so I can see balances and transactions.",
-                         friendly_name="Connect your bank")
+        super().__init__(
+            agent_name,
+            "plaid",
+            message or "Connect a bank account so I can see balances and transactions.",
+            friendly_name="Connect your bank",
+        )
 
 
 @dataclass(init=False)
@@ -276,8 +313,12 @@ class OpenWindowResponse(ToolResponse):
     def __init__(self, agent_name: str, url: str, friendly_name: str | None = None) -> None:
         if not isinstance(url, str) or not url:
             raise TypeError(f"{type(self).__name__} url must be a non-empty string")
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or f"Open {url}", response={"url": url})
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or f"Open {url}",
+            response={"url": url},
+        )
 
 
 @dataclass(init=False)
@@ -291,37 +332,66 @@ class ErrorResponse(ToolResponse):
 
     response_type_name: ClassVar[str] = "error"
 
-    def __init__(self, agent_name: str, message: str, friendly_name: str | None = None,
-                 debug_info: dict[str, Any] | None = None) -> None:
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or f"{agent_name} error",
-                         response=message, error_message=message, debug_info=debug_info)
+    def __init__(
+        self,
+        agent_name: str,
+        message: str,
+        friendly_name: str | None = None,
+        debug_info: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or f"{agent_name} error",
+            response=message,
+            error_message=message,
+            debug_info=debug_info,
+        )
 
 
 # Seed 003 kinds: generic shapes a connector can return without inventing a response_type.
+
 
 @dataclass(init=False)
 class TextResponse(ToolResponse):
     response_type_name: ClassVar[str] = "text"
 
-    def __init__(self, agent_name: str, text: str, friendly_name: str | None = None,
-                 display_response: bool = True) -> None:
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or agent_name, response=text,
-                         display_response=display_response)
+    def __init__(
+        self,
+        agent_name: str,
+        text: str,
+        friendly_name: str | None = None,
+        display_response: bool = True,
+    ) -> None:
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or agent_name,
+            response=text,
+            display_response=display_response,
+        )
 
 
 @dataclass(init=False)
 class JsonResponse(ToolResponse):
     response_type_name: ClassVar[str] = "json"
 
-    def __init__(self, agent_name: str, data: dict[str, Any] | list[Any],
-                 friendly_name: str | None = None, display_response: bool = True) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        data: dict[str, Any] | list[Any],
+        friendly_name: str | None = None,
+        display_response: bool = True,
+    ) -> None:
         if not isinstance(data, dict | list):
             raise TypeError(f"JsonResponse data must be a dict or list, got {type(data).__name__}")
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or agent_name, response=data,
-                         display_response=display_response)
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or agent_name,
+            response=data,
+            display_response=display_response,
+        )
 
 
 @dataclass(init=False)
@@ -330,9 +400,16 @@ class FileResponse(ToolResponse):
 
     response_type_name: ClassVar[str] = "file"
 
-    def __init__(self, agent_name: str, name: str, mime_type: str, *,
-                 data: bytes | None = None, url: str | None = None,
-                 friendly_name: str | None = None) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        name: str,
+        mime_type: str,
+        *,
+        data: bytes | None = None,
+        url: str | None = None,
+        friendly_name: str | None = None,
+    ) -> None:
         if (data is None) == (url is None):
             raise ValueError("FileResponse needs exactly one of data or url")
         for label, value in (("name", name), ("mime_type", mime_type)):
@@ -349,27 +426,51 @@ class FileResponse(ToolResponse):
             if not isinstance(url, str) or not url:
                 raise TypeError("FileResponse url must be a non-empty string")
             payload["url"] = url
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or name, response=payload)
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or name,
+            response=payload,
+        )
 
 
 @dataclass(init=False)
 class LinkResponse(ToolResponse):
     response_type_name: ClassVar[str] = "link"
 
-    def __init__(self, agent_name: str, url: str, title: str | None = None,
-                 description: str | None = None, friendly_name: str | None = None) -> None:
+    def __init__(
+        self,
+        agent_name: str,
+        url: str,
+        title: str | None = None,
+        description: str | None = None,
+        friendly_name: str | None = None,
+    ) -> None:
         payload: dict[str, Any] = {"url": url, "title": title or url}
         if description:
             payload["description"] = description
-        super().__init__(response_type=self.response_type_name, agent_name=agent_name,
-                         friendly_name=friendly_name or (title or url), response=payload)
+        super().__init__(
+            response_type=self.response_type_name,
+            agent_name=agent_name,
+            friendly_name=friendly_name or (title or url),
+            response=payload,
+        )
 
 
 #: response_type -> the built-in subclass ``ToolResponse.from_dict`` rebuilds.
 RESPONSE_CLASSES: dict[str, type[ToolResponse]] = {
     cls.response_type_name: cls
-    for cls in (AccountNeeded, GoogleAccountNeededResponse, ConnectGoogleAccount,
-                ConnectPlaidAccountResponse, OpenWindowResponse, OpenTabResponse,
-                ErrorResponse, TextResponse, JsonResponse, FileResponse, LinkResponse)
+    for cls in (
+        AccountNeeded,
+        GoogleAccountNeededResponse,
+        ConnectGoogleAccount,
+        ConnectPlaidAccountResponse,
+        OpenWindowResponse,
+        OpenTabResponse,
+        ErrorResponse,
+        TextResponse,
+        JsonResponse,
+        FileResponse,
+        LinkResponse,
+    )
 }

@@ -12,8 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,30}")
-RESERVED = frozenset({"gmail", "plaid", "yelp", "search", "switchboard", "connectors", "app",
-                      "storage", "websocket", "tests"})
+RESERVED = frozenset(
+    {
+        "gmail",
+        "plaid",
+        "yelp",
+        "search",
+        "switchboard",
+        "connectors",
+        "app",
+        "storage",
+        "websocket",
+        "tests",
+    }
+)
 
 
 class ScaffoldError(ValueError):
@@ -30,19 +42,28 @@ class Names:
 
 def names_for(name: str) -> Names:
     if not NAME.fullmatch(name):
-        raise ScaffoldError(f"{name!r} is not a valid connector name: use 2-31 lower-case "
-                            "letters, digits or underscores, starting with a letter")
+        raise ScaffoldError(
+            f"{name!r} is not a valid connector name: use 2-31 lower-case "
+            "letters, digits or underscores, starting with a letter"
+        )
     if name in RESERVED:
-        raise ScaffoldError(f"{name!r} is taken (a built-in connector or a Switchboard "
-                            "package); choose another name")
+        raise ScaffoldError(
+            f"{name!r} is taken (a built-in connector or a Switchboard "
+            "package); choose another name"
+        )
     agent = "".join(part.capitalize() for part in name.split("_"))
     return Names(name, f"switchboard_{name}", agent, f"switchboard-{name.replace('_', '-')}")
 
 
 def files_for(names: Names) -> dict[str, str]:
     """Relative path → content."""
-    values = {"name": names.name, "package": names.package, "agent": names.agent,
-              "project": names.project, "upper": names.name.upper()}
+    values = {
+        "name": names.name,
+        "package": names.package,
+        "agent": names.agent,
+        "project": names.project,
+        "upper": names.name.upper(),
+    }
     return {_fill(path, values): _fill(text, values) for path, text in TEMPLATES.items()}
 
 
@@ -50,8 +71,9 @@ def write_package(name: str, parent: Path) -> Path:
     names = names_for(name)
     root = parent / names.project
     if root.exists():
-        raise ScaffoldError(f"{root} already exists; remove it or pick another directory "
-                            "with --dir")
+        raise ScaffoldError(
+            f"{root} already exists; remove it or pick another directory with --dir"
+        )
     for relative, content in files_for(names).items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +88,7 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 TEMPLATES: dict[str, str] = {}
 
-TEMPLATES["pyproject.toml"] = '''\
+TEMPLATES["pyproject.toml"] = """\
 [build-system]
 requires = ["setuptools>=69"]
 build-backend = "setuptools.build_meta"
@@ -103,9 +125,9 @@ select = ["E", "F", "I", "B", "UP", "ASYNC"]
 # Switchboard (app, connectors) is the platform this package plugs into.
 known-first-party = ["[[package]]"]
 known-third-party = ["app", "connectors", "storage", "websocket"]
-'''
+"""
 
-TEMPLATES["README.md"] = '''\
+TEMPLATES["README.md"] = """\
 # [[project]]
 
 A Switchboard connector. Install it into the server's
@@ -123,7 +145,7 @@ Demo mode (the default) answers from `demo.py`. Live mode calls the service:
 SWITCHBOARD_CONNECTOR_MODES=[[name]]=live
 SWITCHBOARD_CONNECTOR_OPTIONS=[[name]].base_url=https://api.example.org,[[name]].api_key=...
 ```
-'''
+"""
 
 TEMPLATES["[[package]]/__init__.py"] = '''\
 """The [[agent]] connector for Switchboard."""

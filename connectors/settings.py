@@ -49,8 +49,7 @@ class ConnectorSettings(BaseSettings):
     google_search_engine_id: str | None = None
     google_search_base_url: str = "https://www.googleapis.com"
     searxng_base_url: str | None = None
-    connector_options: Annotated[dict[str, dict[str, str]], NoDecode] = Field(
-        default_factory=dict)
+    connector_options: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
     # RAP remote tools (connectors/rap, docs/rap.md): tool servers by URL, the base URL
     # they POST results back to, and how long a call may wait for its result.
     rap_tools: Annotated[list[RapServerConfig], NoDecode] = Field(default_factory=list)
@@ -66,8 +65,9 @@ class ConnectorSettings(BaseSettings):
     @classmethod
     def _parse_modes(cls, value: object) -> object:
         # "gmail=live,plaid=demo" as well as JSON.
-        return _name_value_pairs(value, "expected name=mode pairs separated by commas, "
-                                        "e.g. gmail=live")
+        return _name_value_pairs(
+            value, "expected name=mode pairs separated by commas, e.g. gmail=live"
+        )
 
     @field_validator("rap_tools", mode="before")
     @classmethod
@@ -86,16 +86,20 @@ class ConnectorSettings(BaseSettings):
             return None
         value = value.strip()
         if not value.startswith(("http://", "https://")) or len(value) < 10:
-            raise ValueError("must be this server's http:// or https:// base URL as the "
-                             "RAP tool servers reach it, e.g. https://switchboard.example.com")
+            raise ValueError(
+                "must be this server's http:// or https:// base URL as the "
+                "RAP tool servers reach it, e.g. https://switchboard.example.com"
+            )
         return value.rstrip("/")
 
     @model_validator(mode="after")
     def _check_rap_callback(self) -> ConnectorSettings:
         if self.rap_tools and self.rap_callback_url is None and not self.is_loopback:
-            raise ValueError("SWITCHBOARD_RAP_CALLBACK_URL must be set when "
-                             "SWITCHBOARD_RAP_TOOLS is and the server is not bound to a "
-                             "loopback address: RAP tools POST their results to it")
+            raise ValueError(
+                "SWITCHBOARD_RAP_CALLBACK_URL must be set when "
+                "SWITCHBOARD_RAP_TOOLS is and the server is not bound to a "
+                "loopback address: RAP tools POST their results to it"
+            )
         return self
 
     @property
@@ -110,8 +114,11 @@ class ConnectorSettings(BaseSettings):
     @classmethod
     def _parse_overrides(cls, value: object) -> object:
         # "send_google_email=ask,search_google=auto" as well as JSON.
-        pairs = _name_value_pairs(value, "expected tool_name=ask or tool_name=auto pairs "
-                                         "separated by commas, e.g. send_google_email=ask")
+        pairs = _name_value_pairs(
+            value,
+            "expected tool_name=ask or tool_name=auto pairs "
+            "separated by commas, e.g. send_google_email=ask",
+        )
         if isinstance(pairs, dict) and isinstance(value, str):
             return {name: str(choice).lower() for name, choice in pairs.items()}
         return pairs
@@ -134,15 +141,24 @@ class ConnectorSettings(BaseSettings):
                 key, sep, option = part.partition("=")
                 name, dot, field = key.strip().partition(".")
                 if not sep or not dot or not name or not field:
-                    raise ValueError("expected connector.option=value pairs separated by "
-                                     "commas, e.g. weather.base_url=https://example.org")
+                    raise ValueError(
+                        "expected connector.option=value pairs separated by "
+                        "commas, e.g. weather.base_url=https://example.org"
+                    )
                 options.setdefault(name, {})[field.strip()] = option.strip()
             return options
         return value
 
-    @field_validator("google_auth_url", "google_oauth_base_url", "gmail_base_url",
-                     "plaid_base_url", "yelp_base_url", "google_search_base_url",
-                     "searxng_base_url", "google_redirect_uri")
+    @field_validator(
+        "google_auth_url",
+        "google_oauth_base_url",
+        "gmail_base_url",
+        "plaid_base_url",
+        "yelp_base_url",
+        "google_search_base_url",
+        "searxng_base_url",
+        "google_redirect_uri",
+    )
     @classmethod
     def _check_http_url(cls, value: str | None) -> str | None:
         if value is None:
@@ -198,16 +214,24 @@ def missing_live_settings(settings: ConnectorSettings) -> list[str]:
     """One line per live connector whose keys are missing, naming the variables."""
     problems = []
     needs = dict(LIVE_REQUIREMENTS)
-    needs["search"] = (("google_search_api_key", "google_search_engine_id")
-                       if settings.search_provider == "google" else ("searxng_base_url",))
+    needs["search"] = (
+        ("google_search_api_key", "google_search_engine_id")
+        if settings.search_provider == "google"
+        else ("searxng_base_url",)
+    )
     for connector, fields in needs.items():
         if settings.connector_mode(connector) != "live":
             continue
-        missing = [f"SWITCHBOARD_{field.upper()}" for field in fields
-                   if not _is_set(getattr(settings, field))]
+        missing = [
+            f"SWITCHBOARD_{field.upper()}"
+            for field in fields
+            if not _is_set(getattr(settings, field))
+        ]
         if missing:
-            problems.append(f"{' and '.join(missing)} must be set when {connector} runs in "
-                            f"live mode (SWITCHBOARD_CONNECTOR_MODES={connector}=live)")
+            problems.append(
+                f"{' and '.join(missing)} must be set when {connector} runs in "
+                f"live mode (SWITCHBOARD_CONNECTOR_MODES={connector}=live)"
+            )
     return problems
 
 

@@ -56,15 +56,17 @@ from connectors.registry import Connector
 from connectors.responses import ToolResponse
 from connectors.settings import ConnectorSettings
 
-__all__ = ["ConnectorContract", "Harness", "call_tool", "harness", "sample_arguments",
-           "tools_of"]
+__all__ = ["ConnectorContract", "Harness", "call_tool", "harness", "sample_arguments", "tools_of"]
 
 _TEMPLATE: dict[str, Path] = {}  # the migrated template database, made once per process
 
 
 # ----------------------------------------------------------------------------- helpers
 
-def tools_of(connector: Connector, settings: ConnectorSettings | None = None) -> dict[str, FunctionTool]:
+
+def tools_of(
+    connector: Connector, settings: ConnectorSettings | None = None
+) -> dict[str, FunctionTool]:
     agent = connector.build_agent(settings or ConnectorSettings())
     return {tool.name: tool for tool in agent.tools if isinstance(tool, FunctionTool)}
 
@@ -84,19 +86,27 @@ def sample_arguments(tool: FunctionTool, text: str = "test") -> dict[str, Any]:
         elif "enum" in spec:
             arguments[name] = spec["enum"][0]
         else:
-            arguments[name] = {"string": text, "integer": 1, "number": 1.0, "boolean": False,
-                               "array": [], "object": {}}.get(str(kinds))
+            arguments[name] = {
+                "string": text,
+                "integer": 1,
+                "number": 1.0,
+                "boolean": False,
+                "array": [],
+                "object": {},
+            }.get(str(kinds))
     return arguments
 
 
-async def call_tool(connector: Connector, name: str, context: ChatContext,
-                    arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+async def call_tool(
+    connector: Connector, name: str, context: ChatContext, arguments: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Invoke a tool exactly as the Agents SDK does: JSON arguments in, its output out."""
     tool = tools_of(connector, context.settings)[name]
     payload = json.dumps(arguments if arguments is not None else sample_arguments(tool))
     output = await tool.on_invoke_tool(
-        ToolContext(context, tool_name=name, tool_call_id="call_contract",
-                    tool_arguments=payload), payload)
+        ToolContext(context, tool_name=name, tool_call_id="call_contract", tool_arguments=payload),
+        payload,
+    )
     assert isinstance(output, dict), f"{name} returned {type(output).__name__}, not a dict"
     return output
 
@@ -122,10 +132,15 @@ class Harness:
     demo: DemoStore
 
     def context(self, settings: ConnectorSettings | None = None) -> ChatContext:
-        return ChatContext(user_id=self.user_id, chat_id="chat-contract",
-                           turn_id="turn-contract", settings=settings or self.settings,
-                           demo=self.demo.for_user(self.user_id), accounts=self.accounts,
-                           http=self.http)
+        return ChatContext(
+            user_id=self.user_id,
+            chat_id="chat-contract",
+            turn_id="turn-contract",
+            settings=settings or self.settings,
+            demo=self.demo.for_user(self.user_id),
+            accounts=self.accounts,
+            http=self.http,
+        )
 
 
 @asynccontextmanager
@@ -143,8 +158,13 @@ async def harness(settings: ConnectorSettings | None = None) -> AsyncIterator[Ha
     try:
         user, _token = await UserRepository(db).create_user("contract")
         fernet = MultiFernet([Fernet(Fernet.generate_key())])
-        yield Harness(settings or ConnectorSettings(), AccountRepository(db, user.id, fernet), http,
-                      user.id, DemoStore())
+        yield Harness(
+            settings or ConnectorSettings(),
+            AccountRepository(db, user.id, fernet),
+            http,
+            user.id,
+            DemoStore(),
+        )
     finally:
         await http.aclose()
         await db.dispose()
@@ -159,9 +179,13 @@ async def failing_server() -> AsyncIterator[str]:
         try:
             await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             body = b'{"error": {"code": 503, "message": "service unavailable"}}'
-            writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json"
-                         b"\r\nContent-Length: " + str(len(body)).encode() +
-                         b"\r\nConnection: close\r\n\r\n" + body)
+            writer.write(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json"
+                b"\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
             await writer.drain()
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -208,6 +232,7 @@ def _secret_values(value: Any) -> list[str]:
 
 # ----------------------------------------------------------------------------- the contract
 
+
 class ConnectorContract:
     """Subclass as ``TestSomething(ConnectorContract)`` and set ``connector``."""
 
@@ -234,12 +259,15 @@ class ConnectorContract:
         assert response.response_type in self.connector.response_types, (
             f"{name} returned response_type {response.response_type!r}, which "
             f"{self.connector.name} does not declare in response_types "
-            f"{self.connector.response_types}")
+            f"{self.connector.response_types}"
+        )
         text = to_plain_text(output)
         assert isinstance(text, str) and text.strip(), f"{name}: to_plain_text gave nothing"
         # The SDK gives the model str(output): a connector_tool's result renders as this text.
-        assert str(output) == text, f"{name}: the model would not read the plain text " \
-                                    "(declare the tool with connectors.tooling.connector_tool)"
+        assert str(output) == text, (
+            f"{name}: the model would not read the plain text "
+            "(declare the tool with connectors.tooling.connector_tool)"
+        )
         return response
 
     # -------------------------------------------------------------- the tests
@@ -264,12 +292,12 @@ class ConnectorContract:
     async def test_every_tool_returns_a_valid_tool_response(self) -> None:
         async with harness(self.demo_settings()) as kit:
             for name, tool in tools_of(self.connector).items():
-                output = await call_tool(self.connector, name, kit.context(),
-                                         self.arguments(tool))
+                output = await call_tool(self.connector, name, kit.context(), self.arguments(tool))
                 response = self.check_response(name, output)
                 if name in self.sample_arguments:
                     assert response.response_type != "error", (
-                        f"{name} failed with its sample arguments: {response.error_message}")
+                        f"{name} failed with its sample arguments: {response.error_message}"
+                    )
 
     @pytest.mark.asyncio
     async def test_not_connected_returns_the_connect_card(self) -> None:
@@ -278,31 +306,32 @@ class ConnectorContract:
         expected = self.connector.connect_card().response_type
         async with harness(self.demo_settings()) as kit:
             # Demo: after the user disconnected it.
-            await kit.accounts.connect(self.connector.name, demo_credentials(False),
-                                       demo_meta(self.connector, False))
+            await kit.accounts.connect(
+                self.connector.name, demo_credentials(False), demo_meta(self.connector, False)
+            )
             for name, tool in tools_of(self.connector).items():
-                output = await call_tool(self.connector, name, kit.context(),
-                                         self.arguments(tool))
+                output = await call_tool(self.connector, name, kit.context(), self.arguments(tool))
                 self.check_response(name, output)
                 assert output["response_type"] == expected, f"{name}: {output}"
             # Live: never connected (the demo row does not count).
             if self.live_settings is not None:
                 live = self._live(self.live_settings, "http://127.0.0.1:9")
                 for name, tool in tools_of(self.connector, live).items():
-                    output = await call_tool(self.connector, name, kit.context(live),
-                                             self.arguments(tool))
+                    output = await call_tool(
+                        self.connector, name, kit.context(live), self.arguments(tool)
+                    )
                     assert output["response_type"] == expected, f"{name} (live): {output}"
 
     async def _answers_without_an_account(self) -> None:
         """A connector that declares no per-user account must never ask for one."""
         async with harness(self.demo_settings()) as kit:
             for name, tool in tools_of(self.connector).items():
-                output = await call_tool(self.connector, name, kit.context(),
-                                         self.arguments(tool))
+                output = await call_tool(self.connector, name, kit.context(), self.arguments(tool))
                 self.check_response(name, output)
                 assert output["response_type"] not in ACCOUNT_NEEDED_TYPES, (
                     f"{name} asked for an account, but {self.connector.name} declares "
-                    f"needs_account=False: {output}")
+                    f"needs_account=False: {output}"
+                )
 
     @pytest.mark.asyncio
     async def test_client_failures_become_error_responses(self) -> None:
@@ -311,20 +340,24 @@ class ConnectorContract:
         async with failing_server() as failing:
             for base_url in (failing, _closed_port()):
                 settings = self._live(self.live_settings, base_url)
-                secrets = _secret_values(_fill(self.live_settings, base_url)) + \
-                    _secret_values(self.live_credentials or {})
+                secrets = _secret_values(_fill(self.live_settings, base_url)) + _secret_values(
+                    self.live_credentials or {}
+                )
                 async with harness(settings) as kit:
                     if self.connector.needs_account:
-                        await kit.accounts.connect(self.connector.name,
-                                                   {"mode": "live",
-                                                    **(self.live_credentials or {})},
-                                                   {"mode": "live"})
+                        await kit.accounts.connect(
+                            self.connector.name,
+                            {"mode": "live", **(self.live_credentials or {})},
+                            {"mode": "live"},
+                        )
                     for name, tool in tools_of(self.connector, settings).items():
-                        output = await call_tool(self.connector, name, kit.context(),
-                                                 self.arguments(tool))
+                        output = await call_tool(
+                            self.connector, name, kit.context(), self.arguments(tool)
+                        )
                         self.check_response(name, output)
                         assert output["response_type"] == "error", (
-                            f"{name} against a failing service gave {output['response_type']}")
+                            f"{name} against a failing service gave {output['response_type']}"
+                        )
                         assert str(output["error_message"]).startswith("Error"), output
                         shown = json.dumps(output) + str(output)
                         for secret in secrets:
@@ -333,5 +366,6 @@ class ConnectorContract:
     def _live(self, overrides: dict[str, Any], base_url: str) -> ConnectorSettings:
         values = _fill(overrides, base_url)
         modes = {**values.pop("connector_modes", {}), self.connector.name: "live"}
-        return ConnectorSettings(**{"http_retries": 0, "http_timeout": 5.0, **values,
-                           "connector_modes": modes})
+        return ConnectorSettings(
+            **{"http_retries": 0, "http_timeout": 5.0, **values, "connector_modes": modes}
+        )

@@ -86,18 +86,22 @@ def render_for_model(response: dict[str, Any]) -> str:
         logger.exception("to_plain_text failed for %s; sending JSON", response.get("response_type"))
         visible = {key: value for key, value in response.items() if key != "debug_info"}
         # Whatever it holds, it is read as data (connectors.untrusted), never as orders.
-        return fence(json.dumps(visible, separators=(",", ":"), ensure_ascii=False,
-                                default=str), "tool result")
+        return fence(
+            json.dumps(visible, separators=(",", ":"), ensure_ascii=False, default=str),
+            "tool result",
+        )
 
 
-def error_result(agent_name: str, message: str,
-                 debug_info: dict[str, Any] | None = None) -> ToolResult:
+def error_result(
+    agent_name: str, message: str, debug_info: dict[str, Any] | None = None
+) -> ToolResult:
     """An ``ErrorResponse`` dict; ``message`` gets the ``Error: `` prefix the model expects."""
     text = message.strip() or "unknown error"
     if not text.startswith("Error"):
         text = f"Error: {text}"
-    return ToolResult(ErrorResponse(agent_name, text, debug_info=debug_info)
-                      .to_dict(include_debug=True))
+    return ToolResult(
+        ErrorResponse(agent_name, text, debug_info=debug_info).to_dict(include_debug=True)
+    )
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
@@ -125,22 +129,33 @@ def _failure_function(agent_name: str, tool_name: str) -> Callable[..., Any]:
 
     def failure(_ctx: RunContextWrapper[Any], error: Exception) -> ToolResult:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
-        return error_result(agent_name, f"could not call {tool_name}: {first_line}. "
-                                        "Check the arguments against the tool's schema.")
+        return error_result(
+            agent_name,
+            f"could not call {tool_name}: {first_line}. "
+            "Check the arguments against the tool's schema.",
+        )
 
     return failure
 
 
 @overload
 def connector_tool(
-    func: ToolFunc, *, agent_name: str, timeout: float | None = None, name: str | None = None,
+    func: ToolFunc,
+    *,
+    agent_name: str,
+    timeout: float | None = None,
+    name: str | None = None,
     side_effect: bool | None = None,
 ) -> FunctionTool: ...
 
 
 @overload
 def connector_tool(
-    func: None = None, *, agent_name: str, timeout: float | None = None, name: str | None = None,
+    func: None = None,
+    *,
+    agent_name: str,
+    timeout: float | None = None,
+    name: str | None = None,
     side_effect: bool | None = None,
 ) -> Callable[[ToolFunc], FunctionTool]: ...
 
@@ -174,11 +189,14 @@ def connector_tool(
                 async with asyncio.timeout(timeout):
                     value = await inner(*args, **kwargs)
             except TimeoutError:
-                logger.warning("tool %s timed out after %ss (turn %s)", tool_name, timeout,
-                               _turn_id(args))
-                return error_result(agent_name, f"{tool_name} timed out; try again in a "
-                                                "moment or ask for less data",
-                                    {"tool": tool_name, "timeout_seconds": timeout})
+                logger.warning(
+                    "tool %s timed out after %ss (turn %s)", tool_name, timeout, _turn_id(args)
+                )
+                return error_result(
+                    agent_name,
+                    f"{tool_name} timed out; try again in a moment or ask for less data",
+                    {"tool": tool_name, "timeout_seconds": timeout},
+                )
             except NeedsAccount as exc:
                 return ToolResult(exc.card.to_dict(include_debug=True))
             except ToolError as exc:
@@ -186,9 +204,11 @@ def connector_tool(
             except Exception as exc:
                 logger.exception("tool %s failed (turn %s)", tool_name, _turn_id(args))
                 # Only the exception's type: its message may hold secrets (URLs, tokens).
-                return error_result(agent_name, f"{tool_name} failed unexpectedly; try again "
-                                                "later or try something else",
-                                    {"tool": tool_name, "exception": type(exc).__name__})
+                return error_result(
+                    agent_name,
+                    f"{tool_name} failed unexpectedly; try again later or try something else",
+                    {"tool": tool_name, "exception": type(exc).__name__},
+                )
             return _as_result(agent_name, tool_name, value)
 
         tool = function_tool(

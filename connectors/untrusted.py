@@ -40,7 +40,8 @@ FENCE_CLOSE = "</external>"
 _ALWAYS = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u180e\u200b\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\u17b4\u17b5\u3164\ufeff\uffa0\ufff9-\ufffb"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a]")
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a]"
+)
 
 # Tag characters spell hidden ASCII ("ASCII smuggling"). Their one legitimate use is a
 # subdivision flag: a black flag, a few tag letters or digits, then CANCEL TAG.
@@ -53,7 +54,8 @@ _MARKS = frozenset("\u034f\u061c\u200e\u200f")  # CGJ, ALM, LRM, RLM
 # character before them; runs of them carry hidden bytes ("emoji smuggling").
 _SELECTOR = re.compile("[\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 _CONTEXTUAL = re.compile(
-    "[\u034f\u061c\u180b-\u180d\u180f\u200c-\u200f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+    "[\u034f\u061c\u180b-\u180d\u180f\u200c-\u200f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+)
 _EMOJI_STYLE = frozenset("\ufe0e\ufe0f")  # text / emoji presentation: after any character
 _LATIN_END = 0x370  # below: Latin, IPA and combining diacritics, which never need a joiner
 
@@ -69,8 +71,7 @@ def _is_base(char: str) -> bool:
 
 def _is_ideograph(char: str) -> bool:
     code = ord(char)
-    return (0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF
-            or 0x20000 <= code <= 0x3FFFF)
+    return 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x3FFFF
 
 
 def _keep_contextual(text: str, at: int) -> bool:
@@ -121,7 +122,7 @@ def strip_invisible(text: str) -> str:
     start = 0
     for match in _CONTEXTUAL.finditer(text):
         if not _keep_contextual(text, match.start()):
-            parts.append(text[start:match.start()])
+            parts.append(text[start : match.start()])
             start = match.end()
     parts.append(text[start:])
     return "".join(parts)
@@ -131,18 +132,20 @@ def strip_invisible(text: str) -> str:
 
 # Look-alikes a model could read as the marker: after NFKC (which folds fullwidth and small
 # forms) some brackets, slashes and Cyrillic/Greek letters still differ from ASCII.
-_LOOKALIKES = str.maketrans({
-    **dict.fromkeys("‹〈⟨«❮❬˂ᐸ⟪《⦉⧼", "<"),
-    **dict.fromkeys("⁄∕⧸╱", "/"),
-    **dict.fromkeys("ЕеЁёЄєΕεЭэ", "e"),
-    **dict.fromkeys("ХхΧχ×", "x"),
-    **dict.fromkeys("ТтΤτ", "t"),
-    **dict.fromkeys("Гг", "r"),
-    **dict.fromkeys("ПпΝη", "n"),
-    **dict.fromkeys("АаΑαɑ", "a"),
-    **dict.fromkeys("ӀӏΙιIi1|ℓ", "l"),
-    **dict.fromkeys("Ԁԁ", "d"),
-})
+_LOOKALIKES = str.maketrans(
+    {
+        **dict.fromkeys("‹〈⟨«❮❬˂ᐸ⟪《⦉⧼", "<"),
+        **dict.fromkeys("⁄∕⧸╱", "/"),
+        **dict.fromkeys("ЕеЁёЄєΕεЭэ", "e"),
+        **dict.fromkeys("ХхΧχ×", "x"),
+        **dict.fromkeys("ТтΤτ", "t"),
+        **dict.fromkeys("Гг", "r"),
+        **dict.fromkeys("ПпΝη", "n"),
+        **dict.fromkeys("АаΑαɑ", "a"),
+        **dict.fromkeys("ӀӏΙιIi1|ℓ", "l"),
+        **dict.fromkeys("Ԁԁ", "d"),
+    }
+)
 # An opening bracket, also written as an HTML entity, a JSON escape or URL encoding.
 _ENCODED = r"&lt;?|&#0*60;?|&#x0*3c;?|\\+u0*3c|%3c"
 _OPENER = rf"(?:<|{_ENCODED})"
@@ -156,8 +159,7 @@ def _spaced(word: str) -> str:
     return _GAP.join(re.escape(letter) for letter in word)
 
 
-_MARKER = re.compile(
-    rf"{_OPENER}{_GAP}(?=(?:{_spaced('end')}{_GAP})?{_spaced('external')})")
+_MARKER = re.compile(rf"{_OPENER}{_GAP}(?=(?:{_spaced('end')}{_GAP})?{_spaced('external')})")
 
 
 def _fold(text: str) -> tuple[str, list[int]]:
@@ -199,6 +201,7 @@ def defuse_markers(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- fencing
+
 
 def fence_open(source: str) -> str:
     """The opening marker; ``source`` says where the text is from ("email", "web results")."""

@@ -47,8 +47,10 @@ from storage.session import answer_unanswered
 
 Decision = str  # approved | rejected | expired | superseded
 # What the model reads for a call that never ran because its turn was stopped.
-NOT_RUN = ("Not run: the user stopped this request (or sent a new one) before approving "
-           "this call. Nothing was done.")
+NOT_RUN = (
+    "Not run: the user stopped this request (or sent a new one) before approving "
+    "this call. Nothing was done."
+)
 
 
 @dataclass(frozen=True)
@@ -84,19 +86,39 @@ class Decided:
     expired: bool = False
 
 
-def resolved_payload(approval: ApprovalRecord, decision: Decision, reason: str | None,
-                     decided_by: str | None, via: str) -> dict[str, Any]:
-    return {"approval_id": approval.id, "call_id": approval.call_id, "decision": decision,
-            "reason": reason, "decided_by": decided_by, "decided_via": via}
+def resolved_payload(
+    approval: ApprovalRecord,
+    decision: Decision,
+    reason: str | None,
+    decided_by: str | None,
+    via: str,
+) -> dict[str, Any]:
+    return {
+        "approval_id": approval.id,
+        "call_id": approval.call_id,
+        "decision": decision,
+        "reason": reason,
+        "decided_by": decided_by,
+        "decided_via": via,
+    }
 
 
 class ApprovalStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def pause(self, chat_id: str, turn_id: str, requests: list[ApprovalRequest],
-                    state: dict[str, Any], usage: dict[str, int], expires_at: datetime,
-                    ts: str, *, text: str = "") -> Paused:
+    async def pause(
+        self,
+        chat_id: str,
+        turn_id: str,
+        requests: list[ApprovalRequest],
+        state: dict[str, Any],
+        usage: dict[str, int],
+        expires_at: datetime,
+        ts: str,
+        *,
+        text: str = "",
+    ) -> Paused:
         """Store a turn's pause and its ``approval_required`` events, in order; ``text``
         is the turn's answer so far (its final text if the pause is superseded). The turn
         gives up its runner and lease: no process runs a paused turn.
@@ -104,35 +126,79 @@ class ApprovalStore:
         Raises ``TurnFenced`` when the turn no longer runs (closed by another instance)."""
         now = utcnow()
         expires = _rfc3339(expires_at)
-        events = [NewEvent("approval_required", turn_id, {
-            "approval_id": request.id, "call_id": request.call_id, "name": request.name,
-            "description": request.description, "arguments": request.arguments,
-            "current_agent": request.current_agent, "expires_at": expires}, ts)
-            for request in requests]
+        events = [
+            NewEvent(
+                "approval_required",
+                turn_id,
+                {
+                    "approval_id": request.id,
+                    "call_id": request.call_id,
+                    "name": request.name,
+                    "description": request.description,
+                    "arguments": request.arguments,
+                    "current_agent": request.current_agent,
+                    "expires_at": expires,
+                },
+                ts,
+            )
+            for request in requests
+        ]
         async with self._db.transaction(write=True) as conn:
             await _lock_chat(conn, chat_id)
-            turn = (await conn.execute(select(turns.c.status, turns.c.cancel_requested)
-                                       .where(turns.c.id == turn_id))).one_or_none()
+            turn = (
+                await conn.execute(
+                    select(turns.c.status, turns.c.cancel_requested).where(turns.c.id == turn_id)
+                )
+            ).one_or_none()
             if turn is None or turn.status != "running":
                 raise TurnFenced(turn_id)
             records = await append_events(conn, chat_id, events)
-            await conn.execute(insert(approvals), [{
-                "id": request.id, "chat_id": chat_id, "turn_id": turn_id,
-                "call_id": request.call_id, "name": request.name,
-                "description": request.description, "arguments": request.arguments,
-                "current_agent": request.current_agent, "status": "pending",
-                "reason": None, "created_at": now, "expires_at": expires_at,
-            } for request in requests])
-            await conn.execute(insert(paused_turns).values(
-                turn_id=turn_id, chat_id=chat_id, created_at=now,
-                state={**state, "approvals": [request.id for request in requests]}))
-            await conn.execute(update(turns).where(turns.c.id == turn_id)
-                               .values(usage=usage, partial_text=text, runner=None,
-                                       lease_until=None))
+            await conn.execute(
+                insert(approvals),
+                [
+                    {
+                        "id": request.id,
+                        "chat_id": chat_id,
+                        "turn_id": turn_id,
+                        "call_id": request.call_id,
+                        "name": request.name,
+                        "description": request.description,
+                        "arguments": request.arguments,
+                        "current_agent": request.current_agent,
+                        "status": "pending",
+                        "reason": None,
+                        "created_at": now,
+                        "expires_at": expires_at,
+                    }
+                    for request in requests
+                ],
+            )
+            await conn.execute(
+                insert(paused_turns).values(
+                    turn_id=turn_id,
+                    chat_id=chat_id,
+                    created_at=now,
+                    state={**state, "approvals": [request.id for request in requests]},
+                )
+            )
+            await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(usage=usage, partial_text=text, runner=None, lease_until=None)
+            )
         return Paused(records, bool(turn.cancel_requested))
 
-    async def decide(self, user_id: str, chat_id: str, approval_id: str, decision: Decision,
-                     reason: str | None, via: str, ts: str, lease: Lease) -> Decided:
+    async def decide(
+        self,
+        user_id: str,
+        chat_id: str,
+        approval_id: str,
+        decision: Decision,
+        reason: str | None,
+        via: str,
+        ts: str,
+        lease: Lease,
+    ) -> Decided:
         """The person's decision (``approved`` | ``rejected``) on a pending approval of
         their chat. Raises ``ApprovalNotFound`` (unknown here, another chat's, another
         user's) or ``ApprovalDecided``; an expired approval is resolved as ``expired``.
@@ -149,22 +215,25 @@ class ApprovalStore:
             if approval.status != "pending":
                 raise ApprovalDecided(approval_id, approval.status)
             if approval.expires_at <= utcnow():
-                return await _resolve(conn, approval, "expired", None, None, "expiry", ts,
-                                      owner, lease, expired=True)
-            return await _resolve(conn, approval, decision, reason, user_id, via, ts, owner,
-                                  lease)
+                return await _resolve(
+                    conn, approval, "expired", None, None, "expiry", ts, owner, lease, expired=True
+                )
+            return await _resolve(conn, approval, decision, reason, user_id, via, ts, owner, lease)
 
     async def due(self, limit: int = 100) -> list[tuple[str, str]]:
         """``(approval_id, chat_id)`` of pending approvals past their ``expires_at``."""
         async with self._db.transaction() as conn:
-            rows = (await conn.execute(
-                select(approvals.c.id, approvals.c.chat_id)
-                .where(approvals.c.status == "pending", approvals.c.expires_at <= utcnow())
-                .order_by(approvals.c.expires_at).limit(limit))).all()
+            rows = (
+                await conn.execute(
+                    select(approvals.c.id, approvals.c.chat_id)
+                    .where(approvals.c.status == "pending", approvals.c.expires_at <= utcnow())
+                    .order_by(approvals.c.expires_at)
+                    .limit(limit)
+                )
+            ).all()
         return [(approval_id, chat_id) for approval_id, chat_id in rows]
 
-    async def expire(self, chat_id: str, approval_id: str, ts: str,
-                     lease: Lease) -> Decided | None:
+    async def expire(self, chat_id: str, approval_id: str, ts: str, lease: Lease) -> Decided | None:
         """Resolve one due approval as ``expired``; None if it was decided meanwhile
         (here or elsewhere) or its chat deleted."""
         async with self._db.transaction(write=True) as conn:
@@ -173,63 +242,92 @@ class ApprovalStore:
             except ChatNotFound:
                 return None
             approval = await _approval(conn, chat_id, approval_id)
-            if approval is None or approval.status != "pending" \
-                    or approval.expires_at > utcnow():
+            if approval is None or approval.status != "pending" or approval.expires_at > utcnow():
                 return None
-            return await _resolve(conn, approval, "expired", None, None, "expiry", ts, owner,
-                                  lease)
+            return await _resolve(conn, approval, "expired", None, None, "expiry", ts, owner, lease)
 
-    async def supersede(self, chat_id: str, turn_id: str, via: str,
-                        ts: str) -> list[EventRecord] | None:
+    async def supersede(
+        self, chat_id: str, turn_id: str, via: str, ts: str
+    ) -> list[EventRecord] | None:
         """End a paused turn as ``cancelled`` (a new prompt, a cancel): the events that end
         it, or None when it is not paused (any more)."""
         async with self._db.transaction(write=True) as conn:
             await _lock_chat(conn, chat_id)
             state = await conn.scalar(
-                select(paused_turns.c.state).where(paused_turns.c.turn_id == turn_id))
+                select(paused_turns.c.state).where(paused_turns.c.turn_id == turn_id)
+            )
             if state is None:
                 return None
             await conn.execute(delete(paused_turns).where(paused_turns.c.turn_id == turn_id))
-            turn = (await conn.execute(select(turns.c.partial_text, turns.c.usage)
-                                       .where(turns.c.id == turn_id))).one()
-            pending = [approval_from_row(row) for row in await conn.execute(
-                select(approvals).where(approvals.c.chat_id == chat_id,
-                                        approvals.c.turn_id == turn_id,
-                                        approvals.c.status == "pending")
-                .order_by(approvals.c.created_at, approvals.c.id))]
+            turn = (
+                await conn.execute(
+                    select(turns.c.partial_text, turns.c.usage).where(turns.c.id == turn_id)
+                )
+            ).one()
+            pending = [
+                approval_from_row(row)
+                for row in await conn.execute(
+                    select(approvals)
+                    .where(
+                        approvals.c.chat_id == chat_id,
+                        approvals.c.turn_id == turn_id,
+                        approvals.c.status == "pending",
+                    )
+                    .order_by(approvals.c.created_at, approvals.c.id)
+                )
+            ]
             now = utcnow()
             if pending:
                 await conn.execute(
                     update(approvals)
-                    .where(approvals.c.id.in_([a.id for a in pending]),
-                           approvals.c.status == "pending")
-                    .values(status="superseded", decided_at=now, decided_via=via))
+                    .where(
+                        approvals.c.id.in_([a.id for a in pending]), approvals.c.status == "pending"
+                    )
+                    .values(status="superseded", decided_at=now, decided_via=via)
+                )
             usage = turn.usage if turn.usage is not None else dict(ZERO_USAGE)
-            new = [NewEvent("approval_resolved", turn_id,
-                            resolved_payload(a, "superseded", None, None, via), ts)
-                   for a in pending]
-            new.append(NewEvent("end_of_stream", turn_id,
-                                {"status": "cancelled", "usage": usage}, ts))
+            new = [
+                NewEvent(
+                    "approval_resolved",
+                    turn_id,
+                    resolved_payload(a, "superseded", None, None, via),
+                    ts,
+                )
+                for a in pending
+            ]
+            new.append(
+                NewEvent("end_of_stream", turn_id, {"status": "cancelled", "usage": usage}, ts)
+            )
             records = await append_events(conn, chat_id, new)
-            await conn.execute(update(turns).where(turns.c.id == turn_id).values(
-                status="cancelled", final_text=turn.partial_text, usage=usage,
-                finished_at=now))
+            await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(
+                    status="cancelled", final_text=turn.partial_text, usage=usage, finished_at=now
+                )
+            )
             await _keep_history(conn, chat_id, state)
         return records
 
     async def pending_for_user(self, user_id: str) -> list[ApprovalRecord]:
         """The user's pending approvals across chats, oldest first."""
-        query = (select(approvals).join(chats, chats.c.id == approvals.c.chat_id)
-                 .where(chats.c.user_id == user_id, approvals.c.status == "pending")
-                 .order_by(approvals.c.created_at, approvals.c.id))
+        query = (
+            select(approvals)
+            .join(chats, chats.c.id == approvals.c.chat_id)
+            .where(chats.c.user_id == user_id, approvals.c.status == "pending")
+            .order_by(approvals.c.created_at, approvals.c.id)
+        )
         async with self._db.transaction() as conn:
             return [approval_from_row(row) for row in await conn.execute(query)]
 
     async def for_chat(self, chat_id: str) -> list[ApprovalRecord]:
         """Every approval of the chat with its decision, oldest first (the caller has
         checked the chat is the user's)."""
-        query = (select(approvals).where(approvals.c.chat_id == chat_id)
-                 .order_by(approvals.c.created_at, approvals.c.id))
+        query = (
+            select(approvals)
+            .where(approvals.c.chat_id == chat_id)
+            .order_by(approvals.c.created_at, approvals.c.id)
+        )
         async with self._db.transaction() as conn:
             return [approval_from_row(row) for row in await conn.execute(query)]
 
@@ -240,64 +338,112 @@ class ApprovalStore:
 
 # --------------------------------------------------------------------------- helpers
 
+
 async def _lock_chat(conn: AsyncConnection, chat_id: str) -> str:
     """Lock the chat row (PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers)
     and return its owner; raises ``ChatNotFound``."""
-    owner = await conn.scalar(select(chats.c.user_id).where(chats.c.id == chat_id)
-                              .with_for_update())
+    owner = await conn.scalar(
+        select(chats.c.user_id).where(chats.c.id == chat_id).with_for_update()
+    )
     if owner is None:
         raise ChatNotFound(chat_id)
     return str(owner)
 
 
-async def _approval(conn: AsyncConnection, chat_id: str,
-                    approval_id: str) -> ApprovalRecord | None:
-    row = (await conn.execute(select(approvals).where(
-        approvals.c.id == approval_id, approvals.c.chat_id == chat_id))).one_or_none()
+async def _approval(conn: AsyncConnection, chat_id: str, approval_id: str) -> ApprovalRecord | None:
+    row = (
+        await conn.execute(
+            select(approvals).where(approvals.c.id == approval_id, approvals.c.chat_id == chat_id)
+        )
+    ).one_or_none()
     return approval_from_row(row) if row is not None else None
 
 
-async def _resolve(conn: AsyncConnection, approval: ApprovalRecord, decision: Decision,
-                   reason: str | None, decided_by: str | None, via: str, ts: str,
-                   owner: str, lease: Lease, *, expired: bool = False) -> Decided:
+async def _resolve(
+    conn: AsyncConnection,
+    approval: ApprovalRecord,
+    decision: Decision,
+    reason: str | None,
+    decided_by: str | None,
+    via: str,
+    ts: str,
+    owner: str,
+    lease: Lease,
+    *,
+    expired: bool = False,
+) -> Decided:
     """Record the decision of a pending approval (the chat row is locked) and, if it was
     the pause's last, claim the paused run."""
     await conn.execute(
-        update(approvals).where(approvals.c.id == approval.id, approvals.c.status == "pending")
-        .values(status=decision, reason=reason, decided_at=utcnow(), decided_by=decided_by,
-                decided_via=via))
-    (event,) = await append_events(conn, approval.chat_id, [NewEvent(
-        "approval_resolved", approval.turn_id,
-        resolved_payload(approval, decision, reason, decided_by, via), ts)])
+        update(approvals)
+        .where(approvals.c.id == approval.id, approvals.c.status == "pending")
+        .values(
+            status=decision,
+            reason=reason,
+            decided_at=utcnow(),
+            decided_by=decided_by,
+            decided_via=via,
+        )
+    )
+    (event,) = await append_events(
+        conn,
+        approval.chat_id,
+        [
+            NewEvent(
+                "approval_resolved",
+                approval.turn_id,
+                resolved_payload(approval, decision, reason, decided_by, via),
+                ts,
+            )
+        ],
+    )
     resume = await _claim_if_done(conn, approval, owner, event.seq, lease)
     return Decided(event, owner, resume, expired)
 
 
-async def _claim_if_done(conn: AsyncConnection, approval: ApprovalRecord, owner: str,
-                         last_seq: int, lease: Lease) -> PausedRun | None:
+async def _claim_if_done(
+    conn: AsyncConnection, approval: ApprovalRecord, owner: str, last_seq: int, lease: Lease
+) -> PausedRun | None:
     state = await conn.scalar(
-        select(paused_turns.c.state).where(paused_turns.c.turn_id == approval.turn_id))
+        select(paused_turns.c.state).where(paused_turns.c.turn_id == approval.turn_id)
+    )
     if state is None:
         return None  # not paused (superseded, or resumed by another decision)
     ids = list(state.get("approvals", []))
-    decided = [approval_from_row(row) for row in await conn.execute(
-        select(approvals).where(approvals.c.id.in_(ids)))]
+    decided = [
+        approval_from_row(row)
+        for row in await conn.execute(select(approvals).where(approvals.c.id.in_(ids)))
+    ]
     if len(decided) != len(ids) or any(a.status == "pending" for a in decided):
         return None
     deleted = await conn.execute(
-        delete(paused_turns).where(paused_turns.c.turn_id == approval.turn_id))
+        delete(paused_turns).where(paused_turns.c.turn_id == approval.turn_id)
+    )
     if rowcount(deleted) != 1:
         return None
     # Claimed with the pause's end: never a moment when the turn looks orphaned.
-    await conn.execute(update(turns).where(turns.c.id == approval.turn_id)
-                       .values(runner=lease.runner, lease_until=lease.until()))
-    turn = (await conn.execute(select(turns.c.prompt, turns.c.user_prompt_seq)
-                               .where(turns.c.id == approval.turn_id))).one()
+    await conn.execute(
+        update(turns)
+        .where(turns.c.id == approval.turn_id)
+        .values(runner=lease.runner, lease_until=lease.until())
+    )
+    turn = (
+        await conn.execute(
+            select(turns.c.prompt, turns.c.user_prompt_seq).where(turns.c.id == approval.turn_id)
+        )
+    ).one()
     order = {approval_id: index for index, approval_id in enumerate(ids)}
     decided.sort(key=lambda a: order[a.id])
-    return PausedRun(chat_id=approval.chat_id, turn_id=approval.turn_id, user_id=owner,
-                     prompt=turn.prompt, prompt_seq=turn.user_prompt_seq, state=state,
-                     approvals=tuple(decided), after_seq=last_seq)
+    return PausedRun(
+        chat_id=approval.chat_id,
+        turn_id=approval.turn_id,
+        user_id=owner,
+        prompt=turn.prompt,
+        prompt_seq=turn.user_prompt_seq,
+        state=state,
+        approvals=tuple(decided),
+        after_seq=last_seq,
+    )
 
 
 async def _keep_history(conn: AsyncConnection, chat_id: str, state: dict[str, Any]) -> None:
@@ -306,9 +452,10 @@ async def _keep_history(conn: AsyncConnection, chat_id: str, state: dict[str, An
     items = answer_unanswered([dict(item) for item in state.get("session", [])], NOT_RUN)
     if items:
         now = utcnow()
-        await conn.execute(insert(conversation_items),
-                           [{"chat_id": chat_id, "item": item, "created_at": now}
-                            for item in items])
+        await conn.execute(
+            insert(conversation_items),
+            [{"chat_id": chat_id, "item": item, "created_at": now} for item in items],
+        )
 
 
 def _rfc3339(value: datetime) -> str:

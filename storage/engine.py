@@ -94,8 +94,9 @@ class Database:
         engine_kwargs.setdefault("json_deserializer", json_loads)
         # hide_parameters: a failed statement's message (logged with its trace) would
         # otherwise carry its parameters, which are prompts, mail and bank data.
-        self.engine: AsyncEngine = create_async_engine(parsed, connect_args=args,
-                                                       hide_parameters=True, **engine_kwargs)
+        self.engine: AsyncEngine = create_async_engine(
+            parsed, connect_args=args, hide_parameters=True, **engine_kwargs
+        )
         if self.dialect == "sqlite":
             _configure_sqlite(self.engine)
 

@@ -40,7 +40,8 @@ class ClientMessageReused(StorageError):
     def __init__(self, client_message_id: str) -> None:
         super().__init__(
             f"client_message_id {client_message_id!r} was already used in this chat for a "
-            "different prompt; use a new id for each message")
+            "different prompt; use a new id for each message"
+        )
         self.client_message_id = client_message_id
 
 

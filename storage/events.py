@@ -70,8 +70,14 @@ class EventStore:
         self._db = db
 
     async def start_turn(
-        self, chat_id: str, prompt: str, client_message_id: str | None, ts: str,
-        *, owner: str | None = None, lease: Lease | None = None,
+        self,
+        chat_id: str,
+        prompt: str,
+        client_message_id: str | None,
+        ts: str,
+        *,
+        owner: str | None = None,
+        lease: Lease | None = None,
     ) -> tuple[TurnRecord, EventRecord, bool]:
         """Persist a new turn and its ``user_prompt`` event, in one transaction.
 
@@ -92,13 +98,20 @@ class EventStore:
             # whether the chat exists. When no turn is created the transaction is rolled
             # back, which gives the seq back: still gap-free. Four statements, not six:
             # this is on the path from the prompt to the model.
-            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt),
-                                       owner=owner)
-            existing = [turn_from_row(row) for row in await conn.execute(
-                select(turns).where(turns.c.chat_id == chat_id, _running_or_same_message(
-                    client_message_id)))]
-            repeated = [turn for turn in existing if client_message_id is not None
-                        and turn.client_message_id == client_message_id]
+            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt), owner=owner)
+            existing = [
+                turn_from_row(row)
+                for row in await conn.execute(
+                    select(turns).where(
+                        turns.c.chat_id == chat_id, _running_or_same_message(client_message_id)
+                    )
+                )
+            ]
+            repeated = [
+                turn
+                for turn in existing
+                if client_message_id is not None and turn.client_message_id == client_message_id
+            ]
             if repeated:
                 turn = repeated[0]
                 if turn.prompt != prompt:
@@ -130,9 +143,19 @@ class EventStore:
             # The unique indexes (one running turn, one client_message_id per chat) back
             # this up in the database; with the row lock above they never fire here.
             await conn.execute(_INSERT_TURN, values)
-            await conn.execute(_INSERT_EVENTS, [{
-                "chat_id": chat_id, "seq": seq, "turn_id": turn_id, "type": "user_prompt",
-                "payload": payload, "ts": ts}])
+            await conn.execute(
+                _INSERT_EVENTS,
+                [
+                    {
+                        "chat_id": chat_id,
+                        "seq": seq,
+                        "turn_id": turn_id,
+                        "type": "user_prompt",
+                        "payload": payload,
+                        "ts": ts,
+                    }
+                ],
+            )
         turn = TurnRecord(**values)
         event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
         return turn, event, True
@@ -172,12 +195,12 @@ class EventStore:
             elif fence_turn is not None:
                 if not events:
                     await conn.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
-                turn = (await conn.execute(
-                    _TURN_STATUS, {"b_chat_id": chat_id, "b_turn": fence_turn})).one_or_none()
+                turn = (
+                    await conn.execute(_TURN_STATUS, {"b_chat_id": chat_id, "b_turn": fence_turn})
+                ).one_or_none()
                 if turn is None or turn.status != "running":
                     raise TurnFenced(fence_turn)
-                if turn.cancel_requested and update is not None \
-                        and update.status == "completed":
+                if turn.cancel_requested and update is not None and update.status == "completed":
                     raise CancelRequested(fence_turn)
             if update is not None:
                 await apply_turn_update(conn, chat_id, update)
@@ -232,14 +255,22 @@ class EventStore:
         if not turn_ids:
             return Renewal()
         async with self._db.transaction(write=True) as conn:
-            rows = (await conn.execute(
-                update(turns)
-                .where(turns.c.id.in_(list(turn_ids)), turns.c.runner == lease.runner,
-                       turns.c.status == "running")
-                .values(lease_until=lease.until())
-                .returning(turns.c.id, turns.c.cancel_requested))).all()
-        return Renewal(kept=frozenset(row.id for row in rows),
-                       cancel=frozenset(row.id for row in rows if row.cancel_requested))
+            rows = (
+                await conn.execute(
+                    update(turns)
+                    .where(
+                        turns.c.id.in_(list(turn_ids)),
+                        turns.c.runner == lease.runner,
+                        turns.c.status == "running",
+                    )
+                    .values(lease_until=lease.until())
+                    .returning(turns.c.id, turns.c.cancel_requested)
+                )
+            ).all()
+        return Renewal(
+            kept=frozenset(row.id for row in rows),
+            cancel=frozenset(row.id for row in rows if row.cancel_requested),
+        )
 
     async def request_cancel(self, chat_id: str, turn_id: str) -> bool:
         """Ask the runner of a running turn to stop (it sees it when it renews its
@@ -251,9 +282,14 @@ class EventStore:
             await conn.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
             result = await conn.execute(
                 update(turns)
-                .where(turns.c.id == turn_id, turns.c.chat_id == chat_id,
-                       turns.c.status == "running", _NOT_PAUSED)
-                .values(cancel_requested=True))
+                .where(
+                    turns.c.id == turn_id,
+                    turns.c.chat_id == chat_id,
+                    turns.c.status == "running",
+                    _NOT_PAUSED,
+                )
+                .values(cancel_requested=True)
+            )
         return bool(rowcount(result))
 
     async def close_turn(self, chat_id: str, turn_id: str, ts: str) -> list[EventRecord]:
@@ -270,10 +306,20 @@ class EventStore:
             row = (
                 await session.execute(
                     update(turns)
-                    .where(turns.c.id == turn_id, turns.c.chat_id == chat_id,
-                           turns.c.status == "running", _lease_expired(utcnow()), _NOT_PAUSED)
-                    .values(status="failed", final_text=turns.c.partial_text,
-                            runner=None, lease_until=None, finished_at=utcnow())
+                    .where(
+                        turns.c.id == turn_id,
+                        turns.c.chat_id == chat_id,
+                        turns.c.status == "running",
+                        _lease_expired(utcnow()),
+                        _NOT_PAUSED,
+                    )
+                    .values(
+                        status="failed",
+                        final_text=turns.c.partial_text,
+                        runner=None,
+                        lease_until=None,
+                        finished_at=utcnow(),
+                    )
                     .returning(turns.c.usage)
                 )
             ).one_or_none()
@@ -281,14 +327,28 @@ class EventStore:
                 return []
             usage = row.usage if row.usage is not None else dict(ZERO_USAGE)
             if row.usage is None:
-                await session.execute(update(turns).where(turns.c.id == turn_id)
-                                      .values(usage=usage))
-            closing = [NewEvent(type="end_of_stream", turn_id=turn_id,
-                                payload={"status": "failed", "usage": dict(ZERO_USAGE)}, ts=ts)]
+                await session.execute(
+                    update(turns).where(turns.c.id == turn_id).values(usage=usage)
+                )
+            closing = [
+                NewEvent(
+                    type="end_of_stream",
+                    turn_id=turn_id,
+                    payload={"status": "failed", "usage": dict(ZERO_USAGE)},
+                    ts=ts,
+                )
+            ]
             unfinished = await _approved_without_output(session, chat_id, turn_id)
             if unfinished:
-                closing.insert(0, NewEvent(type="error", turn_id=turn_id,
-                                           payload=interrupted_action_error(unfinished), ts=ts))
+                closing.insert(
+                    0,
+                    NewEvent(
+                        type="error",
+                        turn_id=turn_id,
+                        payload=interrupted_action_error(unfinished),
+                        ts=ts,
+                    ),
+                )
             records = await append_events(session, chat_id, closing)
             await session.commit()
         return records
@@ -350,9 +410,14 @@ _INSERT_EVENTS = insert(chat_events)
 _INSERT_TURN = insert(turns)
 _LOCK_CHAT = select(chats.c.id).where(chats.c.id == bindparam("b_chat_id")).with_for_update()
 _TURN_STATUS = select(turns.c.status, turns.c.cancel_requested).where(
-    turns.c.id == bindparam("b_turn"), turns.c.chat_id == bindparam("b_chat_id"))
-_LATEST_TURN = (select(turns.c.id).where(turns.c.chat_id == bindparam("b_chat_id"))
-                .order_by(turns.c.user_prompt_seq.desc()).limit(1))
+    turns.c.id == bindparam("b_turn"), turns.c.chat_id == bindparam("b_chat_id")
+)
+_LATEST_TURN = (
+    select(turns.c.id)
+    .where(turns.c.chat_id == bindparam("b_chat_id"))
+    .order_by(turns.c.user_prompt_seq.desc())
+    .limit(1)
+)
 
 
 def _running_or_same_message(client_message_id: str | None) -> Any:
@@ -363,7 +428,11 @@ def _running_or_same_message(client_message_id: str | None) -> Any:
 
 
 async def _allocate_seqs(
-    conn: Executor, chat_id: str, n: int, *, preview: str | None = None,
+    conn: Executor,
+    chat_id: str,
+    n: int,
+    *,
+    preview: str | None = None,
     owner: str | None = None,
 ) -> int:
     """Reserve ``n`` seqs for the chat in this transaction; returns the first one."""
@@ -439,8 +508,9 @@ async def _running_turn(session: AsyncSession, chat_id: str) -> TurnRecord | Non
 
 
 # A turn with whether it is paused for approvals.
-_WITH_PAUSED = (select(turns, paused_turns.c.turn_id.label("paused_turn"))
-                .outerjoin(paused_turns, paused_turns.c.turn_id == turns.c.id))
+_WITH_PAUSED = select(turns, paused_turns.c.turn_id.label("paused_turn")).outerjoin(
+    paused_turns, paused_turns.c.turn_id == turns.c.id
+)
 
 
 def _paused_turn_from_row(row: Any) -> TurnRecord:
@@ -460,26 +530,35 @@ def interrupted_action_error(names: list[str]) -> dict[str, Any]:
     """The ``error`` of a turn that died after the person approved an action that had not
     finished: it is never run again (twice would be worse than not at all)."""
     actions = ", ".join(dict.fromkeys(names))
-    return {"code": "tool_error",
-            "message": f"The server stopped while carrying out what you approved ({actions}). "
-                       "It was not run again, so it may or may not have happened: check "
-                       "before asking again.",
-            "retryable": False}
+    return {
+        "code": "tool_error",
+        "message": f"The server stopped while carrying out what you approved ({actions}). "
+        "It was not run again, so it may or may not have happened: check "
+        "before asking again.",
+        "retryable": False,
+    }
 
 
-async def _approved_without_output(session: AsyncSession, chat_id: str,
-                                   turn_id: str) -> list[str]:
+async def _approved_without_output(session: AsyncSession, chat_id: str, turn_id: str) -> list[str]:
     """The tools of the turn's approved calls that have no ``tool_output`` yet."""
-    approved = (await session.execute(
-        select(approvals.c.call_id, approvals.c.name)
-        .where(approvals.c.chat_id == chat_id, approvals.c.turn_id == turn_id,
-               approvals.c.status == "approved"))).all()
+    approved = (
+        await session.execute(
+            select(approvals.c.call_id, approvals.c.name).where(
+                approvals.c.chat_id == chat_id,
+                approvals.c.turn_id == turn_id,
+                approvals.c.status == "approved",
+            )
+        )
+    ).all()
     if not approved:
         return []
     outputs = await session.scalars(
-        select(chat_events.c.payload).where(chat_events.c.chat_id == chat_id,
-                                            chat_events.c.turn_id == turn_id,
-                                            chat_events.c.type == "tool_output"))
+        select(chat_events.c.payload).where(
+            chat_events.c.chat_id == chat_id,
+            chat_events.c.turn_id == turn_id,
+            chat_events.c.type == "tool_output",
+        )
+    )
     done = {payload.get("call_id") for payload in outputs}
     return [name for call_id, name in approved if call_id not in done]
 

@@ -241,7 +241,8 @@ class OpenResponse(Base):
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     chat_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True
+    )
     turn_id: Mapped[str] = mapped_column(String(64))
     previous_response_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     status: Mapped[str] = mapped_column(String(16))
@@ -250,8 +251,7 @@ class OpenResponse(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     __table_args__ = (
-        CheckConstraint("status IN ('completed', 'incomplete', 'failed')",
-                        name="status"),
+        CheckConstraint("status IN ('completed', 'incomplete', 'failed')", name="status"),
     )
 
 
@@ -287,13 +287,16 @@ class Approval(Base):
 
     __table_args__ = (
         CheckConstraint(
-            "status IN ('pending', 'approved', 'rejected', 'expired', 'superseded')",
-            name="status"),
+            "status IN ('pending', 'approved', 'rejected', 'expired', 'superseded')", name="status"
+        ),
         Index("ix_approvals_chat_turn", "chat_id", "turn_id"),
         # The pending ones: GET /api/approvals and the expiry sweep read only these.
-        Index("ix_approvals_pending", "expires_at",
-              sqlite_where=text("status = 'pending'"),
-              postgresql_where=text("status = 'pending'")),
+        Index(
+            "ix_approvals_pending",
+            "expires_at",
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
     )
 
 
@@ -306,9 +309,11 @@ class PausedTurn(Base):
     __tablename__ = "paused_turns"
 
     turn_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("turns.id", ondelete="CASCADE"), primary_key=True)
+        String(64), ForeignKey("turns.id", ondelete="CASCADE"), primary_key=True
+    )
     chat_id: Mapped[str] = mapped_column(
-        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True)
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True
+    )
     state: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

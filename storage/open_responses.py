@@ -39,8 +39,16 @@ class StoredResponse:
 
 
 def _record(row: Any) -> StoredResponse:
-    return StoredResponse(row.id, row.chat_id, row.turn_id, row.previous_response_id,
-                          row.status, row.last_item_id, row.body, row.created_at)
+    return StoredResponse(
+        row.id,
+        row.chat_id,
+        row.turn_id,
+        row.previous_response_id,
+        row.status,
+        row.last_item_id,
+        row.body,
+        row.created_at,
+    )
 
 
 class ResponseRepository:
@@ -52,15 +60,24 @@ class ResponseRepository:
 
     async def get(self, response_id: str) -> StoredResponse | None:
         table = open_responses
-        query = (select(table).join(chats, chats.c.id == table.c.chat_id)
-                 .where(table.c.id == response_id, chats.c.user_id == self.user_id))
+        query = (
+            select(table)
+            .join(chats, chats.c.id == table.c.chat_id)
+            .where(table.c.id == response_id, chats.c.user_id == self.user_id)
+        )
         async with self._db.session() as session:
             row = (await session.execute(query)).one_or_none()
         return _record(row) if row is not None else None
 
-    async def save(self, response_id: str, chat_id: str, turn_id: str,
-                   previous_response_id: str | None, status: str,
-                   body: dict[str, Any]) -> int | None:
+    async def save(
+        self,
+        response_id: str,
+        chat_id: str,
+        turn_id: str,
+        previous_response_id: str | None,
+        status: str,
+        body: dict[str, Any],
+    ) -> int | None:
         """Record a finished response with the chat's newest item id (returned).
 
         Called when its turn has ended and before the chat's next turn can start, so the
@@ -69,32 +86,45 @@ class ResponseRepository:
         if status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         async with self._db.session(write=True) as session:
-            newest: int | None = await session.scalar(select(func.max(conversation_items.c.id))
-                                          .where(conversation_items.c.chat_id == chat_id))
-            await session.execute(open_responses.insert().values(
-                id=response_id, chat_id=chat_id, turn_id=turn_id,
-                previous_response_id=previous_response_id, status=status,
-                last_item_id=newest, body=body, created_at=utcnow()))
+            newest: int | None = await session.scalar(
+                select(func.max(conversation_items.c.id)).where(
+                    conversation_items.c.chat_id == chat_id
+                )
+            )
+            await session.execute(
+                open_responses.insert().values(
+                    id=response_id,
+                    chat_id=chat_id,
+                    turn_id=turn_id,
+                    previous_response_id=previous_response_id,
+                    status=status,
+                    last_item_id=newest,
+                    body=body,
+                    created_at=utcnow(),
+                )
+            )
             await session.commit()
         return newest
 
     async def newest_item_id(self, chat_id: str) -> int | None:
         async with self._db.session() as session:
             newest: int | None = await session.scalar(
-                select(func.max(conversation_items.c.id))
-                .where(conversation_items.c.chat_id == chat_id))
+                select(func.max(conversation_items.c.id)).where(
+                    conversation_items.c.chat_id == chat_id
+                )
+            )
         return newest
 
-    async def turn_items(self, source: StoredResponse, limit: int = 500
-                         ) -> list[dict[str, Any]]:
+    async def turn_items(self, source: StoredResponse, limit: int = 500) -> list[dict[str, Any]]:
         """The conversation items of ``source``'s turn that come after its
         ``last_item_id``: those of a response that asked for approval, whose turn was
         paused when it was stored. While that turn still waits, the paused run's items;
         once it ended, the chat's items after ``last_item_id`` (the turn's first, as a
         paused turn holds its chat), oldest first, at most ``limit``."""
         async with self._db.session() as session:
-            state = await session.scalar(select(paused_turns.c.state)
-                                         .where(paused_turns.c.turn_id == source.turn_id))
+            state = await session.scalar(
+                select(paused_turns.c.state).where(paused_turns.c.turn_id == source.turn_id)
+            )
             if state is not None:
                 return [dict(item) for item in state.get("session", [])]
             table = conversation_items
@@ -104,8 +134,9 @@ class ResponseRepository:
             items = (await session.scalars(query.order_by(table.c.id).limit(limit))).all()
         return [dict(item) for item in items]
 
-    async def fork(self, source: StoredResponse, new_chat_id: str,
-                   extra: Sequence[dict[str, Any]] = ()) -> None:
+    async def fork(
+        self, source: StoredResponse, new_chat_id: str, extra: Sequence[dict[str, Any]] = ()
+    ) -> None:
         """A new chat of this user holding the conversation up to ``source``, then
         ``extra`` items."""
         chat = await ChatRepository(self._db, self.user_id).get(source.chat_id)
@@ -115,10 +146,11 @@ class ResponseRepository:
         items: list[Any] = []
         if source.last_item_id is not None:
             table = conversation_items
-            query = (select(table.c.item)
-                     .where(table.c.chat_id == source.chat_id,
-                            table.c.id <= source.last_item_id)
-                     .order_by(table.c.id))
+            query = (
+                select(table.c.item)
+                .where(table.c.chat_id == source.chat_id, table.c.id <= source.last_item_id)
+                .order_by(table.c.id)
+            )
             async with self._db.session() as session:
                 items = list((await session.scalars(query)).all())
         items += extra

@@ -35,25 +35,38 @@ class SubscriptionRepository:
                 raise ChatNotFound(chat_id)
             await session.execute(
                 self._db.insert(rap_subscriptions)
-                .values(chat_id=chat_id, call_id=call_id, connector=connector,
-                        operation=operation, created_at=utcnow())
-                .on_conflict_do_nothing(index_elements=[rap_subscriptions.c.chat_id,
-                                                        rap_subscriptions.c.call_id]))
+                .values(
+                    chat_id=chat_id,
+                    call_id=call_id,
+                    connector=connector,
+                    operation=operation,
+                    created_at=utcnow(),
+                )
+                .on_conflict_do_nothing(
+                    index_elements=[rap_subscriptions.c.chat_id, rap_subscriptions.c.call_id]
+                )
+            )
             await session.commit()
 
     async def list(self, chat_id: str) -> list[Subscription]:
         table = rap_subscriptions
-        query = (select(table).where(table.c.chat_id == chat_id)
-                 .order_by(table.c.created_at, table.c.call_id))
+        query = (
+            select(table)
+            .where(table.c.chat_id == chat_id)
+            .order_by(table.c.created_at, table.c.call_id)
+        )
         async with self._db.session() as session:
             rows = (await session.execute(query)).all()
-        return [Subscription(row.chat_id, row.call_id, row.connector, row.operation,
-                             row.created_at) for row in rows]
+        return [
+            Subscription(row.chat_id, row.call_id, row.connector, row.operation, row.created_at)
+            for row in rows
+        ]
 
     async def remove(self, chat_id: str, call_id: str) -> bool:
         table = rap_subscriptions
         async with self._db.session(write=True) as session:
             result = await session.execute(
-                delete(table).where(table.c.chat_id == chat_id, table.c.call_id == call_id))
+                delete(table).where(table.c.chat_id == chat_id, table.c.call_id == call_id)
+            )
             await session.commit()
         return bool(rowcount(result))

@@ -245,11 +245,21 @@ def turn_from_row(row: Any) -> TurnRecord:
 
 def approval_from_row(row: Any) -> ApprovalRecord:
     return ApprovalRecord(
-        id=row.id, chat_id=row.chat_id, turn_id=row.turn_id, call_id=row.call_id,
-        name=row.name, description=row.description, arguments=row.arguments,
-        current_agent=row.current_agent, status=row.status, reason=row.reason,
-        created_at=row.created_at, expires_at=row.expires_at, decided_at=row.decided_at,
-        decided_by=row.decided_by, decided_via=row.decided_via,
+        id=row.id,
+        chat_id=row.chat_id,
+        turn_id=row.turn_id,
+        call_id=row.call_id,
+        name=row.name,
+        description=row.description,
+        arguments=row.arguments,
+        current_agent=row.current_agent,
+        status=row.status,
+        reason=row.reason,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        decided_at=row.decided_at,
+        decided_by=row.decided_by,
+        decided_via=row.decided_via,
     )
 
 

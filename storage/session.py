@@ -146,17 +146,19 @@ class TurnSession:
 
 
 # What the model reads for a call whose turn stopped before the call returned.
-INTERRUPTED = ("Not completed: the turn stopped before this call returned a result, so it "
-               "may or may not have run. Check before trying again.")
+INTERRUPTED = (
+    "Not completed: the turn stopped before this call returned a result, so it "
+    "may or may not have run. Check before trying again."
+)
 
 
 def answer_unanswered(items: list[dict[str, Any]], note: str) -> list[dict[str, Any]]:
     """``items`` with an output holding ``note`` after every function call that has none
     (model APIs refuse a history with a call left unanswered)."""
-    answered = {item.get("call_id") for item in items
-                if item.get("type") == "function_call_output"}
-    unanswered = [{"type": "function_call_output", "call_id": item.get("call_id"),
-                   "output": note}
-                  for item in items
-                  if item.get("type") == "function_call" and item.get("call_id") not in answered]
+    answered = {item.get("call_id") for item in items if item.get("type") == "function_call_output"}
+    unanswered = [
+        {"type": "function_call_output", "call_id": item.get("call_id"), "output": note}
+        for item in items
+        if item.get("type") == "function_call" and item.get("call_id") not in answered
+    ]
     return [*items, *unanswered]

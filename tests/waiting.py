@@ -26,8 +26,13 @@ DEADLINE = 60.0
 POLL_INTERVAL = 0.02
 
 
-async def wait_until(predicate: Callable[[], T | Awaitable[T]], *, what: str,
-                     within: float = DEADLINE, interval: float = POLL_INTERVAL) -> T:
+async def wait_until(
+    predicate: Callable[[], T | Awaitable[T]],
+    *,
+    what: str,
+    within: float = DEADLINE,
+    interval: float = POLL_INTERVAL,
+) -> T:
     """Call ``predicate`` (plain or async) until it returns something truthy; return that.
 
     Raises ``AssertionError`` naming ``what`` (and the last value seen) when ``within``
@@ -48,8 +53,9 @@ async def wait_until(predicate: Callable[[], T | Awaitable[T]], *, what: str,
         await asyncio.sleep(interval)
 
 
-async def wait_started(started: Callable[[], bool], task: asyncio.Task[object], *,
-                       what: str, within: float = DEADLINE) -> None:
+async def wait_started(
+    started: Callable[[], bool], task: asyncio.Task[object], *, what: str, within: float = DEADLINE
+) -> None:
     """Wait until an in-process server ``task`` says it has ``started``.
 
     A task that ended first (a failed start-up) raises its own error, not a timeout.

@@ -123,14 +123,26 @@ return 0
 
 
 def _frame_to_wire(frame: Frame) -> list[Any]:
-    return [frame.seq, frame.text, frame.delta, frame.agent, frame.message_done,
-            list(frame.mark) if frame.mark else None]
+    return [
+        frame.seq,
+        frame.text,
+        frame.delta,
+        frame.agent,
+        frame.message_done,
+        list(frame.mark) if frame.mark else None,
+    ]
 
 
 def _frame_from_wire(row: list[Any]) -> Frame:
     mark = row[5]
-    return Frame(row[0], row[1], row[2], row[3], bool(row[4]),
-                 (mark[0], int(mark[1]), int(mark[2])) if mark else None)
+    return Frame(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        bool(row[4]),
+        (mark[0], int(mark[1]), int(mark[2])) if mark else None,
+    )
 
 
 class RedisCluster:
@@ -140,9 +152,12 @@ class RedisCluster:
         import redis.asyncio as redis
 
         self.instance_id = new_instance_id()
-        self._redis = redis.from_url(url, socket_timeout=REDIS_TIMEOUT,
-                                     socket_connect_timeout=REDIS_TIMEOUT,
-                                     health_check_interval=15)
+        self._redis = redis.from_url(
+            url,
+            socket_timeout=REDIS_TIMEOUT,
+            socket_connect_timeout=REDIS_TIMEOUT,
+            health_check_interval=15,
+        )
         self._pubsub = self._redis.pubsub()
         self._end_turn = self._redis.register_script(_END_TURN)
         self._hub: Hub | None = None
@@ -165,10 +180,14 @@ class RedisCluster:
             await asyncio.wait_for(self._pubsub.subscribe(CONTROL_CHANNEL), REDIS_TIMEOUT)
             self._subscribed = True
         except Exception as exc:
-            logger.warning("redis unreachable at start-up (%s); serving degraded and "
-                           "reconnecting", type(exc).__name__)
-        self._tasks = [asyncio.create_task(self._listen(), name="cluster-listen"),
-                       asyncio.create_task(self._publish_loop(), name="cluster-publish")]
+            logger.warning(
+                "redis unreachable at start-up (%s); serving degraded and reconnecting",
+                type(exc).__name__,
+            )
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="cluster-listen"),
+            asyncio.create_task(self._publish_loop(), name="cluster-publish"),
+        ]
 
     async def stop(self) -> None:
         if self._tasks and not self._tasks[1].done():
@@ -196,8 +215,11 @@ class RedisCluster:
             await self._pubsub.subscribe(name)
             await asyncio.wait_for(confirmed, REDIS_TIMEOUT)
         except Exception:
-            logger.warning("cannot watch chat on redis; other instances' events will be "
-                           "missed until reconnect", extra={"channel": channel})
+            logger.warning(
+                "cannot watch chat on redis; other instances' events will be "
+                "missed until reconnect",
+                extra={"channel": channel},
+            )
         finally:
             self._confirmations.pop(name, None)
 
@@ -218,15 +240,23 @@ class RedisCluster:
         state = {key.decode(): value.decode() for key, value in state.items()}
         current = (text or b"").decode()
         turn_id = state["turn_id"]
-        return Snapshot(turn_id=turn_id, db_upto=int(state["seq"]), current_text=current,
-                        current_agent=state.get("agent", ""),
-                        mark=(turn_id, int(state["msg"]), len(current)))
+        return Snapshot(
+            turn_id=turn_id,
+            db_upto=int(state["seq"]),
+            current_text=current,
+            current_agent=state.get("agent", ""),
+            mark=(turn_id, int(state["msg"]), len(current)),
+        )
 
     def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None:
         state = None
         if turn is not None:  # captured now: the turn moves on before the batch is sent
-            state = {"turn_id": turn.turn_id, "seq": turn.last_seq,
-                     "msg": turn.message_index, "agent": turn.current_agent}
+            state = {
+                "turn_id": turn.turn_id,
+                "seq": turn.last_seq,
+                "msg": turn.message_index,
+                "agent": turn.current_agent,
+            }
         self._outbox.put_nowait((channel, state, frames))
 
     def turn_ended(self, channel: str, turn_id: str) -> None:
@@ -238,8 +268,11 @@ class RedisCluster:
             try:
                 await self._send(channel, state, frames)
             except Exception:
-                logger.warning("redis publish failed; other instances miss this batch until "
-                               "their sockets resume", extra={"channel": channel})
+                logger.warning(
+                    "redis publish failed; other instances miss this batch until "
+                    "their sockets resume",
+                    extra={"channel": channel},
+                )
             finally:
                 self._outbox.task_done()
 
@@ -272,10 +305,13 @@ class RedisCluster:
                     # The chats' channels too, also those whose sockets came while Redis
                     # was away; each confirmation tells their sockets to catch up from
                     # storage (``_dispatch``): what was published meanwhile is lost.
-                    watched = [EVENTS_PREFIX + channel for channel in
-                               (self._hub.watched_channels() if self._hub else [])]
-                    await asyncio.wait_for(self._pubsub.subscribe(CONTROL_CHANNEL, *watched),
-                                           REDIS_TIMEOUT)
+                    watched = [
+                        EVENTS_PREFIX + channel
+                        for channel in (self._hub.watched_channels() if self._hub else [])
+                    ]
+                    await asyncio.wait_for(
+                        self._pubsub.subscribe(CONTROL_CHANNEL, *watched), REDIS_TIMEOUT
+                    )
                     self._subscribed, failures = True, 0
                     logger.warning("redis reachable again; cluster mode restored")
                 async for message in self._pubsub.listen():
@@ -284,8 +320,10 @@ class RedisCluster:
                 raise
             except Exception:
                 if self._subscribed or not failures:
-                    logger.warning("redis unreachable; other instances' events and cancels "
-                                   "reach this one only through the database until it is back")
+                    logger.warning(
+                        "redis unreachable; other instances' events and cancels "
+                        "reach this one only through the database until it is back"
+                    )
                 self._subscribed = False
                 delay = RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS) - 1)]
                 failures += 1
@@ -317,12 +355,16 @@ class RedisCluster:
         self._hub.deliver_remote(name.removeprefix(EVENTS_PREFIX), frames)
 
     async def request_cancel(self, chat_id: str, turn_id: str | None) -> None:
-        await self._quietly(self._redis.publish(
-            CONTROL_CHANNEL, orjson.dumps({"cancel": chat_id, "turn_id": turn_id})))
+        await self._quietly(
+            self._redis.publish(
+                CONTROL_CHANNEL, orjson.dumps({"cancel": chat_id, "turn_id": turn_id})
+            )
+        )
 
     async def announce_deleted(self, chat_id: str) -> None:
-        await self._quietly(self._redis.publish(
-            CONTROL_CHANNEL, orjson.dumps({"deleted": chat_id})))
+        await self._quietly(
+            self._redis.publish(CONTROL_CHANNEL, orjson.dumps({"deleted": chat_id}))
+        )
 
     @staticmethod
     async def _quietly(awaitable: Any) -> Any:
@@ -333,8 +375,9 @@ class RedisCluster:
             return None
 
 
-async def build_cluster(redis_url: str | None, on_cancel: CancelHandler,
-                        on_deleted: DeletedHandler) -> Cluster:
+async def build_cluster(
+    redis_url: str | None, on_cancel: CancelHandler, on_deleted: DeletedHandler
+) -> Cluster:
     """Redis when configured (reachable or not: it is reconnected to); otherwise one
     process talking to nobody, which the database still keeps safe."""
     if not redis_url:

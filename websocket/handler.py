@@ -107,8 +107,9 @@ class ConnectionCounter:
 
     @staticmethod
     async def _close(sessions: list[_Session], code: int, reason: str) -> None:
-        await asyncio.gather(*(session.close(code, reason) for session in sessions),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(session.close(code, reason) for session in sessions), return_exceptions=True
+        )
 
 
 async def _refuse(websocket: WebSocket, code: int, reason: str) -> None:
@@ -153,8 +154,9 @@ async def chat_socket(websocket: WebSocket) -> None:
     try:
         after_seq = _parse_after_seq(websocket.query_params.get("after_seq"))
     except ValueError:
-        return await _refuse(websocket, CLOSE_BAD_REQUEST,
-                             f"after_seq must be an integer from 0 to {MAX_SEQ}")
+        return await _refuse(
+            websocket, CLOSE_BAD_REQUEST, f"after_seq must be an integer from 0 to {MAX_SEQ}"
+        )
     user = await gate.authenticate(websocket)
     if user is None:
         return await _refuse(websocket, CLOSE_UNAUTHENTICATED, "authentication required")
@@ -199,8 +201,11 @@ class _Session:
         try:
             await turns.close_if_orphaned(self.user_id, self.chat_id)
         except Exception:
-            logger.warning("could not check for an orphaned turn",
-                           extra={"chat_id": self.chat_id}, exc_info=True)
+            logger.warning(
+                "could not check for an orphaned turn",
+                extra={"chat_id": self.chat_id},
+                exc_info=True,
+            )
         await self._follow(after_seq)
         try:
             await self._receive_loop()
@@ -225,8 +230,9 @@ class _Session:
             self.subscription.close()
             self.subscription = None
 
-    async def _send_loop(self, subscription: Subscription, snapshot: Snapshot,
-                         after_seq: int | None) -> None:
+    async def _send_loop(
+        self, subscription: Subscription, snapshot: Snapshot, after_seq: int | None
+    ) -> None:
         send = self.websocket.send_text
         sent = self.services.metrics.events_sent
         sender = asyncio.current_task()
@@ -268,8 +274,9 @@ class _Session:
                     last_sent, stale_deltas = frame.seq, False
                 elif stale_deltas and frame.delta is not None:
                     continue
-                elif covered is not None and frame.mark is not None and _covers(covered,
-                                                                                frame.mark):
+                elif (
+                    covered is not None and frame.mark is not None and _covers(covered, frame.mark)
+                ):
                     continue
                 await send(frame.text)
                 sent.inc()
@@ -313,10 +320,18 @@ class _Session:
                 await send(frame.text)
                 last_sent = highest_sent = frame.seq
         if snapshot.turn_id is not None and snapshot.current_text:
-            await send(encode(envelope(
-                "llm_response_delta", self.chat_id, snapshot.turn_id, None,
-                {"delta": snapshot.current_text, "current_agent": snapshot.current_agent},
-                now_ts())))
+            await send(
+                encode(
+                    envelope(
+                        "llm_response_delta",
+                        self.chat_id,
+                        snapshot.turn_id,
+                        None,
+                        {"delta": snapshot.current_text, "current_agent": snapshot.current_agent},
+                        now_ts(),
+                    )
+                )
+            )
         return highest_sent
 
     async def _catch_up(self, last_sent: int, before: int | None = None) -> int:
@@ -336,8 +351,9 @@ class _Session:
             frame = encode(envelope(type_, self.chat_id, None, None, payload, now_ts()))
             self.services.hub.send_to(self.subscription, Frame(None, frame))
 
-    def _error(self, code: str, message: str, retryable: bool = False,
-               approval_id: str | None = None) -> None:
+    def _error(
+        self, code: str, message: str, retryable: bool = False, approval_id: str | None = None
+    ) -> None:
         payload: dict[str, Any] = {"code": code, "message": message, "retryable": retryable}
         if approval_id is not None:  # which approval a refused decision was about
             payload["approval_id"] = approval_id
@@ -357,8 +373,9 @@ class _Session:
             async with asyncio.timeout(CLOSE_TIMEOUT):
                 await self.websocket.close(code=code, reason=reason)
         except TimeoutError:
-            logger.warning("socket not reading, connection cut",
-                           extra={"chat_id": self.chat_id, "code": code})
+            logger.warning(
+                "socket not reading, connection cut", extra={"chat_id": self.chat_id, "code": code}
+            )
             _cut(self.websocket)
         except (RuntimeError, WebSocketDisconnect):
             pass  # already closed, or the peer is gone
@@ -406,14 +423,19 @@ class _Session:
     async def _cancel(self, frame: CancelFrame) -> None:
         try:
             cancelled = await self.services.turns.cancel_anywhere(
-                self.user_id, self.chat_id, frame.turn_id)
+                self.user_id, self.chat_id, frame.turn_id
+            )
         except Exception:
             # Never acknowledged by silence: the person must know the turn may go on.
-            logger.warning("could not deliver a cancel", extra={"chat_id": self.chat_id},
-                           exc_info=True)
-            self._error("server_error", "the stop could not be delivered (the database is "
-                        "unavailable); the turn may still be running: try again",
-                        retryable=True)
+            logger.warning(
+                "could not deliver a cancel", extra={"chat_id": self.chat_id}, exc_info=True
+            )
+            self._error(
+                "server_error",
+                "the stop could not be delivered (the database is "
+                "unavailable); the turn may still be running: try again",
+                retryable=True,
+            )
             return
         if not cancelled:
             self._error("invalid_request", "no such turn is running")
@@ -422,55 +444,79 @@ class _Session:
         """§2/§3a: decide a pending approval; what goes wrong is this socket's error."""
         try:
             decided = await self.services.turns.decide(
-                self.user_id, self.chat_id, frame.approval_id, frame.decision == "approve",
-                frame.reason, f"socket:{self.id}")
+                self.user_id,
+                self.chat_id,
+                frame.approval_id,
+                frame.decision == "approve",
+                frame.reason,
+                f"socket:{self.id}",
+            )
         except (ApprovalNotFound, ApprovalDecided) as exc:
-            self._error("invalid_request", decision_refused(exc),
-                        approval_id=frame.approval_id)
+            self._error("invalid_request", decision_refused(exc), approval_id=frame.approval_id)
         except ServerDraining as exc:
-            self._error("server_error", f"{exc}; reconnect and decide again", retryable=True,
-                        approval_id=frame.approval_id)
+            self._error(
+                "server_error",
+                f"{exc}; reconnect and decide again",
+                retryable=True,
+                approval_id=frame.approval_id,
+            )
         except Exception:
-            logger.exception("could not record an approval decision",
-                             extra={"chat_id": self.chat_id})
-            self._error("server_error", "could not record the decision; try again",
-                        retryable=True, approval_id=frame.approval_id)
+            logger.exception(
+                "could not record an approval decision", extra={"chat_id": self.chat_id}
+            )
+            self._error(
+                "server_error",
+                "could not record the decision; try again",
+                retryable=True,
+                approval_id=frame.approval_id,
+            )
         else:
             if decided.expired:
-                self._error("invalid_request", expired_refusal(frame.approval_id),
-                            approval_id=frame.approval_id)
+                self._error(
+                    "invalid_request",
+                    expired_refusal(frame.approval_id),
+                    approval_id=frame.approval_id,
+                )
 
     def _within_limits(self) -> bool:
         services = self.services
         if services.turns.running_for(self.user_id) >= self.settings.max_turns_per_user:
             services.metrics.rate_limited.labels("turns").inc()
-            self._error("rate_limited", "too many turns running at once; wait for one to end",
-                        retryable=True)
+            self._error(
+                "rate_limited",
+                "too many turns running at once; wait for one to end",
+                retryable=True,
+            )
             return False
         wait = services.prompt_limiter.allow(self.user_id)
         if wait is not None:
             services.metrics.rate_limited.labels("prompts").inc()
-            self._error("rate_limited",
-                        f"too many prompts; try again in {max(1, round(wait))} s",
-                        retryable=True)
+            self._error(
+                "rate_limited",
+                f"too many prompts; try again in {max(1, round(wait))} s",
+                retryable=True,
+            )
             return False
         return True
 
     async def _prompt(self, frame: PromptFrame) -> None:
         turns = self.services.turns
         if turns.draining:
-            self._error("server_error", "the server is restarting; reconnect and send again",
-                        retryable=True)
+            self._error(
+                "server_error", "the server is restarting; reconnect and send again", retryable=True
+            )
             return
         if not self._within_limits():
             return
         try:
-            submitted = await turns.submit(self.user_id, self.chat_id, frame.text,
-                                           frame.client_message_id, now_ts())
+            submitted = await turns.submit(
+                self.user_id, self.chat_id, frame.text, frame.client_message_id, now_ts()
+            )
         except TurnInProgress:
             # A reply to this socket's frame, not an event of the running turn: no turn id.
-            self._error("turn_in_progress", "a turn is already running in this chat",
-                        retryable=True)
+            self._error(
+                "turn_in_progress", "a turn is already running in this chat", retryable=True
+            )
             return
         except ClientMessageReused as exc:
             self._error("invalid_request", str(exc))

@@ -79,9 +79,9 @@ class Subscription:
             return
         size = len(frame.text)
         # A frame larger than the bound alone is no backlog: an empty queue takes it.
-        if (self._queue.qsize() >= MAX_QUEUED_FRAMES
-                or (self._queued_bytes > 0
-                    and self._queued_bytes + size > MAX_QUEUED_BYTES)):
+        if self._queue.qsize() >= MAX_QUEUED_FRAMES or (
+            self._queued_bytes > 0 and self._queued_bytes + size > MAX_QUEUED_BYTES
+        ):
             self._overflow()
             return
         self._queued_bytes += size
@@ -168,9 +168,13 @@ class Hub:
         turn = state.turn
         if turn is not None:  # running here: the exact local snapshot, taken without awaiting
             return subscription, Snapshot(
-                turn_id=turn.turn_id, db_upto=turn.first_seq - 1, frames=tuple(turn.frames),
-                current_text=turn.current_text, current_agent=turn.current_agent,
-                mark=(turn.turn_id, turn.message_index, turn.text_length))
+                turn_id=turn.turn_id,
+                db_upto=turn.first_seq - 1,
+                frames=tuple(turn.frames),
+                current_text=turn.current_text,
+                current_agent=turn.current_agent,
+                mark=(turn.turn_id, turn.message_index, turn.text_length),
+            )
         if self.cluster is not None and self.cluster.remote:
             remote = await self.cluster.snapshot(channel)
             if remote is not None:
@@ -266,8 +270,14 @@ def _track(turn: RunningTurn, frame: Frame) -> Frame:
     if frame.delta is not None:
         turn.text_parts.append(frame.delta)
         turn.text_length += len(frame.delta)
-        frame = Frame(frame.seq, frame.text, frame.delta, frame.agent, False,
-                      (turn.turn_id, turn.message_index, turn.text_length))
+        frame = Frame(
+            frame.seq,
+            frame.text,
+            frame.delta,
+            frame.agent,
+            False,
+            (turn.turn_id, turn.message_index, turn.text_length),
+        )
     if frame.message_done:
         turn.text_parts.clear()
         turn.text_length = 0

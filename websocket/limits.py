@@ -30,5 +30,7 @@ class PromptRateLimiter:
         return None
 
     def _forget_idle(self, now: float) -> None:
-        for user_id in [u for u, sent in self._sent.items() if not sent or now - sent[-1] >= WINDOW]:
+        for user_id in [
+            u for u, sent in self._sent.items() if not sent or now - sent[-1] >= WINDOW
+        ]:
             del self._sent[user_id]

@@ -16,22 +16,39 @@ class Metrics:
         r = self.registry
         self.sockets_open = Gauge("switchboard_sockets_open", "Open chat sockets", registry=r)
         self.turns_running = Gauge("switchboard_turns_running", "Turns running here", registry=r)
-        self.turns = Counter("switchboard_turns", "Finished turns by status", ["status"],
-                             registry=r)
-        self.turn_seconds = Histogram("switchboard_turn_seconds",
-                                      "Prompt to end_of_stream", buckets=TURN_BUCKETS, registry=r)
-        self.events_sent = Counter("switchboard_events_sent",
-                                   "Frames written to sockets", registry=r)
-        self.events_persisted = Counter("switchboard_events_persisted",
-                                        "Events committed to storage", registry=r)
-        self.persist_seconds = Histogram("switchboard_persist_seconds",
-                                         "One batch append transaction", buckets=WRITE_BUCKETS,
-                                         registry=r)
-        self.tool_calls = Counter("switchboard_tool_calls", "Tool calls by agent and outcome",
-                                  ["agent", "outcome"], registry=r)
-        self.model_errors = Counter("switchboard_model_errors", "Turns ended by a model error",
-                                    ["code"], registry=r)
-        self.approvals = Counter("switchboard_approvals", "Approvals asked for and decided, "
-                                 "by outcome", ["outcome"], registry=r)
-        self.rate_limited = Counter("switchboard_rate_limited", "Refused by a rate limit",
-                                    ["limit"], registry=r)
+        self.turns = Counter(
+            "switchboard_turns", "Finished turns by status", ["status"], registry=r
+        )
+        self.turn_seconds = Histogram(
+            "switchboard_turn_seconds", "Prompt to end_of_stream", buckets=TURN_BUCKETS, registry=r
+        )
+        self.events_sent = Counter(
+            "switchboard_events_sent", "Frames written to sockets", registry=r
+        )
+        self.events_persisted = Counter(
+            "switchboard_events_persisted", "Events committed to storage", registry=r
+        )
+        self.persist_seconds = Histogram(
+            "switchboard_persist_seconds",
+            "One batch append transaction",
+            buckets=WRITE_BUCKETS,
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            "switchboard_tool_calls",
+            "Tool calls by agent and outcome",
+            ["agent", "outcome"],
+            registry=r,
+        )
+        self.model_errors = Counter(
+            "switchboard_model_errors", "Turns ended by a model error", ["code"], registry=r
+        )
+        self.approvals = Counter(
+            "switchboard_approvals",
+            "Approvals asked for and decided, by outcome",
+            ["outcome"],
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "switchboard_rate_limited", "Refused by a rate limit", ["limit"], registry=r
+        )

@@ -29,38 +29,46 @@ class ResumeFailed(RuntimeError):
 def rejection_message(approval: ApprovalRecord | None) -> str:
     """What the model reads instead of the output of a call that was not approved."""
     if approval is not None and approval.status == "expired":
-        return ("Not run: the user did not answer the approval request in time, so nothing "
-                "was done. Do not try again unless the user asks.")
+        return (
+            "Not run: the user did not answer the approval request in time, so nothing "
+            "was done. Do not try again unless the user asks."
+        )
     reason = (approval.reason or "").strip() if approval is not None else ""
     said = f' They said: "{reason}"' if reason else ""
-    return (f"Not run: the user declined this call, so nothing was done.{said} Do not try "
-            "again unless the user asks.")
+    return (
+        f"Not run: the user declined this call, so nothing was done.{said} Do not try "
+        "again unless the user asks."
+    )
 
 
-def paused_state(result: RunResultStreaming, session: TurnSession,
-                 current_agent: str) -> dict[str, Any]:
+def paused_state(
+    result: RunResultStreaming, session: TurnSession, current_agent: str
+) -> dict[str, Any]:
     """The stored form of a paused run. The run context is left out (it holds clients
     and credentials): it is rebuilt for the resumed run."""
     run = result.to_state().to_json(context_serializer=lambda _context: {})
-    return {"version": STATE_VERSION, "run": run, "session": list(session.pending),
-            "agent": current_agent}
+    return {
+        "version": STATE_VERSION,
+        "run": run,
+        "session": list(session.pending),
+        "agent": current_agent,
+    }
 
 
-async def restore(agent: Agent[Any], state: dict[str, Any], context: Any,
-                  approvals: tuple[ApprovalRecord, ...]) -> RunState[Any]:
+async def restore(
+    agent: Agent[Any], state: dict[str, Any], context: Any, approvals: tuple[ApprovalRecord, ...]
+) -> RunState[Any]:
     """The paused ``RunState`` with every interruption decided as the person did.
 
     A call runs only when its approval says ``approved`` and its arguments are still
     exactly those the person saw; anything else is rejected.
     """
     if state.get("version") != STATE_VERSION:
-        raise ResumeFailed(f"paused run format {state.get('version')!r} is not "
-                           f"{STATE_VERSION}")
+        raise ResumeFailed(f"paused run format {state.get('version')!r} is not {STATE_VERSION}")
     try:
         run_state = await RunState.from_json(agent, state["run"], context_override=context)
     except Exception as exc:
-        raise ResumeFailed(f"the paused run could not be restored: {type(exc).__name__}") \
-            from exc
+        raise ResumeFailed(f"the paused run could not be restored: {type(exc).__name__}") from exc
     by_call = {approval.call_id: approval for approval in approvals}
     for item in run_state.get_interruptions():
         approval = by_call.get(str(item.call_id))

@@ -62,6 +62,7 @@ class FrameError(ValueError):
 
 # --------------------------------------------------------------------------- client frames
 
+
 class _Frame(BaseModel):
     # strict: 5 is not a prompt text and true is not a seq; extra: unknown fields are errors.
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -72,8 +73,9 @@ class PromptFrame(_Frame):
     # The upper bound is a setting (``max_prompt_chars``), checked by ``parse_client_frame``;
     # the schema shows the default.
     text: str = Field(min_length=1, json_schema_extra={"maxLength": DEFAULT_MAX_PROMPT_CHARS})
-    client_message_id: str | None = Field(default=None, min_length=1,
-                                          max_length=MAX_CLIENT_MESSAGE_ID)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
 
 
 class CancelFrame(_Frame):
@@ -118,9 +120,9 @@ _FIELD_RULES: dict[tuple[str, str], str] = {
     ("cancel", "turn_id"): "must be a string or null",
     ("resume", "after_seq"): "must be an integer >= 0",
     ("approval", "approval_id"): f"must be a string of 1..{MAX_APPROVAL_ID} characters",
-    ("approval", "decision"): "must be \"approve\" or \"reject\"",
+    ("approval", "decision"): 'must be "approve" or "reject"',
     ("approval", "reason"): f"must be a string of at most {MAX_APPROVAL_REASON} characters, "
-                            "or null",
+    "or null",
 }
 
 
@@ -157,8 +159,9 @@ def parse_client_frame(text: str, *, max_prompt_chars: int) -> ClientFrame:
     # Only a \u escape can smuggle in a lone surrogate (the socket layer has checked the
     # UTF-8); such a string can be neither stored, nor echoed in an error, nor sent.
     if "\\u" in text and _has_lone_surrogate(data):
-        raise FrameError("frame holds an unpaired surrogate (\\ud800-\\udfff escape); "
-                         "send valid Unicode")
+        raise FrameError(
+            "frame holds an unpaired surrogate (\\ud800-\\udfff escape); send valid Unicode"
+        )
     frame_type = data.get("type")
     if frame_type is None:
         raise FrameError(f"frame needs a 'type' field: {_FRAME_TYPES}")
@@ -215,11 +218,14 @@ def unstorable_at(value: Any) -> tuple[str, str] | None:
                 if problem is not None:
                     return path, problem
             # Reversed onto the stack, so the first field in the body is the one named.
-            pending.extend((f"{path}.{key}" if path else str(key), child)
-                           for key, child in reversed(item.items()))
+            pending.extend(
+                (f"{path}.{key}" if path else str(key), child)
+                for key, child in reversed(item.items())
+            )
         elif isinstance(item, list | tuple):
-            pending.extend((f"{path}[{index}]", child)
-                           for index, child in reversed(list(enumerate(item))))
+            pending.extend(
+                (f"{path}[{index}]", child) for index, child in reversed(list(enumerate(item)))
+            )
     return None
 
 
@@ -254,6 +260,7 @@ def _validate(model: type[_Frame], data: dict[str, Any], max_prompt_chars: int) 
 
 
 # --------------------------------------------------------------------------- server events
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -440,19 +447,34 @@ def server_event_json_schema() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- hot path
 
+
 def now_ts() -> str:
     """Current time as RFC 3339 UTC with milliseconds, e.g. ``2025-01-31T12:00:00.123Z``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def envelope(type: str, chat_id: str, turn_id: str | None, seq: int | None,
-             payload: dict[str, Any], ts: str | None = None) -> dict[str, Any]:
+def envelope(
+    type: str,
+    chat_id: str,
+    turn_id: str | None,
+    seq: int | None,
+    payload: dict[str, Any],
+    ts: str | None = None,
+) -> dict[str, Any]:
     """The wire dict: envelope keys first (type, chat_id, turn_id, seq, ts), then the payload."""
     if not _ENVELOPE_KEY_SET.isdisjoint(payload):
         # A payload key would silently overwrite the envelope: a programming error.
-        raise ValueError(f"payload must not contain envelope keys: {sorted(_ENVELOPE_KEY_SET & payload.keys())}")
-    return {"type": type, "chat_id": chat_id, "turn_id": turn_id, "seq": seq,
-            "ts": ts if ts is not None else now_ts(), **payload}
+        raise ValueError(
+            f"payload must not contain envelope keys: {sorted(_ENVELOPE_KEY_SET & payload.keys())}"
+        )
+    return {
+        "type": type,
+        "chat_id": chat_id,
+        "turn_id": turn_id,
+        "seq": seq,
+        "ts": ts if ts is not None else now_ts(),
+        **payload,
+    }
 
 
 def _encode_orjson(event: dict[str, Any]) -> str:

@@ -56,8 +56,12 @@ class OutEvent:
 class StreamTranslator:
     """Turns the SDK events of one turn into protocol events, tracking the active agent."""
 
-    def __init__(self, orchestrator_name: str, tool_descriptions: Mapping[str, str],
-                 agent_display_names: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        orchestrator_name: str,
+        tool_descriptions: Mapping[str, str],
+        agent_display_names: Mapping[str, str],
+    ) -> None:
         self._orchestrator = orchestrator_name
         self._descriptions = tool_descriptions
         self._display_names = agent_display_names
@@ -69,8 +73,9 @@ class StreamTranslator:
         self._skipped: set[str] = set()  # handoff call_ids: neither call nor output is shown
         self._answered: set[str] = set()  # call_ids whose output was handled
 
-    def resume(self, current_agent: str, approved: Iterable[str],
-               declined: Iterable[str] = ()) -> None:
+    def resume(
+        self, current_agent: str, approved: Iterable[str], declined: Iterable[str] = ()
+    ) -> None:
         """Continue a turn that paused for approvals. ``approved`` calls were reported as
         ``tool_call`` before the pause and their outputs come now; ``declined`` ones never
         ran, so what the model reads instead of their output is not a ``tool_output``
@@ -114,16 +119,24 @@ class StreamTranslator:
         if not isinstance(delta, str) or not delta:
             return []
         self._pending.setdefault(str(getattr(data, "item_id", "")), []).append(delta)
-        return [OutEvent("llm_response_delta",
-                         {"delta": delta, "current_agent": self._current_agent}, False)]
+        return [
+            OutEvent(
+                "llm_response_delta", {"delta": delta, "current_agent": self._current_agent}, False
+            )
+        ]
 
     def _run_item(self, event: RunItemStreamEvent) -> list[OutEvent]:
         item = event.item
         if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
             return self._message(item)
         if event.name == "handoff_occured" and isinstance(item, HandoffOutputItem):
-            return [OutEvent("handoff", {"from_agent": item.source_agent.name,
-                                         "to_agent": item.target_agent.name}, True)]
+            return [
+                OutEvent(
+                    "handoff",
+                    {"from_agent": item.source_agent.name, "to_agent": item.target_agent.name},
+                    True,
+                )
+            ]
         if event.name == "tool_called" and isinstance(item, ToolCallItem):
             return self._tool_called(item)
         if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
@@ -140,8 +153,11 @@ class StreamTranslator:
             return []  # §3: not sent for the orchestrator at turn start
         if unchanged and not first:
             return []  # a resumed run starts with the agent that paused
-        payload = {"new_agent": name, "name": self._display_names.get(name, name),
-                   "current_agent": name}
+        payload = {
+            "new_agent": name,
+            "name": self._display_names.get(name, name),
+            "current_agent": name,
+        }
         return [OutEvent("agent_updated", payload, True)]
 
     def _message(self, item: MessageOutputItem) -> list[OutEvent]:
@@ -152,8 +168,9 @@ class StreamTranslator:
         key = item_id if item_id in self._pending else next(iter(self._pending), None)
         if key is not None:
             del self._pending[key]
-        return [OutEvent("llm_response", {"text": text, "current_agent": self._current_agent},
-                         True)]
+        return [
+            OutEvent("llm_response", {"text": text, "current_agent": self._current_agent}, True)
+        ]
 
     def _tool_called(self, item: ToolCallItem) -> list[OutEvent]:
         raw = item.raw_item
@@ -189,16 +206,28 @@ class StreamTranslator:
         output = coerce_tool_output(item.output, agent)
         if output.get("display_response", True) is False:
             return []  # §3: hidden output is neither sent nor persisted; the model still has it
-        events = [OutEvent("tool_output", {"call_id": call_id, "output": output,
-                                           "current_agent": self._current_agent}, True)]
+        events = [
+            OutEvent(
+                "tool_output",
+                {"call_id": call_id, "output": output, "current_agent": self._current_agent},
+                True,
+            )
+        ]
         if output.get("response_type") == "error":
             message = output.get("error_message") or output.get("response")
             code = _tool_error_code(output)
-            events.append(OutEvent("error", {
-                "code": code,
-                "message": _short(message if isinstance(message, str) else "") or "A tool failed.",
-                "retryable": RETRYABLE_TOOL_ERRORS[code],
-            }, True))
+            events.append(
+                OutEvent(
+                    "error",
+                    {
+                        "code": code,
+                        "message": _short(message if isinstance(message, str) else "")
+                        or "A tool failed.",
+                        "retryable": RETRYABLE_TOOL_ERRORS[code],
+                    },
+                    True,
+                )
+            )
         return events
 
 
@@ -214,8 +243,9 @@ class PendingCall:
     current_agent: str
 
 
-def pending_call(item: Any, descriptions: Mapping[str, str],
-                 current_agent: str) -> PendingCall | None:
+def pending_call(
+    item: Any, descriptions: Mapping[str, str], current_agent: str
+) -> PendingCall | None:
     """An ``agents.items.ToolApprovalItem`` → ``PendingCall`` (None without a call id)."""
     raw = item.raw_item
     call_id = _get(raw, "call_id") or _get(raw, "id")
@@ -223,8 +253,9 @@ def pending_call(item: Any, descriptions: Mapping[str, str],
         return None
     name = item.name or _get(raw, "type") or "tool"
     agent = getattr(getattr(item, "agent", None), "name", None) or current_agent
-    return PendingCall(str(call_id), name, descriptions.get(name) or _humanise(name),
-                       call_arguments(raw), agent)
+    return PendingCall(
+        str(call_id), name, descriptions.get(name) or _humanise(name), call_arguments(raw), agent
+    )
 
 
 def usage_payload(usage: Any) -> dict[str, int]:
@@ -234,6 +265,7 @@ def usage_payload(usage: Any) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _get(obj: Any, key: str) -> Any:
     """A field of a raw SDK item, which is a pydantic object or a plain dict."""

@@ -53,14 +53,13 @@ logger = logging.getLogger(__name__)
 EMPTY_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "requests": 0}
 STORAGE_FAILED = {
     "code": "server_error",
-    "message": "The database became unavailable, so this turn was stopped. "
-               "Try again in a moment.",
+    "message": "The database became unavailable, so this turn was stopped. Try again in a moment.",
     "retryable": True,
 }
 RESUME_FAILED = {
     "code": "server_error",
     "message": "This turn could not continue after the approval (the server was updated "
-               "while it waited). Nothing was run; ask again.",
+    "while it waited). Nothing was run; ask again.",
     "retryable": False,
 }
 DEFAULT_APPROVAL_TIMEOUT = 86_400.0
@@ -85,6 +84,7 @@ class LeaseTimings:
     @property
     def sweep_every(self) -> float:
         return min(self.seconds / 3, 5.0)
+
 
 # (prompt, final text, response_types shown) -> follow-up prompts
 Suggester = Callable[[str, str, list[str]], Awaitable[list[str]]]
@@ -191,11 +191,17 @@ class Submitted:
 
 
 class TurnManager:
-    def __init__(self, store: EventStore, hub: Hub, engine: TurnEngine, db: Any,
-                 cluster: Cluster | None = None,
-                 lease_seconds: float = DEFAULT_LEASE_SECONDS,
-                 metrics: Metrics | None = None,
-                 approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        hub: Hub,
+        engine: TurnEngine,
+        db: Any,
+        cluster: Cluster | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        metrics: Metrics | None = None,
+        approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
+    ) -> None:
         self.store = store
         self.approvals = ApprovalStore(db)
         self.hub = hub
@@ -216,8 +222,11 @@ class TurnManager:
 
     def running_for(self, user_id: str) -> int:
         # A finishing turn (writing its suggestions) no longer counts: its user may go on.
-        return sum(1 for active in self._active.values()
-                   if active.user_id == user_id and not active.finishing)
+        return sum(
+            1
+            for active in self._active.values()
+            if active.user_id == user_id and not active.finishing
+        )
 
     def _of_chat(self, chat_id: str) -> list[_Active]:
         return [active for active in self._active.values() if active.chat_id == chat_id]
@@ -226,9 +235,15 @@ class TurnManager:
         """The chat's newest turn here (earlier ones can only be finishing)."""
         return max(self._of_chat(chat_id), key=lambda active: active.prompt_seq, default=None)
 
-    async def submit(self, user_id: str, chat_id: str, text: str,
-                     client_message_id: str | None, ts: str,
-                     plan: TurnPlan | None = None) -> Submitted:
+    async def submit(
+        self,
+        user_id: str,
+        chat_id: str,
+        text: str,
+        client_message_id: str | None,
+        ts: str,
+        plan: TurnPlan | None = None,
+    ) -> Submitted:
         """Persist the prompt and start the turn (raises ``TurnInProgress``, and
         ``ClientMessageReused`` for a known ``client_message_id`` with another text)."""
         channel = channel_of(user_id, chat_id)
@@ -236,33 +251,51 @@ class TurnManager:
         # since this user's socket checked it (raises ChatNotFound).
         try:
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease)
+                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+            )
         except TurnInProgress as exc:
             # §3a: a prompt while the turn waits for approvals ends that turn (its
             # approvals superseded); a turn whose runner's lease expired is closed.
             # Either way the chat is free again.
-            if not (await self._supersede(user_id, chat_id, exc.turn_id, "prompt", ts)
-                    or await self._close_orphan(chat_id, exc.turn_id, channel, ts)):
+            if not (
+                await self._supersede(user_id, chat_id, exc.turn_id, "prompt", ts)
+                or await self._close_orphan(chat_id, exc.turn_id, channel, ts)
+            ):
                 raise
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease)
+                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+            )
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
         task = self._start(user_id, chat_id, turn.id, text, event.seq, plan, first=event)
         return Submitted(event, created=True, task=task)
 
-    def _start(self, user_id: str, chat_id: str, turn_id: str, prompt: str, prompt_seq: int,
-               plan: TurnPlan | None, resume: PausedRun | None = None,
-               first: EventRecord | None = None) -> asyncio.Task[None]:
+    def _start(
+        self,
+        user_id: str,
+        chat_id: str,
+        turn_id: str,
+        prompt: str,
+        prompt_seq: int,
+        plan: TurnPlan | None,
+        resume: PausedRun | None = None,
+        first: EventRecord | None = None,
+    ) -> asyncio.Task[None]:
         """Start the turn's task and register it, with no await in between: from here on
         this process runs the turn, for cancels and lease renewals. ``first``: the
         turn's ``user_prompt``, published once the chat's earlier tasks here are done."""
-        active = _Active(turn_id=turn_id, chat_id=chat_id, user_id=user_id,
-                         prompt_seq=prompt_seq, channel=channel_of(user_id, chat_id))
+        active = _Active(
+            turn_id=turn_id,
+            chat_id=chat_id,
+            user_id=user_id,
+            prompt_seq=prompt_seq,
+            channel=channel_of(user_id, chat_id),
+        )
         earlier = [other for other in self._of_chat(chat_id) if other.task is not None]
         active.task = asyncio.create_task(
-            self._run(active, prompt, plan, resume, first, earlier), name=f"turn-{turn_id}")
+            self._run(active, prompt, plan, resume, first, earlier), name=f"turn-{turn_id}"
+        )
         self._active[turn_id] = active
         return active.task
 
@@ -281,8 +314,16 @@ class TurnManager:
 
     # -- approvals (PROTOCOL.md §3a) ------------------------------------------------------
 
-    async def decide(self, user_id: str, chat_id: str, approval_id: str, approve: bool,
-                     reason: str | None, via: str, plan: TurnPlan | None = None) -> Decided:
+    async def decide(
+        self,
+        user_id: str,
+        chat_id: str,
+        approval_id: str,
+        approve: bool,
+        reason: str | None,
+        via: str,
+        plan: TurnPlan | None = None,
+    ) -> Decided:
         """Take the person's decision on a pending approval of their chat; when it was the
         pause's last, the turn resumes here (with ``plan``, for another front end).
 
@@ -295,8 +336,15 @@ class TurnManager:
             raise ServerDraining("the server is restarting; decide again in a moment")
         reason = (reason or "").strip() or None  # a blank reason is no reason
         decided = await self.approvals.decide(
-            user_id, chat_id, approval_id, "approved" if approve else "rejected",
-            reason, via, now_ts(), self.lease)
+            user_id,
+            chat_id,
+            approval_id,
+            "approved" if approve else "rejected",
+            reason,
+            via,
+            now_ts(),
+            self.lease,
+        )
         self._after_decision(decided, plan)
         return decided
 
@@ -310,8 +358,15 @@ class TurnManager:
         self.hub.publish(channel, [Frame(event.seq, encode(event.to_wire()))])
         if paused is None:
             return
-        self._start(paused.user_id, paused.chat_id, paused.turn_id, paused.prompt,
-                    paused.prompt_seq, plan, paused)
+        self._start(
+            paused.user_id,
+            paused.chat_id,
+            paused.turn_id,
+            paused.prompt,
+            paused.prompt_seq,
+            plan,
+            paused,
+        )
 
     async def expire_approvals(self) -> int:
         """Resolve the approvals past their expiry as ``expired`` (each is treated as a
@@ -331,8 +386,7 @@ class TurnManager:
         """Run ``expire_approvals`` every ``every`` seconds, until cancelled."""
         await every_so_often(every, self.expire_approvals, "could not expire approvals")
 
-    async def _supersede(self, user_id: str, chat_id: str, turn_id: str, via: str,
-                         ts: str) -> bool:
+    async def _supersede(self, user_id: str, chat_id: str, turn_id: str, via: str, ts: str) -> bool:
         """End the chat's paused turn (a new prompt or a cancel came); False when
         ``turn_id`` is not paused."""
         ending = await self.approvals.supersede(chat_id, turn_id, via, ts)
@@ -342,7 +396,8 @@ class TurnManager:
         self.metrics.events_persisted.inc(len(ending))
         self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ending])
         self.metrics.approvals.labels("superseded").inc(
-            sum(r.type == "approval_resolved" for r in ending))
+            sum(r.type == "approval_resolved" for r in ending)
+        )
         self.metrics.turns.labels("cancelled").inc()
         return True
 
@@ -351,8 +406,11 @@ class TurnManager:
     async def renew_leases(self) -> None:
         """Renew the leases of the turns running here; stop those closed elsewhere (a
         turn marked failed must not go on acting) and those someone asked to stop."""
-        running = [active for active in self._active.values()
-                   if not active.finishing and not active.pausing]
+        running = [
+            active
+            for active in self._active.values()
+            if not active.finishing and not active.pausing
+        ]
         if not running:
             return
         renewal = await self.store.renew_leases(self.lease, [a.turn_id for a in running])
@@ -360,16 +418,19 @@ class TurnManager:
             if active.finishing or self._active.get(active.turn_id) is not active:
                 continue  # it ended meanwhile
             if active.turn_id not in renewal.kept:
-                logger.warning("turn closed elsewhere after its lease expired; stopping it",
-                               extra={"chat_id": active.chat_id, "turn_id": active.turn_id})
+                logger.warning(
+                    "turn closed elsewhere after its lease expired; stopping it",
+                    extra={"chat_id": active.chat_id, "turn_id": active.turn_id},
+                )
                 active.stop()
             elif active.turn_id in renewal.cancel and not active.cancel_requested:
                 self._cancel(active)
 
     async def keep_leases(self) -> None:
         """Run ``renew_leases`` every ``timings.renew_every`` seconds, until cancelled."""
-        await every_so_often(self.timings.renew_every, self.renew_leases,
-                             "could not renew turn leases")
+        await every_so_often(
+            self.timings.renew_every, self.renew_leases, "could not renew turn leases"
+        )
 
     async def close_orphans(self, ts: str) -> int:
         """Close the turns whose runner's lease expired (their instance died or lost the
@@ -378,8 +439,8 @@ class TurnManager:
         closed = 0
         for running in await self.store.expired_turns():
             closed += await self._close_orphan(
-                running.chat_id, running.turn_id,
-                channel_of(running.user_id, running.chat_id), ts)
+                running.chat_id, running.turn_id, channel_of(running.user_id, running.chat_id), ts
+            )
         return closed
 
     async def close_if_orphaned(self, user_id: str, chat_id: str) -> bool:
@@ -388,13 +449,15 @@ class TurnManager:
         running = await self.store.running_turn(chat_id)
         if running is None or running.paused:
             return False
-        return await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
-                                        now_ts())
+        return await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id), now_ts())
 
     async def watch_orphans(self) -> None:
         """Run ``close_orphans`` every ``timings.sweep_every`` seconds, until cancelled."""
-        await every_so_often(self.timings.sweep_every, lambda: self.close_orphans(now_ts()),
-                             "could not look for orphaned turns")
+        await every_so_often(
+            self.timings.sweep_every,
+            lambda: self.close_orphans(now_ts()),
+            "could not look for orphaned turns",
+        )
 
     async def _close_orphan(self, chat_id: str, turn_id: str, channel: str, ts: str) -> bool:
         """Close the turn in storage if its lease expired, and tell every socket of the
@@ -405,8 +468,7 @@ class TurnManager:
         ending = await self.store.close_turn(chat_id, turn_id, ts)
         if not ending:
             return False  # it ended meanwhile, its lease holds, or it is paused
-        logger.warning("closed an orphaned turn", extra={"chat_id": chat_id,
-                                                         "turn_id": turn_id})
+        logger.warning("closed an orphaned turn", extra={"chat_id": chat_id, "turn_id": turn_id})
         self.metrics.turns.labels("failed").inc()
         self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in ending])
         self.hub.end_turn(channel, turn_id)
@@ -430,8 +492,7 @@ class TurnManager:
         active.stop()
         return True
 
-    async def cancel_anywhere(self, user_id: str, chat_id: str,
-                              turn_id: str | None = None) -> bool:
+    async def cancel_anywhere(self, user_id: str, chat_id: str, turn_id: str | None = None) -> bool:
         """Cancel the chat's running turn, whichever instance runs it; False when no
         such turn runs. Raises when the stop cannot be recorded (the database is down):
         the caller must say so, never pretend it was delivered."""
@@ -449,8 +510,9 @@ class TurnManager:
             if self.cancel(chat_id, turn_id):
                 return True  # resumed here meanwhile
             # Nobody left to hear it: end it here, as failed (it was cut short).
-            if await self._close_orphan(chat_id, running.id, channel_of(user_id, chat_id),
-                                        now_ts()):
+            if await self._close_orphan(
+                chat_id, running.id, channel_of(user_id, chat_id), now_ts()
+            ):
                 return True
             # Its runner sees the stop at its next renewal; Redis, when up, tells it now.
             if await self.store.request_cancel(chat_id, running.id):
@@ -485,9 +547,15 @@ class TurnManager:
             self._cancel(active)
         await self.wait_idle(5.0)
 
-    async def _run(self, active: _Active, prompt: str, plan: TurnPlan | None,
-                   resume: PausedRun | None, first: EventRecord | None,
-                   earlier: list[_Active]) -> None:
+    async def _run(
+        self,
+        active: _Active,
+        prompt: str,
+        plan: TurnPlan | None,
+        resume: PausedRun | None,
+        first: EventRecord | None,
+        earlier: list[_Active],
+    ) -> None:
         try:
             await self._after_earlier(earlier)
         except asyncio.CancelledError:
@@ -502,8 +570,9 @@ class TurnManager:
             self.hub.begin_turn(active.channel, turn_id, resume.after_seq + 1)
         await self._turn(active, prompt, plan, resume)
 
-    async def _turn(self, active: _Active, prompt: str, plan: TurnPlan | None,
-                    resume: PausedRun | None) -> None:
+    async def _turn(
+        self, active: _Active, prompt: str, plan: TurnPlan | None, resume: PausedRun | None
+    ) -> None:
         engine = self.engine
         user_id, chat_id, turn_id = active.user_id, active.chat_id, active.turn_id
         prompt_seq = active.prompt_seq
@@ -512,8 +581,9 @@ class TurnManager:
         metrics.turns_running.inc()
         started = time.monotonic()
         tools = ToolTally()
-        translator = StreamTranslator(engine.orchestrator.name, engine.tool_descriptions,
-                                      engine.agent_display_names)
+        translator = StreamTranslator(
+            engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names
+        )
         status: RunStatus = "completed"
         usage = dict(EMPTY_USAGE)
         shown_types: list[str] = []
@@ -529,9 +599,13 @@ class TurnManager:
         try:
             if resume is None:
                 result = Runner.run_streamed(
-                    agent, input=plan.input if plan.input is not None else prompt,
-                    context=context, run_config=plan.run_config or engine.run_config,
-                    max_turns=engine.max_model_turns, session=session)
+                    agent,
+                    input=plan.input if plan.input is not None else prompt,
+                    context=context,
+                    run_config=plan.run_config or engine.run_config,
+                    max_turns=engine.max_model_turns,
+                    session=session,
+                )
             else:
                 # §3a: the person has decided every call the turn paused on.
                 restore_session(session, resume.state)
@@ -540,11 +614,16 @@ class TurnManager:
                 translator.resume(
                     resume.state.get("agent") or agent.name,
                     approved=[a.call_id for a in approved],
-                    declined=[a.call_id for a in resume.approvals if a.status != "approved"])
+                    declined=[a.call_id for a in resume.approvals if a.status != "approved"],
+                )
                 tools.agents.update({a.call_id: a.current_agent for a in approved})
                 result = Runner.run_streamed(
-                    agent, input=state, run_config=plan.run_config or engine.run_config,
-                    max_turns=engine.max_model_turns, session=session)
+                    agent,
+                    input=state,
+                    run_config=plan.run_config or engine.run_config,
+                    max_turns=engine.max_model_turns,
+                    session=session,
+                )
             active.result = result
             if active.cancel_requested:
                 result.cancel()
@@ -566,8 +645,16 @@ class TurnManager:
             if active.cancel_requested:
                 status = "cancelled"
             elif result.interruptions:
-                waiting = [call for item in result.interruptions if (call := pending_call(
-                    item, engine.tool_descriptions, translator.current_agent)) is not None]
+                waiting = [
+                    call
+                    for item in result.interruptions
+                    if (
+                        call := pending_call(
+                            item, engine.tool_descriptions, translator.current_agent
+                        )
+                    )
+                    is not None
+                ]
                 if len(waiting) != len(result.interruptions):
                     raise RuntimeError("the run paused on a call without a call id")
                 status, active.pausing = "paused", True
@@ -600,18 +687,30 @@ class TurnManager:
         try:
             if status == "paused":
                 assert result is not None
-                asked, failing = await self._pause(active, writer, result, session, waiting,
-                                                   usage, final_text,
-                                                   translator.current_agent, log_extra)
+                asked, failing = await self._pause(
+                    active,
+                    writer,
+                    result,
+                    session,
+                    waiting,
+                    usage,
+                    final_text,
+                    translator.current_agent,
+                    log_extra,
+                )
                 if failing is not None:  # the pause could not be stored: the turn fails
                     writer, status, failed_with = failing, "failed", dict(STORAGE_FAILED)
             if status != "paused":
                 active.ending = True  # its status is final: a cancel now has nothing to stop
                 writer.put(
-                    OutEvent("end_of_stream", {"status": status, "usage": usage},
-                             persisted=True),
-                    TurnUpdate(turn_id=turn_id, status=status, final_text=final_text,
-                               usage=usage, items=session.items_to_keep(status == "completed")),
+                    OutEvent("end_of_stream", {"status": status, "usage": usage}, persisted=True),
+                    TurnUpdate(
+                        turn_id=turn_id,
+                        status=status,
+                        final_text=final_text,
+                        usage=usage,
+                        items=session.items_to_keep(status == "completed"),
+                    ),
                 )
                 await writer.close()
                 if writer.cancelled_at_end:  # a stop asked elsewhere got there first
@@ -640,14 +739,30 @@ class TurnManager:
             if plan.finished is not None:
                 # Its end is out: a new prompt for this chat now waits for this task.
                 try:
-                    await plan.finished(TurnOutcome(status, usage, final_text, failed_with,
-                                                    tuple(r.to_wire() for r in asked)))
+                    await plan.finished(
+                        TurnOutcome(
+                            status,
+                            usage,
+                            final_text,
+                            failed_with,
+                            tuple(r.to_wire() for r in asked),
+                        )
+                    )
                 except Exception:
                     logger.exception("the turn's finish hook failed", extra=log_extra)
             if status == "completed" and writer.error is None:
-                await self._after_turn(active, user_id, chat_id, turn_id, prompt, final_text,
-                                       shown_types, prompt_seq,
-                                       suggest=not external, title=resume is None)
+                await self._after_turn(
+                    active,
+                    user_id,
+                    chat_id,
+                    turn_id,
+                    prompt,
+                    final_text,
+                    shown_types,
+                    prompt_seq,
+                    suggest=not external,
+                    title=resume is None,
+                )
             elif prompt_seq == 1 and resume is None:
                 # A title needs only the prompt: a first turn that failed, was stopped or
                 # waits for approvals must not leave the chat untitled.
@@ -665,14 +780,29 @@ class TurnManager:
         def ended() -> None:
             active.finishing = True
 
-        return EventWriter(self.store, self.hub, active.chat_id, active.turn_id,
-                           active.channel, after_end=after_end, metrics=self.metrics,
-                           on_end=ended)
+        return EventWriter(
+            self.store,
+            self.hub,
+            active.chat_id,
+            active.turn_id,
+            active.channel,
+            after_end=after_end,
+            metrics=self.metrics,
+            on_end=ended,
+        )
 
-    async def _pause(self, active: _Active, writer: EventWriter, result: RunResultStreaming,
-                     session: TurnSession, waiting: list[PendingCall], usage: dict[str, int],
-                     text: str, current_agent: str, log_extra: dict[str, Any],
-                     ) -> tuple[list[EventRecord], EventWriter | None]:
+    async def _pause(
+        self,
+        active: _Active,
+        writer: EventWriter,
+        result: RunResultStreaming,
+        session: TurnSession,
+        waiting: list[PendingCall],
+        usage: dict[str, int],
+        text: str,
+        current_agent: str,
+        log_extra: dict[str, Any],
+    ) -> tuple[list[EventRecord], EventWriter | None]:
         """Store the pause (PROTOCOL.md §3a) after every event before it.
 
         Returns its ``approval_required`` events, and None; or, when storage failed, no
@@ -680,14 +810,28 @@ class TurnManager:
         """
         try:
             await writer.close()
-            requests = [ApprovalRequest(new_approval_id(), call.call_id, call.name,
-                                        call.description, call.arguments, call.current_agent)
-                        for call in waiting]
+            requests = [
+                ApprovalRequest(
+                    new_approval_id(),
+                    call.call_id,
+                    call.name,
+                    call.description,
+                    call.arguments,
+                    call.current_agent,
+                )
+                for call in waiting
+            ]
             expires_at = datetime.now(UTC) + timedelta(seconds=self.approval_timeout)
             paused = await self.approvals.pause(
-                writer.chat_id, writer.turn_id, requests,
-                paused_state(result, session, current_agent), usage, expires_at, now_ts(),
-                text=text)
+                writer.chat_id,
+                writer.turn_id,
+                requests,
+                paused_state(result, session, current_agent),
+                usage,
+                expires_at,
+                now_ts(),
+                text=text,
+            )
         except TurnFenced:
             logger.warning("turn closed elsewhere before it could pause", extra=log_extra)
             return [], None
@@ -704,15 +848,26 @@ class TurnManager:
         logger.info("turn paused for approval", extra={**log_extra, "approvals": len(asked)})
         return asked, None
 
-    async def _after_turn(self, active: _Active, user_id: str, chat_id: str, turn_id: str,
-                          prompt: str, final_text: str, shown_types: list[str],
-                          prompt_seq: int, suggest: bool = True, title: bool = True) -> None:
+    async def _after_turn(
+        self,
+        active: _Active,
+        user_id: str,
+        chat_id: str,
+        turn_id: str,
+        prompt: str,
+        final_text: str,
+        shown_types: list[str],
+        prompt_seq: int,
+        suggest: bool = True,
+        title: bool = True,
+    ) -> None:
         """Suggestions and the chat title: useful, never allowed to fail the turn."""
         engine = self.engine
         log_extra = {"chat_id": chat_id, "turn_id": turn_id}
         if engine.suggest is not None and suggest:
             active.suggestion = asyncio.ensure_future(
-                engine.suggest(prompt, final_text, shown_types))
+                engine.suggest(prompt, final_text, shown_types)
+            )
             try:
                 prompts = (await active.suggestion)[:4]
                 writer = self._writer(active, after_end=True)
@@ -734,12 +889,12 @@ class TurnManager:
         try:
             await self.engine.on_first_turn(user_id, chat_id, prompt)
         except Exception:
-            logger.exception("chat title failed",
-                             extra={"chat_id": chat_id, "turn_id": turn_id})
+            logger.exception("chat title failed", extra={"chat_id": chat_id, "turn_id": turn_id})
 
 
-async def every_so_often(period: float, work: Callable[[], Awaitable[object]],
-                         failure: str) -> None:
+async def every_so_often(
+    period: float, work: Callable[[], Awaitable[object]], failure: str
+) -> None:
     """Await ``work()`` every ``period`` seconds until cancelled; a failure is logged as
     ``failure`` and the next round tries again."""
     while True:
@@ -754,8 +909,9 @@ def new_approval_id() -> str:
     return "ap_" + uuid.uuid4().hex
 
 
-def _observe(observe: Callable[[object], None], sdk_event: object,
-             log_extra: dict[str, Any]) -> None:
+def _observe(
+    observe: Callable[[object], None], sdk_event: object, log_extra: dict[str, Any]
+) -> None:
     try:
         observe(sdk_event)
     except Exception:
@@ -777,8 +933,7 @@ class ToolTally:
             failed = event.payload["output"].get("response_type") == "error"
             self.outcomes[event.payload["call_id"]] = "error" if failed else "ok"
 
-    def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()
-               ) -> None:
+    def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()) -> None:
         """Count the calls that ran; ``waiting`` ones (paused for approval) have not yet:
         they are counted by the resumed turn, if they run at all."""
         for call_id, agent in self.agents.items():

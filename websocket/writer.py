@@ -41,7 +41,7 @@ FINAL_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0)
 UNSAVED_TURN = {
     "code": "server_error",
     "message": "The database is unavailable, so this turn could not be saved. "
-               "Reconnect and resume in a moment.",
+    "Reconnect and resume in a moment.",
     "retryable": True,
 }
 
@@ -61,12 +61,21 @@ _CLOSE = object()
 
 
 class EventWriter:
-    def __init__(self, store: EventStore, hub: Hub, chat_id: str, turn_id: str,
-                 channel: str, *,
-                 checkpoint_interval: float = 0.25, max_batch: int = 512,
-                 after_end: bool = False, metrics: Metrics | None = None,
-                 on_end: Callable[[], None] | None = None,
-                 final_retry_delays: tuple[float, ...] = FINAL_RETRY_DELAYS) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        hub: Hub,
+        chat_id: str,
+        turn_id: str,
+        channel: str,
+        *,
+        checkpoint_interval: float = 0.25,
+        max_batch: int = 512,
+        after_end: bool = False,
+        metrics: Metrics | None = None,
+        on_end: Callable[[], None] | None = None,
+        final_retry_delays: tuple[float, ...] = FINAL_RETRY_DELAYS,
+    ) -> None:
         self.store = store
         self.hub = hub
         self.chat_id = chat_id
@@ -199,24 +208,39 @@ class EventWriter:
         for delay in self.final_retry_delays:
             await asyncio.sleep(delay)
             try:
-                records = await self.store.append(self.chat_id, new_events, update,
-                                                  fence_turn=self.turn_id,
-                                                  after_end=self.after_end)
+                records = await self.store.append(
+                    self.chat_id,
+                    new_events,
+                    update,
+                    fence_turn=self.turn_id,
+                    after_end=self.after_end,
+                )
             except TurnFenced:
                 return  # another instance closed the turn meanwhile
             except Exception as exc:
-                logger.warning("turn end still not written: %s", type(exc).__name__,
-                               extra=log_extra)
+                logger.warning(
+                    "turn end still not written: %s", type(exc).__name__, extra=log_extra
+                )
                 continue
             logger.warning("turn end written after the store came back", extra=log_extra)
             self.error = None
             self._ended(records)
             self._publish(batch, records)
             return
-        logger.error("turn end could not be written; the turn stays running in storage",
-                     extra=log_extra)
-        self.hub.publish(self.channel, [Frame(None, encode(envelope(
-            "error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())))])
+        logger.error(
+            "turn end could not be written; the turn stays running in storage", extra=log_extra
+        )
+        self.hub.publish(
+            self.channel,
+            [
+                Frame(
+                    None,
+                    encode(
+                        envelope("error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())
+                    ),
+                )
+            ],
+        )
 
     def _ended(self, records: list[EventRecord]) -> None:
         if self.on_end is not None and any(r.type == "end_of_stream" for r in records):
@@ -232,27 +256,40 @@ class EventWriter:
                 record = next(published)
                 text, seq = encode(record.to_wire()), record.seq
             else:
-                text, seq = encode(envelope(event.type, self.chat_id, self.turn_id, None,
-                                            payload, item.ts)), None
-            frames.append(Frame(
-                seq, text,
-                delta=payload["delta"] if event.type == "llm_response_delta" else None,
-                agent=payload.get("current_agent"),
-                message_done=event.type == "llm_response",
-            ))
+                text, seq = (
+                    encode(
+                        envelope(event.type, self.chat_id, self.turn_id, None, payload, item.ts)
+                    ),
+                    None,
+                )
+            frames.append(
+                Frame(
+                    seq,
+                    text,
+                    delta=payload["delta"] if event.type == "llm_response_delta" else None,
+                    agent=payload.get("current_agent"),
+                    message_done=event.type == "llm_response",
+                )
+            )
         self.hub.publish(self.channel, frames)
 
     def _new_events(self, batch: list[_Item]) -> list[NewEvent]:
         """The batch's persisted events, in order, before storage gives them seqs."""
-        return [NewEvent(type=item.event.type, turn_id=self.turn_id,
-                         payload=item.event.payload, ts=item.ts)
-                for item in batch if item.event.persisted]
+        return [
+            NewEvent(
+                type=item.event.type, turn_id=self.turn_id, payload=item.event.payload, ts=item.ts
+            )
+            for item in batch
+            if item.event.persisted
+        ]
 
     def _merged_update(self, batch: list[_Item]) -> TurnUpdate | None:
         explicit = [item.update for item in batch if item.update is not None]
         update = explicit[-1] if explicit else None
-        due = (self._text_changed
-               and time.monotonic() - self._last_checkpoint >= self.checkpoint_interval)
+        due = (
+            self._text_changed
+            and time.monotonic() - self._last_checkpoint >= self.checkpoint_interval
+        )
         if update is None and not due:
             return None
         if update is None:
@@ -261,13 +298,12 @@ class EventWriter:
             update = replace(update, partial_text=self.text)
         return update
 
-    async def _append(self, events: list[NewEvent],
-                      update: TurnUpdate | None) -> list[EventRecord]:
+    async def _append(self, events: list[NewEvent], update: TurnUpdate | None) -> list[EventRecord]:
         for attempt in range(_WRITE_ATTEMPTS):
             try:
-                return await self.store.append(self.chat_id, events, update,
-                                               fence_turn=self.turn_id,
-                                               after_end=self.after_end)
+                return await self.store.append(
+                    self.chat_id, events, update, fence_turn=self.turn_id, after_end=self.after_end
+                )
             except CancelRequested:
                 events, update = _as_cancelled(events), _as_cancelled_update(update)
                 self.cancelled_at_end = True
@@ -277,15 +313,19 @@ class EventWriter:
             except Exception:
                 if attempt == _WRITE_ATTEMPTS - 1:
                     raise
-                logger.warning("event write failed, retrying",
-                               extra={"chat_id": self.chat_id, "turn_id": self.turn_id})
+                logger.warning(
+                    "event write failed, retrying",
+                    extra={"chat_id": self.chat_id, "turn_id": self.turn_id},
+                )
                 await asyncio.sleep(_RETRY_DELAYS[attempt])
         raise AssertionError("unreachable")
 
 
 def _as_cancelled(events: list[NewEvent]) -> list[NewEvent]:
-    return [replace(e, payload={**e.payload, "status": "cancelled"})
-            if e.type == "end_of_stream" else e for e in events]
+    return [
+        replace(e, payload={**e.payload, "status": "cancelled"}) if e.type == "end_of_stream" else e
+        for e in events
+    ]
 
 
 def _as_cancelled_update(update: TurnUpdate | None) -> TurnUpdate | None:
@@ -306,16 +346,19 @@ def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:
             out.append(run[0])
         elif run:
             first = run[0]
-            payload = {**first.event.payload,
-                       "delta": "".join(item.event.payload["delta"] for item in run)}
+            payload = {
+                **first.event.payload,
+                "delta": "".join(item.event.payload["delta"] for item in run),
+            }
             out.append(_Item(OutEvent(first.event.type, payload, False), first.ts, None))
         run.clear()
 
     for item in batch:
         event = item.event
         if event.type == "llm_response_delta" and item.update is None:
-            if run and run[0].event.payload.get("current_agent") != \
-                    event.payload.get("current_agent"):
+            if run and run[0].event.payload.get("current_agent") != event.payload.get(
+                "current_agent"
+            ):
                 flush()
             run.append(item)
             continue

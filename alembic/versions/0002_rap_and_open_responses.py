@@ -37,7 +37,9 @@ def upgrade() -> None:
         sa.Column("operation", sa.String(200), nullable=False),
         sa.Column("created_at", TIMESTAMP(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["chat_id"], ["chats.id"], name="fk_rap_subscriptions_chat_id_chats",
+            ["chat_id"],
+            ["chats.id"],
+            name="fk_rap_subscriptions_chat_id_chats",
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("chat_id", "call_id", name="pk_rap_subscriptions"),
@@ -58,7 +60,9 @@ def upgrade() -> None:
             name="ck_open_responses_status",
         ),
         sa.ForeignKeyConstraint(
-            ["chat_id"], ["chats.id"], name="fk_open_responses_chat_id_chats",
+            ["chat_id"],
+            ["chats.id"],
+            name="fk_open_responses_chat_id_chats",
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name="pk_open_responses"),

@@ -57,7 +57,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_approvals_chat_turn", "approvals", ["chat_id", "turn_id"])
     op.create_index(
-        "ix_approvals_pending", "approvals", ["expires_at"],
+        "ix_approvals_pending",
+        "approvals",
+        ["expires_at"],
         sqlite_where=sa.text("status = 'pending'"),
         postgresql_where=sa.text("status = 'pending'"),
     )

@@ -28,14 +28,18 @@ def upgrade() -> None:
     with op.batch_alter_table("turns") as batch:
         batch.add_column(sa.Column("runner", sa.String(64), nullable=True))
         batch.add_column(sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True))
-        batch.add_column(sa.Column("cancel_requested", sa.Boolean(), nullable=False,
-                                   server_default=sa.false()))
+        batch.add_column(
+            sa.Column("cancel_requested", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
     # Paused turns (a paused_turns row) have no runner; every other running turn gets an
     # expired lease, so the first sweep closes it.
-    op.execute(sa.text(
-        "UPDATE turns SET runner = 'before-0004', lease_until = created_at "
-        "WHERE status = 'running' AND NOT EXISTS "
-        "(SELECT 1 FROM paused_turns WHERE paused_turns.turn_id = turns.id)"))
+    op.execute(
+        sa.text(
+            "UPDATE turns SET runner = 'before-0004', lease_until = created_at "
+            "WHERE status = 'running' AND NOT EXISTS "
+            "(SELECT 1 FROM paused_turns WHERE paused_turns.turn_id = turns.id)"
+        )
+    )
 
 
 def downgrade() -> None:

@@ -44,8 +44,11 @@ class ModelFailure:
 
     def log_fields(self, exc: BaseException) -> dict[str, Any]:
         fields: dict[str, Any] = {"error_code": self.code, "error_type": type(exc).__name__}
-        for key, value in (("status", self.status), ("provider_code", self.provider_code),
-                           ("request_id", self.request_id)):
+        for key, value in (
+            ("status", self.status),
+            ("provider_code", self.provider_code),
+            ("request_id", self.request_id),
+        ):
             if value is not None:
                 fields[key] = value
         return fields
@@ -73,21 +76,40 @@ def _body_code(body: object) -> str | None:
     return _safe(inner.get("code")) or _safe(inner.get("type"))
 
 
-def _by_code(code: str | None, status: int | None = None,
-             request_id: str | None = None) -> ModelFailure:
+def _by_code(
+    code: str | None, status: int | None = None, request_id: str | None = None
+) -> ModelFailure:
     lowered = (code or "").lower()
     if any(word in lowered for word in _RATE_CODES):
         return rate_limited(status, code, request_id)
     if any(word in lowered for word in _UNAVAILABLE_CODES):
-        return ModelFailure("model_unavailable", "The model service failed while answering. "
-                            "Please try again.", True, status, code, request_id)
-    return ModelFailure("model_error", "The model stopped with an error while answering. "
-                        "Please try again.", True, status, code, request_id)
+        return ModelFailure(
+            "model_unavailable",
+            "The model service failed while answering. Please try again.",
+            True,
+            status,
+            code,
+            request_id,
+        )
+    return ModelFailure(
+        "model_error",
+        "The model stopped with an error while answering. Please try again.",
+        True,
+        status,
+        code,
+        request_id,
+    )
 
 
 def rate_limited(status: int | None, code: str | None, request_id: str | None) -> ModelFailure:
-    return ModelFailure("rate_limited", "The model provider is rate limiting this server. "
-                        "Please try again in a moment.", True, status, code, request_id)
+    return ModelFailure(
+        "rate_limited",
+        "The model provider is rate limiting this server. Please try again in a moment.",
+        True,
+        status,
+        code,
+        request_id,
+    )
 
 
 def _status_failure(exc: openai.APIStatusError) -> ModelFailure:
@@ -97,14 +119,24 @@ def _status_failure(exc: openai.APIStatusError) -> ModelFailure:
     if status == 429:
         return rate_limited(status, code, request_id)
     if status == 408 or status >= 500:
-        return ModelFailure("model_unavailable", f"The model service is unavailable right now "
-                            f"(HTTP {status}). Please try again.", True, status, code, request_id)
+        return ModelFailure(
+            "model_unavailable",
+            f"The model service is unavailable right now (HTTP {status}). Please try again.",
+            True,
+            status,
+            code,
+            request_id,
+        )
     if status in (401, 403):
-        message = (f"The model provider refused this server's credentials (HTTP {status}); "
-                   "the server's model settings need attention.")
+        message = (
+            f"The model provider refused this server's credentials (HTTP {status}); "
+            "the server's model settings need attention."
+        )
     elif status == 404:
-        message = ("The model provider does not know the configured model or endpoint "
-                   "(HTTP 404); the server's model settings need attention.")
+        message = (
+            "The model provider does not know the configured model or endpoint "
+            "(HTTP 404); the server's model settings need attention."
+        )
     elif code and "context_length" in code:
         message = "This chat is too long for the model. Please start a new chat."
     else:
@@ -118,34 +150,55 @@ def classify_model_error(exc: BaseException) -> ModelFailure:
         if isinstance(candidate, openai.APIStatusError):
             return _status_failure(candidate)
         if isinstance(candidate, openai.APITimeoutError | ModelTimeoutError | TimeoutError):
-            return ModelFailure("model_unavailable", "The model did not answer in time. "
-                                "Please try again.", True)
+            return ModelFailure(
+                "model_unavailable", "The model did not answer in time. Please try again.", True
+            )
         if isinstance(candidate, openai.APIConnectionError):
-            return ModelFailure("model_unavailable", "The model service cannot be reached "
-                                "right now. Please try again.", True)
+            return ModelFailure(
+                "model_unavailable",
+                "The model service cannot be reached right now. Please try again.",
+                True,
+            )
         if isinstance(candidate, openai.APIError):
             # An error the server sent inside a stream (no HTTP status).
-            return _by_code(_body_code(candidate.body) or _safe(candidate.code),
-                            request_id=_safe(getattr(candidate, "request_id", None)))
+            return _by_code(
+                _body_code(candidate.body) or _safe(candidate.code),
+                request_id=_safe(getattr(candidate, "request_id", None)),
+            )
         if isinstance(candidate, MaxTurnsExceeded):
-            return ModelFailure("model_error", "The assistant needed too many steps for this "
-                                "request. Try asking for one thing at a time.", False)
+            return ModelFailure(
+                "model_error",
+                "The assistant needed too many steps for this "
+                "request. Try asking for one thing at a time.",
+                False,
+            )
         if isinstance(candidate, ModelBehaviorError):
             text = str(candidate)
             if text.startswith(_TERMINAL):
                 if "response.incomplete" in text:
-                    return ModelFailure("model_error", "The model stopped before finishing its "
-                                        "answer (it hit an output limit).", False)
+                    return ModelFailure(
+                        "model_error",
+                        "The model stopped before finishing its answer (it hit an output limit).",
+                        False,
+                    )
                 match = _TERMINAL_CODE.search(text)
                 return _by_code(match.group(1) if match else None)
-            return ModelFailure("model_error", "The model gave an answer the server could not "
-                                "use. Please try again.", True)
-    return ModelFailure("model_error", f"The model failed to answer ({type(exc).__name__}). "
-                        "Please try again.", True, provider_error=False)
+            return ModelFailure(
+                "model_error",
+                "The model gave an answer the server could not use. Please try again.",
+                True,
+            )
+    return ModelFailure(
+        "model_error",
+        f"The model failed to answer ({type(exc).__name__}). Please try again.",
+        True,
+        provider_error=False,
+    )
 
 
-def log_model_failure(logger: logging.Logger, exc: BaseException,
-                      extra: Mapping[str, Any]) -> ModelFailure:
+def log_model_failure(
+    logger: logging.Logger, exc: BaseException, extra: Mapping[str, Any]
+) -> ModelFailure:
     """Log a turn's model failure server-side and return what to tell the user.
 
     Provider failures are logged by their facts only (their text may echo the request);

@@ -59,8 +59,9 @@ def _digest(*parts: object) -> str:
 
 
 def _offer(tools: Sequence[Tool], handoffs: Sequence[Handoff]) -> Offer:
-    schemas = {tool.name: tool.params_json_schema for tool in tools
-               if isinstance(tool, FunctionTool)}
+    schemas = {
+        tool.name: tool.params_json_schema for tool in tools if isinstance(tool, FunctionTool)
+    }
     return Offer(schemas, {handoff.agent_name: handoff.tool_name for handoff in handoffs})
 
 
@@ -75,31 +76,50 @@ class OfflineModel(Model):
 
     # -------------------------------------------------------------- deciding
 
-    def _respond(self, system_instructions: str | None,
-                 input: str | list[TResponseInputItem], tools: Sequence[Tool],
-                 handoffs: Sequence[Handoff]) -> tuple[OutputItem, Usage, str]:
+    def _respond(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        tools: Sequence[Tool],
+        handoffs: Sequence[Handoff],
+    ) -> tuple[OutputItem, Usage, str]:
         transcript = read_transcript(input)
-        decision: Decision = decide(transcript, _offer(tools, handoffs),
-                                    datetime.now(UTC).date())
+        decision: Decision = decide(transcript, _offer(tools, handoffs), datetime.now(UTC).date())
         key = _digest(transcript.size, transcript.prompt, decision)
         item: OutputItem
         if isinstance(decision, CallTool):
             arguments = json.dumps(decision.arguments, separators=(",", ":"), ensure_ascii=False)
-            item = ResponseFunctionToolCall(id=f"fc_{key}", call_id=f"call_{key}",
-                                            type="function_call", name=decision.name,
-                                            arguments=arguments, status="completed")
+            item = ResponseFunctionToolCall(
+                id=f"fc_{key}",
+                call_id=f"call_{key}",
+                type="function_call",
+                name=decision.name,
+                arguments=arguments,
+                status="completed",
+            )
             produced = decision.name + arguments
         else:
             assert isinstance(decision, Say)
             item = ResponseOutputMessage(
-                id=f"msg_{key}", type="message", role="assistant", status="completed",
-                content=[ResponseOutputText(type="output_text", text=decision.text,
-                                            annotations=[], logprobs=[])])
+                id=f"msg_{key}",
+                type="message",
+                role="assistant",
+                status="completed",
+                content=[
+                    ResponseOutputText(
+                        type="output_text", text=decision.text, annotations=[], logprobs=[]
+                    )
+                ],
+            )
             produced = decision.text
         prompt_text = (system_instructions or "") + json.dumps(input, default=str)
         input_tokens, output_tokens = _tokens(prompt_text), _tokens(produced)
-        usage = Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens,
-                      total_tokens=input_tokens + output_tokens)
+        usage = Usage(
+            requests=1,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
         return item, usage, f"resp_{key}"
 
     async def get_response(
@@ -139,47 +159,99 @@ class OfflineModel(Model):
         stream = _EventStream(response_id)
         yield stream.created()
         yield stream.in_progress()
-        yield stream.emit(ResponseOutputItemAddedEvent(
-            type="response.output_item.added", output_index=0, sequence_number=0,
-            item=_in_progress(item)))
+        yield stream.emit(
+            ResponseOutputItemAddedEvent(
+                type="response.output_item.added",
+                output_index=0,
+                sequence_number=0,
+                item=_in_progress(item),
+            )
+        )
         if isinstance(item, ResponseOutputMessage):
             part = cast(ResponseOutputText, item.content[0])
-            yield stream.emit(ResponseContentPartAddedEvent(
-                type="response.content_part.added", item_id=item.id, output_index=0,
-                content_index=0, sequence_number=0,
-                part=ResponseOutputText(type="output_text", text="", annotations=[],
-                                        logprobs=[])))
+            yield stream.emit(
+                ResponseContentPartAddedEvent(
+                    type="response.content_part.added",
+                    item_id=item.id,
+                    output_index=0,
+                    content_index=0,
+                    sequence_number=0,
+                    part=ResponseOutputText(
+                        type="output_text", text="", annotations=[], logprobs=[]
+                    ),
+                )
+            )
             for delta in self._chunks(part.text):
                 await self._pause()
-                yield stream.emit(ResponseTextDeltaEvent(
-                    type="response.output_text.delta", item_id=item.id, output_index=0,
-                    content_index=0, delta=delta, logprobs=[], sequence_number=0))
-            yield stream.emit(ResponseTextDoneEvent(
-                type="response.output_text.done", item_id=item.id, output_index=0,
-                content_index=0, text=part.text, logprobs=[], sequence_number=0))
-            yield stream.emit(ResponseContentPartDoneEvent(
-                type="response.content_part.done", item_id=item.id, output_index=0,
-                content_index=0, part=part, sequence_number=0))
+                yield stream.emit(
+                    ResponseTextDeltaEvent(
+                        type="response.output_text.delta",
+                        item_id=item.id,
+                        output_index=0,
+                        content_index=0,
+                        delta=delta,
+                        logprobs=[],
+                        sequence_number=0,
+                    )
+                )
+            yield stream.emit(
+                ResponseTextDoneEvent(
+                    type="response.output_text.done",
+                    item_id=item.id,
+                    output_index=0,
+                    content_index=0,
+                    text=part.text,
+                    logprobs=[],
+                    sequence_number=0,
+                )
+            )
+            yield stream.emit(
+                ResponseContentPartDoneEvent(
+                    type="response.content_part.done",
+                    item_id=item.id,
+                    output_index=0,
+                    content_index=0,
+                    part=part,
+                    sequence_number=0,
+                )
+            )
         else:
             for delta in _split_arguments(item.arguments):
                 await self._pause()
-                yield stream.emit(ResponseFunctionCallArgumentsDeltaEvent(
-                    type="response.function_call_arguments.delta", item_id=item.id or "",
-                    output_index=0, delta=delta, sequence_number=0))
+                yield stream.emit(
+                    ResponseFunctionCallArgumentsDeltaEvent(
+                        type="response.function_call_arguments.delta",
+                        item_id=item.id or "",
+                        output_index=0,
+                        delta=delta,
+                        sequence_number=0,
+                    )
+                )
             # ``name`` is required by some openai versions and an allowed extra in others.
-            yield stream.emit(ResponseFunctionCallArgumentsDoneEvent.model_validate({
-                "type": "response.function_call_arguments.done", "item_id": item.id,
-                "output_index": 0, "arguments": item.arguments, "name": item.name,
-                "sequence_number": 0}))
-        yield stream.emit(ResponseOutputItemDoneEvent(
-            type="response.output_item.done", output_index=0, item=item, sequence_number=0))
+            yield stream.emit(
+                ResponseFunctionCallArgumentsDoneEvent.model_validate(
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "item_id": item.id,
+                        "output_index": 0,
+                        "arguments": item.arguments,
+                        "name": item.name,
+                        "sequence_number": 0,
+                    }
+                )
+            )
+        yield stream.emit(
+            ResponseOutputItemDoneEvent(
+                type="response.output_item.done", output_index=0, item=item, sequence_number=0
+            )
+        )
         yield stream.completed(item, usage)
 
     def _chunks(self, text: str) -> list[str]:
         # Whitespace stays attached to the word before it, so the deltas join to ``text``.
         words = re.findall(r"\s*\S+\s*", text) or [text]
         size = self.words_per_delta
-        return ["".join(words[i:i + size]) for i in range(0, len(words), size)]
+        return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
 
     async def _pause(self) -> None:
         if self.delta_delay:
@@ -188,7 +260,7 @@ class OfflineModel(Model):
 
 def _split_arguments(arguments: str, pieces: int = 3) -> list[str]:
     size = max(1, -(-len(arguments) // pieces))
-    return [arguments[i:i + size] for i in range(0, len(arguments), size)] or [""]
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)] or [""]
 
 
 def _in_progress(item: OutputItem) -> OutputItem:
@@ -210,29 +282,55 @@ class _EventStream:
         return cast(TResponseStreamEvent, event)
 
     def _response(self, output: list[Any], status: str, usage: ResponseUsage | None) -> Response:
-        return Response(id=self._response_id, created_at=0, model=MODEL_NAME, object="response",
-                        output=output, tool_choice="auto", tools=[], top_p=None,
-                        parallel_tool_calls=False, status=cast(Any, status), usage=usage)
+        return Response(
+            id=self._response_id,
+            created_at=0,
+            model=MODEL_NAME,
+            object="response",
+            output=output,
+            tool_choice="auto",
+            tools=[],
+            top_p=None,
+            parallel_tool_calls=False,
+            status=cast(Any, status),
+            usage=usage,
+        )
 
     def created(self) -> TResponseStreamEvent:
-        return self.emit(ResponseCreatedEvent(type="response.created", sequence_number=0,
-                                              response=self._response([], "in_progress", None)))
+        return self.emit(
+            ResponseCreatedEvent(
+                type="response.created",
+                sequence_number=0,
+                response=self._response([], "in_progress", None),
+            )
+        )
 
     def in_progress(self) -> TResponseStreamEvent:
-        return self.emit(ResponseInProgressEvent(
-            type="response.in_progress", sequence_number=0,
-            response=self._response([], "in_progress", None)))
+        return self.emit(
+            ResponseInProgressEvent(
+                type="response.in_progress",
+                sequence_number=0,
+                response=self._response([], "in_progress", None),
+            )
+        )
 
     def completed(self, item: OutputItem, usage: Usage) -> TResponseStreamEvent:
         response_usage = ResponseUsage(
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
             total_tokens=usage.total_tokens,
             input_tokens_details=InputTokensDetails.model_validate(
-                {"cached_tokens": 0, "cache_write_tokens": 0}),  # field set varies by version
-            output_tokens_details=OutputTokensDetails(reasoning_tokens=0))
-        return self.emit(ResponseCompletedEvent(
-            type="response.completed", sequence_number=0,
-            response=self._response([item], "completed", response_usage)))
+                {"cached_tokens": 0, "cache_write_tokens": 0}
+            ),  # field set varies by version
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        )
+        return self.emit(
+            ResponseCompletedEvent(
+                type="response.completed",
+                sequence_number=0,
+                response=self._response([item], "completed", response_usage),
+            )
+        )
 
 
 class OfflineModelProvider(ModelProvider):
@@ -254,21 +352,36 @@ _SUGGESTIONS: dict[str, tuple[str, ...]] = {
     "google_email_message": ("Reply saying thanks", "What's in my inbox?"),
     "send_google_email": ("Show my sent emails", "What's in my inbox?"),
     "reply_to_google_email": ("Show my sent emails", "What's in my inbox?"),
-    "plaid_accounts_response": ("Show my transactions from last week",
-                                "How much did I spend this month?"),
-    "plaid_transactions_response": ("How much did I spend this month?",
-                                    "What are my account balances?"),
-    "plaid_spending_summary": ("Show my transactions from last week",
-                               "What are my account balances?"),
-    "yelp_search_results": ("Show reviews for the top result",
-                            "Email this list to bob@example.com", "Find cheap tacos instead"),
+    "plaid_accounts_response": (
+        "Show my transactions from last week",
+        "How much did I spend this month?",
+    ),
+    "plaid_transactions_response": (
+        "How much did I spend this month?",
+        "What are my account balances?",
+    ),
+    "plaid_spending_summary": (
+        "Show my transactions from last week",
+        "What are my account balances?",
+    ),
+    "yelp_search_results": (
+        "Show reviews for the top result",
+        "Email this list to bob@example.com",
+        "Find cheap tacos instead",
+    ),
     "yelp_reviews": ("Find something similar nearby", "Find coffee near me"),
-    "google_search_results": ("Tell me more about the first result",
-                              "Email these links to bob@example.com"),
+    "google_search_results": (
+        "Tell me more about the first result",
+        "Email these links to bob@example.com",
+    ),
     "error": ("Try that again",),
 }
-_STARTERS = ("What's in my inbox?", "What are my account balances?", "Find sushi in Boston",
-             "Search the web for python asyncio")
+_STARTERS = (
+    "What's in my inbox?",
+    "What are my account balances?",
+    "Find sushi in Boston",
+    "Search the web for python asyncio",
+)
 
 
 def offline_suggestions(prompt: str, response_types: list[str]) -> list[str]:
@@ -290,7 +403,8 @@ _TITLE_FILLER = re.compile(r"^(please|can you|could you|would you|hey|hi|ok|okay
 _TITLE_WORDS = 7
 _DANGLING = frozenset(
     "a an and the my your our their his her its of to in on at for from with by about "
-    "or but then also me us".split())
+    "or but then also me us".split()
+)
 
 
 def offline_title(prompt: str) -> str:

@@ -26,25 +26,42 @@ from app.models.offline_transcript import (
 # ----------------------------------------------------------------------------- routing
 
 _ROLE_PATTERNS: dict[str, re.Pattern[str]] = {
-    "gmail": re.compile(r"\b(e-?mails?|inbox|gmail|mail|unread|reply|replies|send|sent|"
-                        r"messages?|compose)\b", re.I),
-    "plaid": re.compile(r"\b(balances?|spen[dt]|spending|transactions?|bank(?:ing)?|accounts?|"
-                        r"budget|money|purchases?|charges?|income|paycheck|savings|checking|"
-                        r"credit card)\b", re.I),
-    "yelp": re.compile(r"\b(restaurants?|food|eat|eating|dinner|lunch|breakfast|brunch|sushi|"
-                       r"pizza|coffee|caf[eé]s?|tacos?|mexican|burgers?|ramen|thai|italian|"
-                       r"bbq|barbecue|bakery|bakeries|near me|nearby|near|yelp|reviews?)\b",
-                       re.I),
-    "search": re.compile(r"\b(search the web|web|google|internet|online|look up|wikipedia|"
-                         r"news)\b", re.I),
+    "gmail": re.compile(
+        r"\b(e-?mails?|inbox|gmail|mail|unread|reply|replies|send|sent|"
+        r"messages?|compose)\b",
+        re.I,
+    ),
+    "plaid": re.compile(
+        r"\b(balances?|spen[dt]|spending|transactions?|bank(?:ing)?|accounts?|"
+        r"budget|money|purchases?|charges?|income|paycheck|savings|checking|"
+        r"credit card)\b",
+        re.I,
+    ),
+    "yelp": re.compile(
+        r"\b(restaurants?|food|eat|eating|dinner|lunch|breakfast|brunch|sushi|"
+        r"pizza|coffee|caf[eé]s?|tacos?|mexican|burgers?|ramen|thai|italian|"
+        r"bbq|barbecue|bakery|bakeries|near me|nearby|near|yelp|reviews?)\b",
+        re.I,
+    ),
+    "search": re.compile(
+        r"\b(search the web|web|google|internet|online|look up|wikipedia|"
+        r"news)\b",
+        re.I,
+    ),
 }
 # Clause boundaries: "and", "also", ", then", sentence ends. Captured, so merged clauses
 # keep their original wording ("saying see you then" stays whole).
-_SPLIT = re.compile(r"(\s*(?:,?\s*\b(?:and then|and also|also|plus|and)\b|,\s*then\b|[;!?]|"
-                    r"\.(?=\s|$))\s*)", re.I)
+_SPLIT = re.compile(
+    r"(\s*(?:,?\s*\b(?:and then|and also|also|plus|and)\b|,\s*then\b|[;!?]|"
+    r"\.(?=\s|$))\s*)",
+    re.I,
+)
 _LEADING_JOINER = re.compile(r"^(?:then|and|also|so|plus)\b[\s,]*", re.I)
-_GREETING = re.compile(r"^\s*(hi|hello|hey|yo|good (morning|afternoon|evening)|help|thanks|"
-                       r"thank you|what can you do|who are you)\b", re.I)
+_GREETING = re.compile(
+    r"^\s*(hi|hello|hey|yo|good (morning|afternoon|evening)|help|thanks|"
+    r"thank you|what can you do|who are you)\b",
+    re.I,
+)
 
 
 def role_of(text: str) -> str | None:
@@ -90,14 +107,16 @@ def is_small_talk(prompt: str) -> bool:
 
 # ----------------------------------------------------------------------------- deciding
 
+
 @dataclass
 class Progress:
     decision: Decision | None = None
     notes: list[str] = field(default_factory=list)
 
 
-def _next_step(transcript: Transcript, parts: list[tuple[str, str]], own: list[str],
-               today: date) -> Progress:
+def _next_step(
+    transcript: Transcript, parts: list[tuple[str, str]], own: list[str], today: date
+) -> Progress:
     # The steps already taken this turn are matched, in order, against this agent's calls,
     # so each model call resumes exactly where the turn is.
     progress = Progress()
@@ -121,8 +140,10 @@ def _next_step(transcript: Transcript, parts: list[tuple[str, str]], own: list[s
 
 
 def _acted(transcript: Transcript, role: str, agent: str) -> bool:
-    return any(TOOL_ROLE.get(call.name) == role or call.name == f"transfer_to_{agent.lower()}"
-               for call in transcript.calls)
+    return any(
+        TOOL_ROLE.get(call.name) == role or call.name == f"transfer_to_{agent.lower()}"
+        for call in transcript.calls
+    )
 
 
 def decide(transcript: Transcript, offer: Offer, today: date) -> Decision:
@@ -170,8 +191,10 @@ def _route(transcript: Transcript, offer: Offer) -> Decision:
         tool = offer.handoff_for(_agent_for(role))
         if tool:
             return CallTool(tool, {})
-    return Say("I can't help with that in this setup: none of the connected services covers "
-               "it. " + help_text(offer))
+    return Say(
+        "I can't help with that in this setup: none of the connected services covers "
+        "it. " + help_text(offer)
+    )
 
 
 def _plugin_move(transcript: Transcript, offer: Offer) -> Decision:

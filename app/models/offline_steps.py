@@ -50,11 +50,17 @@ def _gmail_steps(clause: str, prompt: str) -> list[Step]:
     lowered = clause.lower()
     if re.search(r"\brepl(y|ies)\b", lowered):
         return _reply_steps(clause, addresses)
-    sending = re.search(r"\b(send|e-?mail|write|compose|forward|mail)\b(?!s)", lowered) and \
-        not re.search(r"\bfrom\s+\S+@", lowered)
+    sending = re.search(
+        r"\b(send|e-?mail|write|compose|forward|mail)\b(?!s)", lowered
+    ) and not re.search(r"\bfrom\s+\S+@", lowered)
     if sending and addresses:
-        return [Step("send_google_email", lambda t: _send_arguments(t, clause, addresses),
-                     "I didn't send the email because there were no results to share.")]
+        return [
+            Step(
+                "send_google_email",
+                lambda t: _send_arguments(t, clause, addresses),
+                "I didn't send the email because there were no results to share.",
+            )
+        ]
     if addresses and re.search(r"\bfrom\b", lowered):
         return [Step("google_email_search_from_email", lambda t: {"email": addresses[0]})]
     message_id = _HEX_ID.search(clause)
@@ -79,8 +85,11 @@ def gmail_query(clause: str) -> str:
         parts.append(f"from:{sender.group(1)}")
     topic = re.search(r"\b(?:about|regarding|mentioning|for|with subject)\s+(.+)$", lowered)
     if topic:
-        words = [w for w in re.findall(r"[\w$.-]+", topic.group(1))
-                 if w not in {"the", "my", "a", "an", "emails", "email", "mail", "inbox"}]
+        words = [
+            w
+            for w in re.findall(r"[\w$.-]+", topic.group(1))
+            if w not in {"the", "my", "a", "an", "emails", "email", "mail", "inbox"}
+        ]
         parts.extend(words[:4])
     return " ".join(parts)
 
@@ -90,22 +99,38 @@ def _greeting_for(address: str) -> str:
     return f"Hi {name.capitalize()}," if name.isalpha() else "Hi,"
 
 
-def _send_arguments(transcript: Transcript, clause: str,
-                    addresses: list[str]) -> dict[str, Any] | None:
-    shared = [call for call in transcript.calls
-              if not call.is_handoff and TOOL_ROLE.get(call.name) != "gmail"
-              and call.name != "resolve_user_location"]
-    refers_to_results = re.search(r"\b(list|results?|them|those|these|it|that|places|"
-                                  r"options|links?)\b", clause.lower())
+def _send_arguments(
+    transcript: Transcript, clause: str, addresses: list[str]
+) -> dict[str, Any] | None:
+    shared = [
+        call
+        for call in transcript.calls
+        if not call.is_handoff
+        and TOOL_ROLE.get(call.name) != "gmail"
+        and call.name != "resolve_user_location"
+    ]
+    refers_to_results = re.search(
+        r"\b(list|results?|them|those|these|it|that|places|"
+        r"options|links?)\b",
+        clause.lower(),
+    )
     usable = [call for call in shared if not call.failed]
     greeting = _greeting_for(addresses[0])
     if usable:
         source = usable[-1]
         lines = [strip_item(line) for line in items_of(source.output or "")][:10]
         subject = _subject_for(source)
-        body = "\n".join([greeting, "", f"Here's what I found — {subject}:", "",
-                          *(f"{n}. {line}" for n, line in enumerate(lines, 1)), "",
-                          "Cheers"])
+        body = "\n".join(
+            [
+                greeting,
+                "",
+                f"Here's what I found — {subject}:",
+                "",
+                *(f"{n}. {line}" for n, line in enumerate(lines, 1)),
+                "",
+                "Cheers",
+            ]
+        )
     elif refers_to_results and shared:
         return None  # the results this email was meant to carry failed: do not send nonsense
     else:
@@ -135,18 +160,24 @@ def _reply_steps(clause: str, addresses: list[str]) -> list[Step]:
     body = body[0].upper() + body[1:]
     direct = _HEX_ID.search(clause)
     if direct:
-        return [Step("reply_to_google_email",
-                     lambda t: {"message_id": direct.group(0), "body": body})]
-    finder = Step("google_email_search_from_email", lambda t: {"email": addresses[0]}) \
-        if addresses else Step("google_email_inbox", lambda t: {"max_results": 5})
+        return [
+            Step("reply_to_google_email", lambda t: {"message_id": direct.group(0), "body": body})
+        ]
+    finder = (
+        Step("google_email_search_from_email", lambda t: {"email": addresses[0]})
+        if addresses
+        else Step("google_email_inbox", lambda t: {"max_results": 5})
+    )
 
     def reply_arguments(transcript: Transcript) -> dict[str, Any] | None:
         found = _outputs(transcript, {finder.name})
         message_id = _first_id(found[-1].output or "", r"\bid=([0-9a-f]{16})") if found else None
         return {"message_id": message_id, "body": body} if message_id else None
 
-    return [finder, Step("reply_to_google_email", reply_arguments,
-                         "I couldn't find the email to reply to.")]
+    return [
+        finder,
+        Step("reply_to_google_email", reply_arguments, "I couldn't find the email to reply to."),
+    ]
 
 
 def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
@@ -177,38 +208,85 @@ def _plaid_steps(clause: str, today: date) -> list[Step]:
     lowered = clause.lower()
     start, end, days = date_range(clause, today)
     wanted: list[tuple[int, Step]] = []
-    accounts = re.search(r"\b(balances?|accounts?|how much (?:money )?do i have|net worth|"
-                         r"savings|checking)\b", lowered)
-    transactions = re.search(r"\b(transactions?|purchases?|charges?|payments?|activity)\b",
-                             lowered)
+    accounts = re.search(
+        r"\b(balances?|accounts?|how much (?:money )?do i have|net worth|"
+        r"savings|checking)\b",
+        lowered,
+    )
+    transactions = re.search(r"\b(transactions?|purchases?|charges?|payments?|activity)\b", lowered)
     spending = re.search(r"\b(spen[dt]|spending|budget|categor(?:y|ies))\b", lowered)
     if accounts:
         wanted.append((accounts.start(), Step("get_accounts_at_plaid", lambda t: {})))
     if transactions:
-        wanted.append((transactions.start(), Step(
-            "get_transactions_at_plaid",
-            lambda t: {"start_date": start, "end_date": end, "account_id": None})))
+        wanted.append(
+            (
+                transactions.start(),
+                Step(
+                    "get_transactions_at_plaid",
+                    lambda t: {"start_date": start, "end_date": end, "account_id": None},
+                ),
+            )
+        )
     if spending:
-        wanted.append((spending.start(), Step("get_spending_summary_at_plaid",
-                                              lambda t: {"days": days})))
+        wanted.append(
+            (spending.start(), Step("get_spending_summary_at_plaid", lambda t: {"days": days}))
+        )
     if not wanted:
         wanted.append((0, Step("get_accounts_at_plaid", lambda t: {})))
     return [step for _, step in sorted(wanted, key=lambda pair: pair[0])]
 
 
 CITY_STATES = {
-    "boston": "Boston, MA", "cambridge": "Cambridge, MA", "san francisco": "San Francisco, CA",
-    "sf": "San Francisco, CA", "new york": "New York, NY", "nyc": "New York, NY",
-    "manhattan": "New York, NY", "brooklyn": "Brooklyn, NY", "chicago": "Chicago, IL",
-    "austin": "Austin, TX", "seattle": "Seattle, WA", "los angeles": "Los Angeles, CA",
-    "denver": "Denver, CO", "miami": "Miami, FL", "portland": "Portland, OR",
-    "philadelphia": "Philadelphia, PA", "washington dc": "Washington, DC",
+    "boston": "Boston, MA",
+    "cambridge": "Cambridge, MA",
+    "san francisco": "San Francisco, CA",
+    "sf": "San Francisco, CA",
+    "new york": "New York, NY",
+    "nyc": "New York, NY",
+    "manhattan": "New York, NY",
+    "brooklyn": "Brooklyn, NY",
+    "chicago": "Chicago, IL",
+    "austin": "Austin, TX",
+    "seattle": "Seattle, WA",
+    "los angeles": "Los Angeles, CA",
+    "denver": "Denver, CO",
+    "miami": "Miami, FL",
+    "portland": "Portland, OR",
+    "philadelphia": "Philadelphia, PA",
+    "washington dc": "Washington, DC",
 }
-FOOD_TERMS = ("sushi", "pizza", "coffee", "tacos", "taco", "mexican", "burgers", "burger",
-              "ramen", "thai", "italian", "bbq", "barbecue", "brunch", "bakery", "cafe", "café",
-              "vegan", "steak", "seafood", "indian", "chinese", "korean", "dessert", "ice cream")
-_NEAR_ME = re.compile(r"\b(near (me|here|by)|nearby|around (me|here)|close to me|closest|"
-                      r"nearest|in my area)\b", re.I)
+FOOD_TERMS = (
+    "sushi",
+    "pizza",
+    "coffee",
+    "tacos",
+    "taco",
+    "mexican",
+    "burgers",
+    "burger",
+    "ramen",
+    "thai",
+    "italian",
+    "bbq",
+    "barbecue",
+    "brunch",
+    "bakery",
+    "cafe",
+    "café",
+    "vegan",
+    "steak",
+    "seafood",
+    "indian",
+    "chinese",
+    "korean",
+    "dessert",
+    "ice cream",
+)
+_NEAR_ME = re.compile(
+    r"\b(near (me|here|by)|nearby|around (me|here)|close to me|closest|"
+    r"nearest|in my area)\b",
+    re.I,
+)
 
 
 def place_of(clause: str) -> str | None:
@@ -217,8 +295,9 @@ def place_of(clause: str) -> str | None:
     for name, display in CITY_STATES.items():
         if f" {name} " in lowered:
             return display
-    match = re.search(r"\b(?:in|near|around|at)\s+((?:[A-Z][\w'.-]*)(?:[ ,]+[A-Z][\w'.-]*)*)",
-                      clause)
+    match = re.search(
+        r"\b(?:in|near|around|at)\s+((?:[A-Z][\w'.-]*)(?:[ ,]+[A-Z][\w'.-]*)*)", clause
+    )
     return match.group(1).strip(" ,") if match else None
 
 
@@ -227,9 +306,12 @@ def yelp_term(clause: str) -> str:
     for term in FOOD_TERMS:
         if re.search(rf"\b{re.escape(term)}\b", lowered):
             return "coffee" if term in {"cafe", "café"} else term
-    match = re.search(r"\b(?:find|search for|look for|get me|recommend|show me|where can i get)"
-                      r"\s+(?:me\s+)?(?:some\s+|a\s+|an\s+|the\s+|good\s+|best\s+)*(.+?)"
-                      r"(?=\s+(?:in|near|around|nearby|open|that|with)\b|$)", lowered)
+    match = re.search(
+        r"\b(?:find|search for|look for|get me|recommend|show me|where can i get)"
+        r"\s+(?:me\s+)?(?:some\s+|a\s+|an\s+|the\s+|good\s+|best\s+)*(.+?)"
+        r"(?=\s+(?:in|near|around|nearby|open|that|with)\b|$)",
+        lowered,
+    )
     term = match.group(1).strip() if match else ""
     return term or "restaurants"
 
@@ -239,21 +321,41 @@ def _yelp_steps(clause: str) -> list[Step]:
     place = place_of(clause)
     near = bool(_NEAR_ME.search(clause)) and place is None
     term = yelp_term(clause)
-    price = "1,2" if re.search(r"\b(cheap|inexpensive|affordable|budget)\b", lowered) else \
-        "3,4" if re.search(r"\b(fancy|upscale|expensive|fine dining)\b", lowered) else None
-    sort_by = "rating" if re.search(r"\b(best|top|highest)[ -]rated\b|\bbest\b", lowered) else \
-        "distance" if re.search(r"\b(closest|nearest)\b", lowered) else \
-        "review_count" if re.search(r"\b(popular|most reviewed)\b", lowered) else "best_match"
-    count = re.search(r"\b(?:top\s+)?(\d{1,2})\s+(?:places|restaurants|spots|options|results)\b"
-                      r"|\btop\s+(\d{1,2})\b", lowered)
+    price = (
+        "1,2"
+        if re.search(r"\b(cheap|inexpensive|affordable|budget)\b", lowered)
+        else "3,4"
+        if re.search(r"\b(fancy|upscale|expensive|fine dining)\b", lowered)
+        else None
+    )
+    sort_by = (
+        "rating"
+        if re.search(r"\b(best|top|highest)[ -]rated\b|\bbest\b", lowered)
+        else "distance"
+        if re.search(r"\b(closest|nearest)\b", lowered)
+        else "review_count"
+        if re.search(r"\b(popular|most reviewed)\b", lowered)
+        else "best_match"
+    )
+    count = re.search(
+        r"\b(?:top\s+)?(\d{1,2})\s+(?:places|restaurants|spots|options|results)\b"
+        r"|\btop\s+(\d{1,2})\b",
+        lowered,
+    )
     limit = int(next(g for g in count.groups() if g)) if count else 5
-    open_now = bool(re.search(r"\b(open now|open right now|still open|currently open)\b",
-                              lowered))
+    open_now = bool(re.search(r"\b(open now|open right now|still open|currently open)\b", lowered))
 
     def search_arguments(transcript: Transcript) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"term": term, "location": place, "latitude": None,
-                                     "longitude": None, "price": price, "open_now": open_now,
-                                     "sort_by": sort_by, "limit": max(1, min(limit, 20))}
+        arguments: dict[str, Any] = {
+            "term": term,
+            "location": place,
+            "latitude": None,
+            "longitude": None,
+            "price": price,
+            "open_now": open_now,
+            "sort_by": sort_by,
+            "limit": max(1, min(limit, 20)),
+        }
         if near:
             found = _outputs(transcript, {"resolve_user_location"})
             spot = location_from(found[-1].output or "") if found else None
@@ -266,13 +368,21 @@ def _yelp_steps(clause: str) -> list[Step]:
         steps.append(Step("resolve_user_location", lambda t: {"hint": None}))
     steps.append(Step("search_businesses_at_yelp", search_arguments))
     if re.search(r"\breviews?\b", lowered):
+
         def review_arguments(transcript: Transcript) -> dict[str, Any] | None:
             found = _outputs(transcript, {"search_businesses_at_yelp"})
-            business = _first_id(found[-1].output or "", r"\bid=([A-Za-z0-9_-]{6,})") \
-                if found else None
+            business = (
+                _first_id(found[-1].output or "", r"\bid=([A-Za-z0-9_-]{6,})") if found else None
+            )
             return {"business_id": business} if business else None
-        steps.append(Step("get_business_reviews_at_yelp", review_arguments,
-                          "I couldn't find a business to read reviews for."))
+
+        steps.append(
+            Step(
+                "get_business_reviews_at_yelp",
+                review_arguments,
+                "I couldn't find a business to read reviews for.",
+            )
+        )
     return steps
 
 
@@ -281,8 +391,11 @@ def location_from(output: str) -> dict[str, Any] | None:
     data = parse_json(output)
     if isinstance(data, dict) and "response" in data and isinstance(data["response"], dict):
         data = data["response"]
-    if isinstance(data, dict) and isinstance(data.get("latitude"), int | float) and \
-            isinstance(data.get("longitude"), int | float):
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("latitude"), int | float)
+        and isinstance(data.get("longitude"), int | float)
+    ):
         return {"latitude": float(data["latitude"]), "longitude": float(data["longitude"])}
     numbers = re.findall(r"-?\d{1,3}\.\d+", output)
     if len(numbers) >= 2:
@@ -293,7 +406,9 @@ def location_from(output: str) -> dict[str, Any] | None:
 _SEARCH_PREFIX = re.compile(
     r"^(?:please\s+)?(?:(?:can you|could you)\s+)?(?:search(?: the web| online| google)?"
     r"(?: for)?|google|look up|find(?: out)?(?: about)?|tell me about|what(?:'s| is| are)|"
-    r"who(?:'s| is| are))\s+", re.I)
+    r"who(?:'s| is| are))\s+",
+    re.I,
+)
 
 
 def search_query(clause: str) -> str:

@@ -83,6 +83,7 @@ def _amounts(text: str, label: str) -> list[float]:
 
 # ----------------------------------------------------------------------------- summaries
 
+
 def _names(items: list[str], limit: int = 3) -> str:
     names = [f"**{name_of(item)}**" for item in items[:limit] if name_of(item)]
     if len(names) <= 1:
@@ -108,33 +109,46 @@ def _sentence_for(call: PastCall) -> str:
         return _not_run_sentence(call)
     if output.startswith(NOT_CONNECTED):
         # A "Connect" card was shown: say so, rather than reporting an empty result.
-        return ("I need access to that account first: use the **Connect** button on the "
-                "card above, then ask me again.")
+        return (
+            "I need access to that account first: use the **Connect** button on the "
+            "card above, then ask me again."
+        )
     items = items_of(output)
     name = call.name
     if name in {"google_email_inbox", "google_email_search", "google_email_search_from_email"}:
         if not items:
             return "I didn't find any matching emails."
         unread = sum("(unread)" in item for item in items)
-        where = {"google_email_inbox": "in your inbox",
-                 "google_email_search": f"matching “{args.get('query', '')}”",
-                 "google_email_search_from_email": f"from {args.get('email', '')}"}[name]
+        where = {
+            "google_email_inbox": "in your inbox",
+            "google_email_search": f"matching “{args.get('query', '')}”",
+            "google_email_search_from_email": f"from {args.get('email', '')}",
+        }[name]
         first = re.search(r"From (.+?) — Subject (.+?)(?: — |$)", items[0])
-        newest = (f" The newest is **{first.group(2)}** from {first.group(1)}." if first
-                  else f" The newest is {strip_item(items[0])[:80]}.")
+        newest = (
+            f" The newest is **{first.group(2)}** from {first.group(1)}."
+            if first
+            else f" The newest is {strip_item(items[0])[:80]}."
+        )
         unread_text = f", {unread} of them unread" if unread else ""
-        return (f"I found {_plural(len(items), 'email')} {where}{unread_text}.{newest}"
-                + _injection_warning(items))
+        return (
+            f"I found {_plural(len(items), 'email')} {where}{unread_text}.{newest}"
+            + _injection_warning(items)
+        )
     if name == "read_google_email":
         data = parse_json(output)
         if isinstance(data, dict):
             text = " ".join(str(data.get("text", "")).split()[:25])
-            return (f"Here's **{data.get('subject', 'the email')}** from "
-                    f"{data.get('from', 'the sender')}: “{text}…”")
+            return (
+                f"Here's **{data.get('subject', 'the email')}** from "
+                f"{data.get('from', 'the sender')}: “{text}…”"
+            )
         return "Here's the email you asked for."
     if name == "send_google_email":
-        return (f"I sent **{args.get('subject', 'your email')}** to "
-                f"{', '.join(args.get('to') or []) or 'the recipient'}.")
+        return (
+            f"I sent **{args.get('subject', 'your email')}** to "
+            f"{', '.join(args.get('to') or []) or 'the recipient'}."
+        )
     if name == "reply_to_google_email":
         return "I sent your reply in the same thread."
     if name == "get_accounts_at_plaid":
@@ -142,32 +156,41 @@ def _sentence_for(call: PastCall) -> str:
         cash = [item for item in items if item not in credit]
         cash_total = sum(sum(_amounts(item, "current")[:1]) for item in cash)
         owed = sum(sum(_amounts(item, "current")[:1]) for item in credit)
-        text = (f"You have {_plural(len(items), 'account')} connected, holding "
-                f"{_money(cash_total)} across checking and savings.")
+        text = (
+            f"You have {_plural(len(items), 'account')} connected, holding "
+            f"{_money(cash_total)} across checking and savings."
+        )
         if credit:
             text += f" Your credit card balance is {_money(owed)}."
         return text
     if name == "get_transactions_at_plaid":
-        rows = [re.match(r"(\d{4}-\d{2}-\d{2}) (.+?) (-?[\d,]+\.\d\d)\b", item)
-                for item in items]
+        rows = [re.match(r"(\d{4}-\d{2}-\d{2}) (.+?) (-?[\d,]+\.\d\d)\b", item) for item in items]
         found = [(m.group(2), float(m.group(3).replace(",", ""))) for m in rows if m]
         spent = sum(amount for _, amount in found if amount > 0)
-        period = (f" from {args['start_date']} to {args.get('end_date') or 'today'}"
-                  if args.get("start_date") else " over the last 30 days")
+        period = (
+            f" from {args['start_date']} to {args.get('end_date') or 'today'}"
+            if args.get("start_date")
+            else " over the last 30 days"
+        )
         if not found:
             return f"I didn't find any transactions{period}."
         biggest = max(found, key=lambda pair: pair[1])
-        return (f"I found {_plural(len(found), 'transaction')}{period}, with "
-                f"{_money(spent)} going out. The largest was {biggest[0].title()} at "
-                f"{_money(biggest[1])}.")
+        return (
+            f"I found {_plural(len(found), 'transaction')}{period}, with "
+            f"{_money(spent)} going out. The largest was {biggest[0].title()} at "
+            f"{_money(biggest[1])}."
+        )
     if name == "get_spending_summary_at_plaid":
         data = parse_json(output)
         if isinstance(data, dict) and isinstance(data.get("categories"), list):
-            top = ", ".join(f"{c['category']} ({_money(c['amount'])})"
-                            for c in data["categories"][:3])
-            return (f"You spent {_money(data.get('total_spent', 0))} over the last "
-                    f"{data.get('days', args.get('days', 30))} days; the biggest categories "
-                    f"were {top}.")
+            top = ", ".join(
+                f"{c['category']} ({_money(c['amount'])})" for c in data["categories"][:3]
+            )
+            return (
+                f"You spent {_money(data.get('total_spent', 0))} over the last "
+                f"{data.get('days', args.get('days', 30))} days; the biggest categories "
+                f"were {top}."
+            )
         return f"Here's your spending summary for the last {args.get('days', 30)} days."
     if name == "resolve_user_location":
         return ""
@@ -176,16 +199,20 @@ def _sentence_for(call: PastCall) -> str:
         term = args.get("term", "places")
         if not items:
             return f"I couldn't find any {term} places in {where} that match."
-        what = _plural(len(items), term) if term.endswith("s") else \
-            f"{len(items)} {term} spot{'' if len(items) == 1 else 's'}"
+        what = (
+            _plural(len(items), term)
+            if term.endswith("s")
+            else f"{len(items)} {term} spot{'' if len(items) == 1 else 's'}"
+        )
         near = "near you in " if args.get("latitude") is not None else "in "
         return f"I found {what} {near}{where}. Top picks: {_names(items)}."
     if name == "get_business_reviews_at_yelp":
         subject = re.search(r"reviews of (.+?) \(", output)
         about = f" of **{subject.group(1)}**" if subject else ""
         first = re.search(r"rating (\d).*?: (.+)", items[0]) if items else None
-        gist = f" The latest ({first.group(1)}★) says: “{_clip(first.group(2), 90)}”" \
-            if first else ""
+        gist = (
+            f" The latest ({first.group(1)}★) says: “{_clip(first.group(2), 90)}”" if first else ""
+        )
         return f"Here are {_plural(len(items), 'recent review')}{about}.{gist}"
     if name == "search_google":
         return _search_summary(output, str(args.get("query", "")))
@@ -194,8 +221,11 @@ def _sentence_for(call: PastCall) -> str:
 
 # What a prompt injection in third-party text usually says (connectors.instructions asks
 # every agent to tell the user about such text rather than follow it).
-_INJECTION = re.compile(r"ignore (?:all |any )?(?:previous|prior|earlier) instructions|"
-                        r"(?:note|message) to (?:the |any )?(?:ai|assistant)", re.I)
+_INJECTION = re.compile(
+    r"ignore (?:all |any )?(?:previous|prior|earlier) instructions|"
+    r"(?:note|message) to (?:the |any )?(?:ai|assistant)",
+    re.I,
+)
 
 
 def _injection_warning(items: list[str]) -> str:
@@ -204,15 +234,17 @@ def _injection_warning(items: list[str]) -> str:
         return ""
     subject = re.search(r"Subject (.+?)(?: — |$)", flagged[0])
     which = f"**{subject.group(1)}**" if subject else "one of them"
-    return (f" Careful: {which} contains instructions aimed at an AI assistant; I did not "
-            "follow them.")
+    return (
+        f" Careful: {which} contains instructions aimed at an AI assistant; I did not follow them."
+    )
 
 
 def _not_run_sentence(call: PastCall) -> str:
     """A call the person did not approve: say plainly that nothing happened."""
-    what = {"send_google_email": f"send **{call.arguments.get('subject') or 'the email'}**",
-            "reply_to_google_email": "send the reply"}.get(
-        call.name, f"run {call.name.replace('_', ' ')}")
+    what = {
+        "send_google_email": f"send **{call.arguments.get('subject') or 'the email'}**",
+        "reply_to_google_email": "send the reply",
+    }.get(call.name, f"run {call.name.replace('_', ' ')}")
     if "in time" in (call.output or ""):
         return f"I didn't {what}: the approval request expired, so nothing was done."
     said = re.search(r'They said: "(.*)"', call.output or "")
@@ -267,13 +299,19 @@ def summarize(transcript: Transcript, notes: Sequence[str]) -> str:
 
 
 def help_text(offer: Offer) -> str:
-    things = {"GMail": "check and send Gmail", "Plaid": "show bank balances and spending",
-              "Yelp": "find restaurants on Yelp", "Search": "search the web"}
+    things = {
+        "GMail": "check and send Gmail",
+        "Plaid": "show bank balances and spending",
+        "Yelp": "find restaurants on Yelp",
+        "Search": "search the web",
+    }
     can = [things.get(agent, f"use {agent}") for agent in offer.handoffs]
     listed = ", ".join(can[:-1]) + f" and {can[-1]}" if len(can) > 1 else "".join(can)
-    return (f"Hi! I'm Switchboard, running on the offline demo model with demo data, so "
-            f"nothing real is touched. I can {listed or 'chat'}. Try “find sushi in Boston "
-            f"and email the list to bob@example.com”.")
+    return (
+        f"Hi! I'm Switchboard, running on the offline demo model with demo data, so "
+        f"nothing real is touched. I can {listed or 'chat'}. Try “find sushi in Boston "
+        f"and email the list to bob@example.com”."
+    )
 
 
 def small_talk_reply(prompt: str, offer: Offer) -> str:

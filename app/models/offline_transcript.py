@@ -12,13 +12,22 @@ from typing import Any
 # ----------------------------------------------------------------------------- the input
 
 ROLE_TOOLS: dict[str, frozenset[str]] = {
-    "gmail": frozenset({"google_email_inbox", "google_email_search",
-                        "google_email_search_from_email", "read_google_email",
-                        "send_google_email", "reply_to_google_email"}),
-    "plaid": frozenset({"get_accounts_at_plaid", "get_transactions_at_plaid",
-                        "get_spending_summary_at_plaid"}),
-    "yelp": frozenset({"resolve_user_location", "search_businesses_at_yelp",
-                       "get_business_reviews_at_yelp"}),
+    "gmail": frozenset(
+        {
+            "google_email_inbox",
+            "google_email_search",
+            "google_email_search_from_email",
+            "read_google_email",
+            "send_google_email",
+            "reply_to_google_email",
+        }
+    ),
+    "plaid": frozenset(
+        {"get_accounts_at_plaid", "get_transactions_at_plaid", "get_spending_summary_at_plaid"}
+    ),
+    "yelp": frozenset(
+        {"resolve_user_location", "search_businesses_at_yelp", "get_business_reviews_at_yelp"}
+    ),
     "search": frozenset({"search_google"}),
 }
 TOOL_ROLE = {tool: role for role, tools in ROLE_TOOLS.items() for tool in tools}
@@ -80,8 +89,11 @@ def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
     for index, item in enumerate(items):
         if item.get("role") == "user" and item.get("type", "message") == "message":
             start, prompt = index + 1, _text_of(item.get("content"))
-    outputs = {item.get("call_id"): _output_text(item.get("output"))
-               for item in items[start:] if item.get("type") == "function_call_output"}
+    outputs = {
+        item.get("call_id"): _output_text(item.get("output"))
+        for item in items[start:]
+        if item.get("type") == "function_call_output"
+    }
     calls = []
     for item in items[start:]:
         if item.get("type") != "function_call":
@@ -90,13 +102,19 @@ def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
             arguments = json.loads(item.get("arguments") or "{}")
         except json.JSONDecodeError:
             arguments = {}
-        calls.append(PastCall(str(item.get("call_id")), str(item.get("name")),
-                              arguments if isinstance(arguments, dict) else {},
-                              outputs.get(item.get("call_id"))))
+        calls.append(
+            PastCall(
+                str(item.get("call_id")),
+                str(item.get("name")),
+                arguments if isinstance(arguments, dict) else {},
+                outputs.get(item.get("call_id")),
+            )
+        )
     return Transcript(prompt.strip(), tuple(calls), len(items))
 
 
 # ----------------------------------------------------------------------------- decisions
+
 
 @dataclass(frozen=True)
 class CallTool:

@@ -66,8 +66,12 @@ def is_transient(context: RetryPolicyContext) -> bool:
     """Worth another try: rate limits, server errors, timeouts and broken connections."""
     error = context.normalized
     status = error.status_code
-    return (error.is_network_error or error.is_timeout
-            or status in (408, 429) or (status is not None and status >= 500))
+    return (
+        error.is_network_error
+        or error.is_timeout
+        or status in (408, 429)
+        or (status is not None and status >= 500)
+    )
 
 
 def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
@@ -81,25 +85,31 @@ def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
 def transient_retry_policy(context: RetryPolicyContext) -> RetryDecision:
     if not is_transient(context):
         return RetryDecision(retry=False)
-    return RetryDecision(retry=True,
-                         delay=backoff_delay(context.attempt, context.normalized.retry_after),
-                         reason=f"transient model failure (status {context.normalized.status_code})")
+    return RetryDecision(
+        retry=True,
+        delay=backoff_delay(context.attempt, context.normalized.retry_after),
+        reason=f"transient model failure (status {context.normalized.status_code})",
+    )
 
 
 def turn_model_settings(settings: Settings) -> ModelSettings:
     """Timeout and retries for every agent's calls; usage reported by Chat Completions too."""
     return ModelSettings(
         timeout=settings.model_call_timeout,
-        retry=ModelRetrySettings(max_retries=settings.model_max_retries,
-                                 policy=transient_retry_policy),
+        retry=ModelRetrySettings(
+            max_retries=settings.model_max_retries, policy=transient_retry_policy
+        ),
         include_usage=True,
     )
 
 
 def suggest_model_settings(settings: Settings) -> ModelSettings:
     # Suggestions are a nicety: one try, short timeout, never a retry.
-    return ModelSettings(timeout=settings.suggest_timeout,
-                         retry=ModelRetrySettings(max_retries=0), include_usage=True)
+    return ModelSettings(
+        timeout=settings.suggest_timeout,
+        retry=ModelRetrySettings(max_retries=0),
+        include_usage=True,
+    )
 
 
 class ModelFactory:
@@ -125,11 +135,17 @@ class ModelFactory:
         if client is None:
             api_key = resolve_api_key(self._settings, self._environ)
             if api_key is None and spec.kind == "openai":
-                raise SettingsError(f"SWITCHBOARD_MODEL: {spec} needs an API key; set "
-                                    "SWITCHBOARD_MODEL_API_KEY or OPENAI_API_KEY")
+                raise SettingsError(
+                    f"SWITCHBOARD_MODEL: {spec} needs an API key; set "
+                    "SWITCHBOARD_MODEL_API_KEY or OPENAI_API_KEY"
+                )
             timeout = Timeout(self._timeout, connect=min(CONNECT_TIMEOUT, self._timeout))
-            client = AsyncOpenAI(api_key=api_key or KEYLESS_PLACEHOLDER, base_url=base_url,
-                                 timeout=timeout, max_retries=0)
+            client = AsyncOpenAI(
+                api_key=api_key or KEYLESS_PLACEHOLDER,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=0,
+            )
             self._clients[base_url] = client
         return client
 
@@ -192,9 +208,11 @@ class ConfiguredModels:
         task.add_done_callback(self._background.discard)
 
     def run_config(self, *, suggest: bool = False) -> RunConfig:
-        return RunConfig(model_provider=self.provider,
-                         model_settings=self.suggest_settings if suggest else self.model_settings,
-                         tracing_disabled=not self.tracing)
+        return RunConfig(
+            model_provider=self.provider,
+            model_settings=self.suggest_settings if suggest else self.model_settings,
+            tracing_disabled=not self.tracing,
+        )
 
     async def aclose(self, grace: float = BACKGROUND_GRACE) -> None:
         """Let background work finish for ``grace`` seconds, cancel the rest, close clients."""
@@ -231,8 +249,11 @@ def build_models(settings: Settings, environ: Mapping[str, str] = os.environ) ->
     suggest = _suggest_spec(settings, connector)
     factory = ModelFactory(settings, environ)
     orchestrator_model = factory.model_for(main)
-    specs = {"orchestrator": str(main), "connector": str(connector),
-             "suggest": str(suggest) if suggest is not None else SUGGEST_OFF}
+    specs = {
+        "orchestrator": str(main),
+        "connector": str(connector),
+        "suggest": str(suggest) if suggest is not None else SUGGEST_OFF,
+    }
     everything_offline = all(spec.is_offline for spec in (main, connector))
 
     set_tracing_disabled(not settings.tracing)
@@ -247,8 +268,9 @@ def build_models(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         specs=specs,
         orchestrator=orchestrator_model,
         connector=factory.model_for(connector),
-        suggest=(factory.model_for(suggest)
-                 if suggest is not None and not suggest.is_offline else None),
+        suggest=(
+            factory.model_for(suggest) if suggest is not None and not suggest.is_offline else None
+        ),
         suggestions_enabled=suggest is not None,
         provider=SwitchboardModelProvider(factory, main, orchestrator_model),
         # The offline model never fails or stalls: no timeout task or retry around it.

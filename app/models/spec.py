@@ -59,16 +59,21 @@ def parse_model_spec(value: str) -> ModelSpec:
         raise ValueError(f"expected {FORMS}; got {value!r}")
     if kind == "openai":
         if _URL_START.search(rest):
-            raise ValueError("openai:MODEL takes no base URL; for another server use "
-                             "responses:MODEL@BASE_URL or chat:MODEL@BASE_URL")
+            raise ValueError(
+                "openai:MODEL takes no base URL; for another server use "
+                "responses:MODEL@BASE_URL or chat:MODEL@BASE_URL"
+            )
         return ModelSpec("openai", _model_name(rest, value))
     parts = _URL_START.split(rest)
     if len(parts) < 2 and "@" in rest:
-        raise ValueError(f"the base URL after '@' must start with http:// or https://; "
-                         f"got {value!r}")
+        raise ValueError(
+            f"the base URL after '@' must start with http:// or https://; got {value!r}"
+        )
     if len(parts) < 2:
-        raise ValueError(f"{kind}:MODEL@BASE_URL needs a base URL, e.g. "
-                         f"{kind}:{rest or 'MODEL'}@http://localhost:11434/v1; got {value!r}")
+        raise ValueError(
+            f"{kind}:MODEL@BASE_URL needs a base URL, e.g. "
+            f"{kind}:{rest or 'MODEL'}@http://localhost:11434/v1; got {value!r}"
+        )
     model, base_url = "@".join(parts[:-1]), parts[-1]
     return ModelSpec(kind, _model_name(model, value), _base_url(base_url))  # type: ignore[arg-type]
 
@@ -88,8 +93,9 @@ def _base_url(url: str) -> str:
         raise ValueError(f"{url!r} is not an http(s) URL")
     if parts.username or parts.password:
         # A URL ends up in logs and error messages; a key belongs in its own setting.
-        raise ValueError("the base URL must not carry credentials; put the key in "
-                         "SWITCHBOARD_MODEL_API_KEY")
+        raise ValueError(
+            "the base URL must not carry credentials; put the key in SWITCHBOARD_MODEL_API_KEY"
+        )
     if parts.query or parts.fragment:
         raise ValueError(f"the base URL {url!r} must not have a query or fragment")
     try:

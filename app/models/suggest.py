@@ -103,8 +103,13 @@ def clean_title(candidate: str, prompt: str) -> str:
 class Suggester:
     """Suggestions and titles from ``model``, or the offline equivalents when it is None."""
 
-    def __init__(self, model: Model | None, run_config: RunConfig, timeout: float,
-                 capabilities: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        model: Model | None,
+        run_config: RunConfig,
+        timeout: float,
+        capabilities: Sequence[str] = (),
+    ) -> None:
         self.model = model
         self._run_config = run_config
         self._timeout = timeout
@@ -112,20 +117,26 @@ class Suggester:
         self._suggest_agent: Agent[None] | None = None
         self._title_agent: Agent[None] | None = None
         if model is not None:
-            self._suggest_agent = Agent(name="Suggestions", model=model, output_type=FollowUps,
-                                        instructions=SUGGEST_INSTRUCTIONS.format(
-                                            capabilities=listed))
-            self._title_agent = Agent(name="Title", model=model, output_type=ChatTitle,
-                                      instructions=TITLE_INSTRUCTIONS)
+            self._suggest_agent = Agent(
+                name="Suggestions",
+                model=model,
+                output_type=FollowUps,
+                instructions=SUGGEST_INSTRUCTIONS.format(capabilities=listed),
+            )
+            self._title_agent = Agent(
+                name="Title", model=model, output_type=ChatTitle, instructions=TITLE_INSTRUCTIONS
+            )
 
     async def suggest(self, prompt: str, final_text: str, response_types: list[str]) -> list[str]:
         """0-4 follow-ups; [] when the model fails or is too slow (logged, never raised)."""
         if self._suggest_agent is None:
             return offline_suggestions(prompt, response_types)
         shown = ", ".join(sorted(set(filter(None, response_types)))) or "none"
-        conversation = (f"<user>\n{_excerpt(prompt, PROMPT_EXCERPT_CHARS)}\n</user>\n"
-                        f"<assistant>\n{_excerpt(final_text, ANSWER_EXCERPT_CHARS)}\n</assistant>\n"
-                        f"Cards shown to the user: {shown}")
+        conversation = (
+            f"<user>\n{_excerpt(prompt, PROMPT_EXCERPT_CHARS)}\n</user>\n"
+            f"<assistant>\n{_excerpt(final_text, ANSWER_EXCERPT_CHARS)}\n</assistant>\n"
+            f"Cards shown to the user: {shown}"
+        )
         output = await self._ask(self._suggest_agent, conversation, "suggestions")
         if not isinstance(output, FollowUps):
             return []
@@ -151,6 +162,7 @@ class Suggester:
         except Exception as exc:
             # Like a failed turn, only facts: the provider's text may echo the request.
             failure = classify_model_error(exc)
-            logger.warning(f"{what} call failed; going on without it",
-                           extra=failure.log_fields(exc))
+            logger.warning(
+                f"{what} call failed; going on without it", extra=failure.log_fields(exc)
+            )
             return None

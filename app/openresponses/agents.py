@@ -28,8 +28,10 @@ from app.openresponses.errors import invalid
 from app.openresponses.request import AllowedTools, CreateResponse, FunctionToolRef
 from connectors.approvals import approval_required
 
-CALLER_NOTE = ("Instructions from the API caller for this response (follow them unless "
-               "they conflict with the rules above):\n{text}")
+CALLER_NOTE = (
+    "Instructions from the API caller for this response (follow them unless "
+    "they conflict with the rules above):\n{text}"
+)
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,12 @@ def function_tools(orchestrator: Agent[Any]) -> dict[str, tuple[Agent[Any], Func
 
 def gated_tools(orchestrator: Agent[Any]) -> frozenset[str]:
     """The tools whose calls may wait for the person's approval (PROTOCOL.md §3a)."""
-    return frozenset(agent_tool.name for agent in specialists(orchestrator)
-                     for agent_tool in agent.tools
-                     if isinstance(agent_tool, FunctionTool) and approval_required(agent_tool))
+    return frozenset(
+        agent_tool.name
+        for agent in specialists(orchestrator)
+        for agent_tool in agent.tools
+        if isinstance(agent_tool, FunctionTool) and approval_required(agent_tool)
+    )
 
 
 def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy:
@@ -66,9 +71,10 @@ def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy
     def check(names: list[str], param: str) -> frozenset[str]:
         for index, name in enumerate(names):
             if name not in known:
-                raise invalid(f"no tool named {name!r}; Switchboard's tools are: "
-                              f"{', '.join(known)}", f"{param}[{index}].name"
-                              if param != "tool_choice" else "tool_choice.name")
+                raise invalid(
+                    f"no tool named {name!r}; Switchboard's tools are: {', '.join(known)}",
+                    f"{param}[{index}].name" if param != "tool_choice" else "tool_choice.name",
+                )
         return frozenset(names)
 
     allowed = check([t.name for t in request.tools], "tools") if request.tools else None
@@ -77,14 +83,14 @@ def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy
         narrowed = check([t.name for t in choice.tools], "tool_choice.tools")
         allowed = narrowed if allowed is None else allowed & narrowed
         if not allowed:
-            raise invalid("tools and tool_choice.tools have no tool in common",
-                          "tool_choice.tools")
+            raise invalid("tools and tool_choice.tools have no tool in common", "tool_choice.tools")
         return ToolPolicy(allowed, "required" if choice.mode == "required" else None)
     if isinstance(choice, FunctionToolRef):
         check([choice.name], "tool_choice")
         if allowed is not None and choice.name not in allowed:
-            raise invalid(f"tool_choice names {choice.name!r}, which tools leaves out",
-                          "tool_choice.name")
+            raise invalid(
+                f"tool_choice names {choice.name!r}, which tools leaves out", "tool_choice.name"
+            )
         return ToolPolicy(allowed, choice.name)
     if choice == "auto":
         return ToolPolicy(allowed, None)
@@ -107,16 +113,20 @@ def _settings(agent: Agent[Any], tool_choice: str | None) -> ModelSettings:
     return replace(agent.model_settings, tool_choice=tool_choice)
 
 
-def response_agent(orchestrator: Agent[Any], instructions: str | None,
-                   policy: ToolPolicy) -> Agent[Any]:
+def response_agent(
+    orchestrator: Agent[Any], instructions: str | None, policy: ToolPolicy
+) -> Agent[Any]:
     """The orchestrator (and the agents it hands off to) for one response."""
+
     def note(agent: Agent[Any]) -> Any:
-        return _with_note(agent.instructions, instructions) if instructions else \
-            agent.instructions
+        return _with_note(agent.instructions, instructions) if instructions else agent.instructions
 
     if policy.choice == "none":
-        return orchestrator.clone(handoffs=[], instructions=note(orchestrator),
-                                  model_settings=_settings(orchestrator, None))
+        return orchestrator.clone(
+            handoffs=[],
+            instructions=note(orchestrator),
+            model_settings=_settings(orchestrator, None),
+        )
     tools = function_tools(orchestrator)
     forced = policy.choice if policy.choice not in (None, "required") else None
     allowed = frozenset({forced}) if forced else policy.allowed
@@ -126,13 +136,17 @@ def response_agent(orchestrator: Agent[Any], instructions: str | None,
     for agent in specialists(orchestrator):
         if owner is not None and agent is not owner:
             continue
-        kept = [tool for tool in agent.tools
-                if allowed is None or getattr(tool, "name", None) in allowed]
+        kept = [
+            tool
+            for tool in agent.tools
+            if allowed is None or getattr(tool, "name", None) in allowed
+        ]
         if allowed is not None and not kept:
             continue
         choice = forced or policy.choice  # "required", a tool's name, or None
-        clones[id(agent)] = agent.clone(tools=kept, instructions=note(agent),
-                                        model_settings=_settings(agent, choice))
+        clones[id(agent)] = agent.clone(
+            tools=kept, instructions=note(agent), model_settings=_settings(agent, choice)
+        )
     if not clones:
         raise invalid("none of the allowed tools can be used", "tool_choice")
     for original in specialists(orchestrator):
@@ -140,26 +154,42 @@ def response_agent(orchestrator: Agent[Any], instructions: str | None,
         if clone is None:
             continue
         # Hand-offs stay within the kept agents; a forced call has no one to pass it on to.
-        clone.handoffs = [] if forced else [
-            clones[id(peer)] if isinstance(peer, Agent) else peer
-            for peer in original.handoffs
-            if (isinstance(peer, Agent) and id(peer) in clones) or isinstance(peer, Handoff)]
+        clone.handoffs = (
+            []
+            if forced
+            else [
+                clones[id(peer)] if isinstance(peer, Agent) else peer
+                for peer in original.handoffs
+                if (isinstance(peer, Agent) and id(peer) in clones) or isinstance(peer, Handoff)
+            ]
+        )
     kept_agents = [clones[id(agent)] for agent in specialists(orchestrator) if id(agent) in clones]
     if forced is not None:
         orchestrator_choice: str | None = Handoff.default_tool_name(kept_agents[0])
     else:
         orchestrator_choice = policy.choice
-    return orchestrator.clone(handoffs=kept_agents, instructions=note(orchestrator),
-                              model_settings=_settings(orchestrator, orchestrator_choice))
+    return orchestrator.clone(
+        handoffs=kept_agents,
+        instructions=note(orchestrator),
+        model_settings=_settings(orchestrator, orchestrator_choice),
+    )
 
 
-def tool_definitions(orchestrator: Agent[Any], allowed: frozenset[str] | None = None
-                     ) -> list[dict[str, Any]]:
+def tool_definitions(
+    orchestrator: Agent[Any], allowed: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
     """The Response object's ``tools``: Switchboard's function tools the model could use."""
     out = []
     for name, (_, tool) in function_tools(orchestrator).items():
         if allowed is not None and name not in allowed:
             continue
-        out.append({"type": "function", "name": name, "description": tool.description,
-                    "parameters": tool.params_json_schema, "strict": tool.strict_json_schema})
+        out.append(
+            {
+                "type": "function",
+                "name": name,
+                "description": tool.description,
+                "parameters": tool.params_json_schema,
+                "strict": tool.strict_json_schema,
+            }
+        )
     return out

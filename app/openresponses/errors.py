@@ -20,9 +20,16 @@ STATUS_BY_TYPE = {
 
 
 class OpenResponsesError(Exception):
-    def __init__(self, type_: str, message: str, *, code: str | None = None,
-                 param: str | None = None, status: int | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        type_: str,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.type = type_
         self.message = message
@@ -32,11 +39,21 @@ class OpenResponsesError(Exception):
         self.headers = dict(headers or {})
 
     def response(self) -> JSONResponse:
-        return JSONResponse({"error": {"type": self.type, "code": self.code,
-                                       "param": self.param, "message": self.message}},
-                            status_code=self.status, headers=self.headers)
+        return JSONResponse(
+            {
+                "error": {
+                    "type": self.type,
+                    "code": self.code,
+                    "param": self.param,
+                    "message": self.message,
+                }
+            },
+            status_code=self.status,
+            headers=self.headers,
+        )
 
 
-def invalid(message: str, param: str | None = None, code: str = "invalid_value"
-            ) -> OpenResponsesError:
+def invalid(
+    message: str, param: str | None = None, code: str = "invalid_value"
+) -> OpenResponsesError:
     return OpenResponsesError("invalid_request", message, code=code, param=param)

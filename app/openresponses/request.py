@@ -80,8 +80,9 @@ class InputFile(_Part):
     filename: str | None = None
 
 
-ContentPart = Annotated[InputText | OutputText | Refusal | InputImage | InputFile,
-                        Field(discriminator="type")]
+ContentPart = Annotated[
+    InputText | OutputText | Refusal | InputImage | InputFile, Field(discriminator="type")
+]
 
 
 class MessageItem(BaseModel):
@@ -175,8 +176,10 @@ class AllowedTools(BaseModel):
     tools: list[FunctionToolRef] = Field(min_length=1, max_length=256)
 
 
-ToolChoice = (Literal["auto", "none", "required"]
-              | Annotated[FunctionToolRef | AllowedTools, Field(discriminator="type")])
+ToolChoice = (
+    Literal["auto", "none", "required"]
+    | Annotated[FunctionToolRef | AllowedTools, Field(discriminator="type")]
+)
 
 
 class TextFormat(BaseModel):
@@ -204,8 +207,7 @@ class CreateResponse(BaseModel):
     tool_choice: ToolChoice = "auto"
     stream: bool = False
     store: bool = True
-    metadata: dict[str, Annotated[str, Field(max_length=512)]] | None = Field(
-        None, max_length=16)
+    metadata: dict[str, Annotated[str, Field(max_length=512)]] | None = Field(None, max_length=16)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
     max_output_tokens: int | None = Field(None, ge=16, le=1_000_000)
@@ -220,12 +222,12 @@ class CreateResponse(BaseModel):
 # Fields of the body whose refusal deserves a message of its own.
 _UNSUPPORTED = {
     "background": "background responses are not supported: omit background or set it to "
-                  "false, and use stream: true for long answers",
+    "false, and use stream: true for long answers",
     "conversation": "conversation objects are not supported: chain responses with "
-                    "previous_response_id instead",
-    "text": "only plain text output is supported (text.format.type \"text\")",
+    "previous_response_id instead",
+    "text": 'only plain text output is supported (text.format.type "text")',
     "tools": "Switchboard runs its own tools (its connectors): tools may only list some of "
-             "them as {\"type\": \"function\", \"name\": …}, to restrict the model to those",
+    'them as {"type": "function", "name": …}, to restrict the model to those',
 }
 
 
@@ -256,11 +258,18 @@ def parse_request(body: object) -> CreateResponse:
     if not isinstance(body, dict):
         raise invalid("the body must be a JSON object", code="invalid_json")
     if "model" not in body:
-        raise invalid("model is required (any name, e.g. \"switchboard\": the server's "
-                      "configured models answer)", "model", "missing_required_parameter")
+        raise invalid(
+            'model is required (any name, e.g. "switchboard": the server\'s '
+            "configured models answer)",
+            "model",
+            "missing_required_parameter",
+        )
     if "input" not in body:
-        raise invalid("input is required: a string or a list of input items", "input",
-                      "missing_required_parameter")
+        raise invalid(
+            "input is required: a string or a list of input items",
+            "input",
+            "missing_required_parameter",
+        )
     try:
         request = CreateResponse.model_validate(body)
     except ValidationError as exc:
@@ -272,13 +281,17 @@ def parse_request(body: object) -> CreateResponse:
         message = _UNSUPPORTED.get(top)
         if message is None and first["type"] == "extra_forbidden":
             # Only approval responses forbid extra fields (see ApprovalResponseItem).
-            message = (f"unknown field {str(first['loc'][-1])!r} in a {APPROVAL_RESPONSE} "
-                       f"item; its fields are {APPROVAL_RESPONSE_FIELDS}")
+            message = (
+                f"unknown field {str(first['loc'][-1])!r} in a {APPROVAL_RESPONSE} "
+                f"item; its fields are {APPROVAL_RESPONSE_FIELDS}"
+            )
             raise invalid(message, param, "unknown_parameter") from None
         if message is None and first["type"] == "union_tag_invalid":
             context = first.get("ctx") or {}
-            message = (f"{param}: type {context.get('tag')!r} is not supported here; "
-                       f"expected {context.get('expected_tags')}")
+            message = (
+                f"{param}: type {context.get('tag')!r} is not supported here; "
+                f"expected {context.get('expected_tags')}"
+            )
         if message is None:
             message = f"{param}: {first['msg']}"
         raise invalid(message, param) from None
@@ -293,6 +306,7 @@ def parse_request(body: object) -> CreateResponse:
 
 
 # ----------------------------------------------------------------------------- approvals
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -313,64 +327,92 @@ def approval_decisions(request: CreateResponse) -> list[Decision]:
     """
     if isinstance(request.input, str):
         return []
-    answers = [(index, item) for index, item in enumerate(request.input)
-               if isinstance(item, ApprovalResponseItem)]
+    answers = [
+        (index, item)
+        for index, item in enumerate(request.input)
+        if isinstance(item, ApprovalResponseItem)
+    ]
     if not answers:
         return []
-    others = [index for index, item in enumerate(request.input)
-              if not isinstance(item, ApprovalResponseItem)]
+    others = [
+        index
+        for index, item in enumerate(request.input)
+        if not isinstance(item, ApprovalResponseItem)
+    ]
     if others:
-        raise invalid(f"{APPROVAL_RESPONSE} items must be the whole input: they resume the "
-                      "paused response as it was; send other items in the next request",
-                      f"input[{others[0]}]")
+        raise invalid(
+            f"{APPROVAL_RESPONSE} items must be the whole input: they resume the "
+            "paused response as it was; send other items in the next request",
+            f"input[{others[0]}]",
+        )
     if request.previous_response_id is None:
-        raise invalid(f"{APPROVAL_RESPONSE} items answer the approval requests of a "
-                      "response: set previous_response_id to that response's id",
-                      "previous_response_id", "missing_required_parameter")
+        raise invalid(
+            f"{APPROVAL_RESPONSE} items answer the approval requests of a "
+            "response: set previous_response_id to that response's id",
+            "previous_response_id",
+            "missing_required_parameter",
+        )
     if request.tools is not None:
-        raise invalid("tools cannot be given while answering approvals: the paused run "
-                      "goes on with the tools it had; send tools in the next request",
-                      "tools")
+        raise invalid(
+            "tools cannot be given while answering approvals: the paused run "
+            "goes on with the tools it had; send tools in the next request",
+            "tools",
+        )
     if request.tool_choice != "auto":
-        raise invalid("tool_choice cannot be given while answering approvals: the paused "
-                      "run goes on with the tools it had; send tool_choice in the next "
-                      "request", "tool_choice")
+        raise invalid(
+            "tool_choice cannot be given while answering approvals: the paused "
+            "run goes on with the tools it had; send tool_choice in the next "
+            "request",
+            "tool_choice",
+        )
     decisions: list[Decision] = []
     seen: set[str] = set()
     for index, item in answers:
         assert isinstance(item, ApprovalResponseItem)
         where = f"input[{index}]"
         if item.approval_id in seen:
-            raise invalid(f"approval {item.approval_id!r} is answered twice; send one "
-                          f"{APPROVAL_RESPONSE} per approval", f"{where}.approval_id",
-                          "duplicate_approval_response")
+            raise invalid(
+                f"approval {item.approval_id!r} is answered twice; send one "
+                f"{APPROVAL_RESPONSE} per approval",
+                f"{where}.approval_id",
+                "duplicate_approval_response",
+            )
         seen.add(item.approval_id)
         reason = (item.reason or "").strip() or None
         decisions.append(Decision(item.approval_id, item.approve, reason, where))
     return decisions
 
 
-def check_decisions(decisions: Sequence[Decision], asked: Sequence[str],
-                    response_id: str) -> None:
+def check_decisions(decisions: Sequence[Decision], asked: Sequence[str], response_id: str) -> None:
     """Every decision answers one of ``asked`` (the approval ids ``response_id`` asked
     for), and every one of them is answered: the paused run goes on only once all are
     decided, so a partial answer could not produce a response."""
     for decision in decisions:
         if decision.approval_id not in asked:
-            hint = (f"its approval requests are {', '.join(map(repr, asked))}" if asked
-                    else "it asked for no approval")
-            raise invalid(f"response {response_id!r} has no approval request "
-                          f"{decision.approval_id!r}: {hint}",
-                          f"{decision.param}.approval_id", "unknown_approval")
+            hint = (
+                f"its approval requests are {', '.join(map(repr, asked))}"
+                if asked
+                else "it asked for no approval"
+            )
+            raise invalid(
+                f"response {response_id!r} has no approval request "
+                f"{decision.approval_id!r}: {hint}",
+                f"{decision.param}.approval_id",
+                "unknown_approval",
+            )
     answered = {decision.approval_id for decision in decisions}
     missing = [approval_id for approval_id in asked if approval_id not in answered]
     if missing:
-        raise invalid(f"answer every approval request of {response_id!r} in one request: "
-                      f"no {APPROVAL_RESPONSE} for {', '.join(map(repr, missing))}",
-                      "input", "missing_approval_response")
+        raise invalid(
+            f"answer every approval request of {response_id!r} in one request: "
+            f"no {APPROVAL_RESPONSE} for {', '.join(map(repr, missing))}",
+            "input",
+            "missing_approval_response",
+        )
 
 
 # ----------------------------------------------------------------------------- to a turn
+
 
 @dataclass(frozen=True)
 class TurnInput:
@@ -396,8 +438,11 @@ def _part(part: Any, role: str) -> dict[str, Any]:
 
 def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
     """The SDK input items and the prompt; ``OpenResponsesError`` for what cannot run."""
-    items = ([MessageItem(role="user", content=request.input)]
-             if isinstance(request.input, str) else list(request.input))
+    items = (
+        [MessageItem(role="user", content=request.input)]
+        if isinstance(request.input, str)
+        else list(request.input)
+    )
     called: set[str] = set()
     answered: set[str] = set()
     out: list[dict[str, Any]] = []
@@ -409,8 +454,9 @@ def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
                 prompt = _text_of(item.content)
             if isinstance(item.content, str) or item.role == "assistant":
                 # Assistant turns go back as plain text: every provider accepts that.
-                out.append({"type": "message", "role": item.role,
-                            "content": _text_of(item.content)})
+                out.append(
+                    {"type": "message", "role": item.role, "content": _text_of(item.content)}
+                )
             else:
                 try:
                     parts = [_part(part, item.role) for part in item.content]
@@ -422,42 +468,63 @@ def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
             if item.call_id in called:
                 raise invalid(f"function_call {item.call_id!r} appears twice", where)
             called.add(item.call_id)
-            out.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
-                        "arguments": item.arguments})
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": item.call_id,
+                    "name": item.name,
+                    "arguments": item.arguments,
+                }
+            )
         elif isinstance(item, ApprovalRequestItem):
             # A replayed request that was never answered in this conversation: the model
             # reads the call and that it did not run (a model API refuses a call without
             # an output), as after a paused turn that was superseded.
             if item.call_id in called:
-                raise invalid(f"the call {item.call_id!r} of this approval request appears "
-                              "twice", where)
+                raise invalid(
+                    f"the call {item.call_id!r} of this approval request appears twice", where
+                )
             called.add(item.call_id)
             answered.add(item.call_id)
-            out += [{"type": "function_call", "call_id": item.call_id, "name": item.name,
-                     "arguments": item.arguments},
-                    {"type": "function_call_output", "call_id": item.call_id,
-                     "output": NOT_RUN}]
+            out += [
+                {
+                    "type": "function_call",
+                    "call_id": item.call_id,
+                    "name": item.name,
+                    "arguments": item.arguments,
+                },
+                {"type": "function_call_output", "call_id": item.call_id, "output": NOT_RUN},
+            ]
         elif isinstance(item, ApprovalResponseItem):
             raise invalid(f"{APPROVAL_RESPONSE} items must be the whole input", where)
         else:
             if item.call_id not in called:
-                raise invalid(f"function_call_output for {item.call_id!r} has no function_call "
-                              "before it in input: Switchboard runs its tools itself, so no "
-                              "call ever waits for a client's result", where)
+                raise invalid(
+                    f"function_call_output for {item.call_id!r} has no function_call "
+                    "before it in input: Switchboard runs its tools itself, so no "
+                    "call ever waits for a client's result",
+                    where,
+                )
             if item.call_id in answered:
                 raise invalid(f"function_call {item.call_id!r} has a second output", where)
             answered.add(item.call_id)
             output = item.output if isinstance(item.output, str) else _text_of(item.output)
-            out.append({"type": "function_call_output", "call_id": item.call_id,
-                        "output": output})
+            out.append({"type": "function_call_output", "call_id": item.call_id, "output": output})
     unanswered = sorted(called - answered)
     if unanswered:
-        raise invalid(f"function_call {unanswered[0]!r} has no function_call_output in input; "
-                      "send each replayed call with its output", "input")
+        raise invalid(
+            f"function_call {unanswered[0]!r} has no function_call_output in input; "
+            "send each replayed call with its output",
+            "input",
+        )
     if prompt is None or not prompt.strip():
-        raise invalid("input must contain a user message with text: it is the new turn's "
-                      "prompt", "input")
+        raise invalid(
+            "input must contain a user message with text: it is the new turn's prompt", "input"
+        )
     if len(prompt) > max_prompt_chars:
-        raise invalid(f"the user message is over {max_prompt_chars} characters", "input",
-                      "string_above_max_length")
+        raise invalid(
+            f"the user message is over {max_prompt_chars} characters",
+            "input",
+            "string_above_max_length",
+        )
     return TurnInput(prompt=prompt, items=out)

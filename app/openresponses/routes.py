@@ -36,21 +36,30 @@ async def _user(request: Request) -> UserRecord:
     try:
         return await current_user(request)
     except ApiError as exc:
-        raise OpenResponsesError("invalid_request", exc.message, code=exc.code,
-                                 status=exc.status) from None
+        raise OpenResponsesError(
+            "invalid_request", exc.message, code=exc.code, status=exc.status
+        ) from None
 
 
 async def _json_body(request: Request) -> object:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise OpenResponsesError("invalid_request", f"the body is over {MAX_BODY_BYTES} bytes",
-                                 code="request_too_large", status=413)
+        raise OpenResponsesError(
+            "invalid_request",
+            f"the body is over {MAX_BODY_BYTES} bytes",
+            code="request_too_large",
+            status=413,
+        )
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY_BYTES:
-            raise OpenResponsesError("invalid_request", f"the body is over {MAX_BODY_BYTES} "
-                                     "bytes", code="request_too_large", status=413)
+            raise OpenResponsesError(
+                "invalid_request",
+                f"the body is over {MAX_BODY_BYTES} bytes",
+                code="request_too_large",
+                status=413,
+            )
     try:
         return load_json(body)
     except JsonTooDeep as exc:
@@ -62,8 +71,9 @@ async def _json_body(request: Request) -> object:
 LOST = "the response stopped unexpectedly; try again"
 
 
-async def _stream(started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
-                  ) -> AsyncIterator[str]:
+async def _stream(
+    started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
+) -> AsyncIterator[str]:
     while True:
         try:
             event = await asyncio.wait_for(started.events.get(), keepalive)
@@ -83,11 +93,13 @@ async def _stream(started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
 def _unexpected(exc: Exception, request: Request) -> Response:
     if isinstance(exc, DATABASE_UNAVAILABLE):
         logger.warning("database unavailable: %s", type(exc).__name__)
-        return OpenResponsesError("server_error", "the database is unavailable; try again in "
-                                  "a moment", status=503, headers={"Retry-After": "5"}
-                                  ).response()
-    logger.error("open responses request failed", exc_info=exc,
-                 extra={"path": request.url.path})
+        return OpenResponsesError(
+            "server_error",
+            "the database is unavailable; try again in a moment",
+            status=503,
+            headers={"Retry-After": "5"},
+        ).response()
+    logger.error("open responses request failed", exc_info=exc, extra={"path": request.url.path})
     return OpenResponsesError("server_error", "internal server error").response()
 
 
@@ -100,19 +112,25 @@ async def create_response(request: Request) -> Response:
     except OpenResponsesError as exc:
         return exc.response()
     except TurnInProgress:
-        return OpenResponsesError("invalid_request", "this conversation is busy with another "
-                                  "turn; try again when it ends", code="conversation_busy",
-                                  status=409).response()
+        return OpenResponsesError(
+            "invalid_request",
+            "this conversation is busy with another turn; try again when it ends",
+            code="conversation_busy",
+            status=409,
+        ).response()
     except Exception as exc:
         return _unexpected(exc, request)
     if parsed.stream:
-        return StreamingResponse(_stream(started), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache",
-                                          "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            _stream(started),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     ended = await started.outcome()
     if ended is None:
-        logger.error("a response's turn ended without finishing it",
-                     extra={"response_id": started.id})
+        logger.error(
+            "a response's turn ended without finishing it", extra={"response_id": started.id}
+        )
         return OpenResponsesError("server_error", LOST).response()
     outcome, body = ended
     if outcome.status not in ("completed", "paused"):  # paused: it asks for approval
@@ -134,8 +152,9 @@ async def get_response(request: Request) -> Response:
     except Exception as exc:
         return _unexpected(exc, request)
     if stored is None or stored.body is None:
-        return OpenResponsesError("not_found", f"no response {response_id!r}",
-                                  param="response_id").response()
+        return OpenResponsesError(
+            "not_found", f"no response {response_id!r}", param="response_id"
+        ).response()
     return JSONResponse(stored.body)
 
 

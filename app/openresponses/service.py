@@ -67,8 +67,11 @@ logger = logging.getLogger("switchboard.openresponses")
 
 # A cancelled turn (a graceful shutdown ran out of time, or someone pressed Stop in the
 # chat) is a failed response: "incomplete" is for a token budget (seed 002).
-CANCELLED = {"code": "cancelled", "message": "The response was stopped before it finished "
-             "(the server is restarting, or it was stopped from the chat); try again."}
+CANCELLED = {
+    "code": "cancelled",
+    "message": "The response was stopped before it finished "
+    "(the server is restarting, or it was stopped from the chat); try again.",
+}
 
 
 @dataclass
@@ -108,20 +111,25 @@ def http_error(response_id: str, outcome: TurnOutcome) -> OpenResponsesError:
     code = str(error.get("code") or "server_error")
     message = f"{error.get('message') or 'The response failed.'} (response {response_id})"
     if code == "rate_limited":
-        return OpenResponsesError("too_many_requests", message, code=code,
-                                  headers={"Retry-After": "5"})
+        return OpenResponsesError(
+            "too_many_requests", message, code=code, headers={"Retry-After": "5"}
+        )
     if code in ("model_error", "model_unavailable"):
         return OpenResponsesError("model_error", message, code=code)
     if code == "cancelled":
-        return OpenResponsesError("server_error", message, code=code, status=503,
-                                  headers={"Retry-After": "5"})
+        return OpenResponsesError(
+            "server_error", message, code=code, status=503, headers={"Retry-After": "5"}
+        )
     return OpenResponsesError("server_error", message, code=code)
 
 
 def _run_config(base: RunConfig, request: CreateResponse) -> RunConfig:
-    wanted = ModelSettings(temperature=request.temperature, top_p=request.top_p,
-                           max_tokens=request.max_output_tokens,
-                           parallel_tool_calls=None if request.parallel_tool_calls else False)
+    wanted = ModelSettings(
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_tokens=request.max_output_tokens,
+        parallel_tool_calls=None if request.parallel_tool_calls else False,
+    )
     if wanted == ModelSettings():
         return base
     current = base.model_settings or ModelSettings()
@@ -134,40 +142,56 @@ def _echo(request: CreateResponse, tools: list[dict[str, Any]]) -> dict[str, Any
         "instructions": request.instructions,
         "previous_response_id": request.previous_response_id,
         "tool_choice": choice if isinstance(choice, str) else choice.model_dump(),
-        "tools": tools, "temperature": request.temperature, "top_p": request.top_p,
+        "tools": tools,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
         "max_output_tokens": request.max_output_tokens,
         "parallel_tool_calls": request.parallel_tool_calls,
-        "metadata": request.metadata, "user": request.user, "truncation": request.truncation,
+        "metadata": request.metadata,
+        "user": request.user,
+        "truncation": request.truncation,
     }
 
 
 def _check_limits(services: Services, user: UserRecord) -> None:
     settings, turns = services.settings, services.turns
     if turns.draining:
-        raise OpenResponsesError("server_error", "the server is restarting; try again in a "
-                                 "moment", status=503, headers={"Retry-After": "5"})
+        raise OpenResponsesError(
+            "server_error",
+            "the server is restarting; try again in a moment",
+            status=503,
+            headers={"Retry-After": "5"},
+        )
     if turns.running_for(user.id) >= settings.max_turns_per_user:
         services.metrics.rate_limited.labels("turns").inc()
-        raise OpenResponsesError("too_many_requests", "too many responses or turns are "
-                                 "running at once for this user; wait for one to end",
-                                 code="rate_limited", headers={"Retry-After": "1"})
+        raise OpenResponsesError(
+            "too_many_requests",
+            "too many responses or turns are running at once for this user; wait for one to end",
+            code="rate_limited",
+            headers={"Retry-After": "1"},
+        )
     wait = services.prompt_limiter.allow(user.id)
     if wait is not None:
         services.metrics.rate_limited.labels("prompts").inc()
         seconds = max(1, math.ceil(wait))
-        raise OpenResponsesError("too_many_requests", f"too many requests; try again in "
-                                 f"{seconds} s", code="rate_limited",
-                                 headers={"Retry-After": str(seconds)})
+        raise OpenResponsesError(
+            "too_many_requests",
+            f"too many requests; try again in {seconds} s",
+            code="rate_limited",
+            headers={"Retry-After": str(seconds)},
+        )
 
 
-async def _previous(services: Services, user: UserRecord,
-                    response_id: str) -> StoredResponse:
+async def _previous(services: Services, user: UserRecord, response_id: str) -> StoredResponse:
     stored = await ResponseRepository(services.db, user.id).get(response_id)
     if stored is None:
         raise OpenResponsesError(
-            "not_found", f"no response {response_id!r}: it does not exist, belongs to "
-            "another user, or has not finished yet", code="previous_response_not_found",
-            param="previous_response_id")
+            "not_found",
+            f"no response {response_id!r}: it does not exist, belongs to "
+            "another user, or has not finished yet",
+            code="previous_response_not_found",
+            param="previous_response_id",
+        )
     return stored
 
 
@@ -197,28 +221,31 @@ async def _continues(services: Services, user: UserRecord, stored: StoredRespons
         return True
     # The turn still waits for this very response's approvals: the chat is where the
     # response left it, and the new turn's prompt supersedes the pause (§3a).
-    return running.paused and running.id == stored.turn_id and \
-        await _still_asking(services, stored)
+    return running.paused and running.id == stored.turn_id and await _still_asking(services, stored)
 
 
 def paused_context(items: list[dict[str, Any]], call_ids: set[str]) -> list[dict[str, Any]]:
     """A paused turn's conversation items as they were at the pause on ``call_ids``: up
     to the last of those calls, each call without an output answered "not run" (a model
     API refuses a call without one), as when a pause is superseded. Pure."""
-    last = max((index for index, item in enumerate(items)
-                if item.get("type") == "function_call" and item.get("call_id") in call_ids),
-               default=None)
+    last = max(
+        (
+            index
+            for index, item in enumerate(items)
+            if item.get("type") == "function_call" and item.get("call_id") in call_ids
+        ),
+        default=None,
+    )
     if last is None:
         # None of those calls is among the items (the turn was stopped before they were
         # saved): its input, the messages it starts with.
         last = -1
         while last + 1 < len(items) and items[last + 1].get("type", "message") == "message":
             last += 1
-    return answer_unanswered(items[:last + 1], NOT_RUN)
+    return answer_unanswered(items[: last + 1], NOT_RUN)
 
 
-async def _new_chat(services: Services, user: UserRecord,
-                    fork_of: StoredResponse | None) -> str:
+async def _new_chat(services: Services, user: UserRecord, fork_of: StoredResponse | None) -> str:
     chat_id = uuid.uuid4().hex  # the shape of the UI's chat ids
     responses = ResponseRepository(services.db, user.id)
     if fork_of is None:
@@ -227,13 +254,19 @@ async def _new_chat(services: Services, user: UserRecord,
     asked = approval_requests(fork_of.body)
     # A response that asked for approval was stored while its turn was paused, before
     # the turn wrote its items: the fork adds them as they were at that pause.
-    extra = paused_context(await responses.turn_items(fork_of),
-                           {str(item.get("call_id")) for item in asked}) if asked else []
+    extra = (
+        paused_context(
+            await responses.turn_items(fork_of), {str(item.get("call_id")) for item in asked}
+        )
+        if asked
+        else []
+    )
     await responses.fork(fork_of, chat_id, extra)
     return chat_id
 
 
 # ----------------------------------------------------------------------------- one response
+
 
 @dataclass
 class _Response:
@@ -248,16 +281,28 @@ class _Response:
     started: asyncio.Future[tuple[str, str]]  # its chat id and turn id, once known
 
     @classmethod
-    def create(cls, services: Services, user: UserRecord, request: CreateResponse,
-               tools: list[dict[str, Any]], gated: frozenset[str]) -> _Response:
-        builder = ResponseBuilder(id=new_id("resp"), created_at=int(time.time()),
-                                  model=request.model, echo=_echo(request, tools), gated=gated)
+    def create(
+        cls,
+        services: Services,
+        user: UserRecord,
+        request: CreateResponse,
+        tools: list[dict[str, Any]],
+        gated: frozenset[str],
+    ) -> _Response:
+        builder = ResponseBuilder(
+            id=new_id("resp"),
+            created_at=int(time.time()),
+            model=request.model,
+            echo=_echo(request, tools),
+            gated=gated,
+        )
         events: asyncio.Queue[Event | None] = asyncio.Queue()
         for event in builder.start():
             events.put_nowait(event)
         loop = asyncio.get_running_loop()
-        return cls(services, user, request, builder, events, loop.create_future(),
-                   loop.create_future())
+        return cls(
+            services, user, request, builder, events, loop.create_future(), loop.create_future()
+        )
 
     @property
     def id(self) -> str:
@@ -272,14 +317,18 @@ class _Response:
         # asks for the decisions (its approval request items).
         status = "completed" if outcome.status in ("completed", "paused") else "failed"
         closing = self.builder.finish(
-            status, usage=outcome.usage, completed_at=int(time.time()),
+            status,
+            usage=outcome.usage,
+            completed_at=int(time.time()),
             error=response_error(outcome.error) if status == "failed" else None,
-            approvals=outcome.approvals if outcome.status == "paused" else ())
+            approvals=outcome.approvals if outcome.status == "paused" else (),
+        )
         body = closing[-1]["response"]
         try:
             chat_id, turn_id = await asyncio.wait_for(asyncio.shield(self.started), 30)
             await ResponseRepository(self.services.db, self.user.id).save(
-                self.id, chat_id, turn_id, self.request.previous_response_id, status, body)
+                self.id, chat_id, turn_id, self.request.previous_response_id, status, body
+            )
         except Exception:
             logger.exception("could not store the response", extra={"response_id": self.id})
         finally:
@@ -290,44 +339,61 @@ class _Response:
                 self.final.set_result((outcome, body))
 
     def plan(self, agent: Any, items: list[dict[str, Any]] | None) -> TurnPlan:
-        return TurnPlan(agent=agent, input=items,
-                        run_config=_run_config(self.services.turns.engine.run_config,
-                                               self.request),
-                        observe=self.observe, finished=self.finished)
+        return TurnPlan(
+            agent=agent,
+            input=items,
+            run_config=_run_config(self.services.turns.engine.run_config, self.request),
+            observe=self.observe,
+            finished=self.finished,
+        )
 
     def running(self, task: asyncio.Task[None] | None) -> StartedResponse:
         return StartedResponse(self.id, self.events, self.final, task, self.builder)
 
 
-async def start_response(services: Services, user: UserRecord,
-                         request: CreateResponse) -> StartedResponse:
+async def start_response(
+    services: Services, user: UserRecord, request: CreateResponse
+) -> StartedResponse:
     """Start the turn; raises ``OpenResponsesError`` for anything that cannot run."""
     turns = services.turns
     decisions = approval_decisions(request)
     given = None if decisions else turn_input(request, services.settings.max_prompt_chars)
     orchestrator = turns.engine.orchestrator
     policy = tool_policy(request, function_tools(orchestrator).keys())
-    agent = orchestrator if policy == ToolPolicy(None, None) and not request.instructions \
+    agent = (
+        orchestrator
+        if policy == ToolPolicy(None, None) and not request.instructions
         else response_agent(orchestrator, request.instructions, policy)
-    previous = (await _previous(services, user, request.previous_response_id)
-                if request.previous_response_id else None)
+    )
+    previous = (
+        await _previous(services, user, request.previous_response_id)
+        if request.previous_response_id
+        else None
+    )
     asked: list[ApprovalRecord] = []
     if decisions:
         assert previous is not None  # approval_decisions requires it
         asked = await _pending(services, previous, decisions)
     _check_limits(services, user)
 
-    response = _Response.create(services, user, request,
-                                tool_definitions(orchestrator, policy.allowed),
-                                gated_tools(orchestrator))
+    response = _Response.create(
+        services,
+        user,
+        request,
+        tool_definitions(orchestrator, policy.allowed),
+        gated_tools(orchestrator),
+    )
     if decisions:
         assert previous is not None
         return await _resume(services, user, response, agent, previous, decisions, asked)
     assert given is not None
     plan = response.plan(agent, given.items)
     continuing = previous is not None and await _continues(services, user, previous)
-    chat_id = previous.chat_id if continuing and previous is not None \
+    chat_id = (
+        previous.chat_id
+        if continuing and previous is not None
         else await _new_chat(services, user, previous)
+    )
     try:
         try:
             submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
@@ -336,43 +402,63 @@ async def start_response(services: Services, user: UserRecord,
                 raise
             # The chat started another turn since we looked: continue in a fork instead.
             chat_id = await _new_chat(services, user, previous)
-            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(),
-                                           plan)
+            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
     except BaseException as exc:
         response.started.set_exception(
-            exc if isinstance(exc, Exception) else RuntimeError("stopped"))
+            exc if isinstance(exc, Exception) else RuntimeError("stopped")
+        )
         response.started.exception()  # retrieved: the finish hook will not run without a turn
         raise
     response.started.set_result((chat_id, submitted.user_prompt.turn_id or ""))
-    logger.info("open responses turn started", extra={
-        "response_id": response.id, "chat_id": chat_id,
-        "turn_id": submitted.user_prompt.turn_id})
+    logger.info(
+        "open responses turn started",
+        extra={
+            "response_id": response.id,
+            "chat_id": chat_id,
+            "turn_id": submitted.user_prompt.turn_id,
+        },
+    )
     return response.running(submitted.task)
 
 
 # ----------------------------------------------------------------------------- approvals
+
 
 def _decided_error(approval_id: str, status: str, param: str) -> OpenResponsesError:
     """A decision on an approval that is not pending any more: 409, as the REST endpoint
     answers, since the request conflicts with what happened to it, not with its shape."""
     if status == "expired":
         return OpenResponsesError(
-            "invalid_request", f"approval {approval_id!r} expired before it was answered, "
-            "so nothing was run; ask again in a new message", code="approval_expired",
-            param=param, status=409)
+            "invalid_request",
+            f"approval {approval_id!r} expired before it was answered, "
+            "so nothing was run; ask again in a new message",
+            code="approval_expired",
+            param=param,
+            status=409,
+        )
     if status == "superseded":
         return OpenResponsesError(
-            "invalid_request", f"approval {approval_id!r} was superseded by a later "
+            "invalid_request",
+            f"approval {approval_id!r} was superseded by a later "
             "message (or stopped from the chat), so nothing was run; ask again in a new "
-            "message", code="approval_decided", param=param, status=409)
+            "message",
+            code="approval_decided",
+            param=param,
+            status=409,
+        )
     return OpenResponsesError(
-        "invalid_request", f"approval {approval_id!r} is already {status}; the first "
+        "invalid_request",
+        f"approval {approval_id!r} is already {status}; the first "
         "decision stands (continue from the response that followed it)",
-        code="approval_decided", param=param, status=409)
+        code="approval_decided",
+        param=param,
+        status=409,
+    )
 
 
-async def _pending(services: Services, previous: StoredResponse,
-                   decisions: list[Decision]) -> list[ApprovalRecord]:
+async def _pending(
+    services: Services, previous: StoredResponse, decisions: list[Decision]
+) -> list[ApprovalRecord]:
     """The approvals ``decisions`` answer, checked before any is taken: each is one that
     ``previous`` asked for, all of them are answered, and each still waits."""
     check_decisions(decisions, _asked(previous), previous.id)
@@ -382,9 +468,12 @@ async def _pending(services: Services, previous: StoredResponse,
         record = await services.turns.approvals.get(previous.chat_id, decision.approval_id)
         param = f"{decision.param}.approval_id"
         if record is None:  # the chat was deleted meanwhile
-            raise OpenResponsesError("not_found", f"approval {decision.approval_id!r} no "
-                                     "longer exists", code="previous_response_not_found",
-                                     param=param)
+            raise OpenResponsesError(
+                "not_found",
+                f"approval {decision.approval_id!r} no longer exists",
+                code="previous_response_not_found",
+                param=param,
+            )
         if record.status != "pending":
             raise _decided_error(record.id, record.status, param)
         if record.expires_at <= now:
@@ -395,13 +484,20 @@ async def _pending(services: Services, previous: StoredResponse,
     return records
 
 
-async def _resume(services: Services, user: UserRecord, response: _Response, agent: Any,
-                  previous: StoredResponse, decisions: list[Decision],
-                  records: list[ApprovalRecord]) -> StartedResponse:
+async def _resume(
+    services: Services,
+    user: UserRecord,
+    response: _Response,
+    agent: Any,
+    previous: StoredResponse,
+    decisions: list[Decision],
+    records: list[ApprovalRecord],
+) -> StartedResponse:
     """Take the decisions; the last one resumes the paused turn into ``response``."""
-    response.builder.resuming(DecidedCall(record.call_id, record.name, record.arguments,
-                                          decision.approve)
-                              for decision, record in zip(decisions, records, strict=True))
+    response.builder.resuming(
+        DecidedCall(record.call_id, record.name, record.arguments, decision.approve)
+        for decision, record in zip(decisions, records, strict=True)
+    )
     plan = response.plan(agent, None)
     # The turn that resumes is the one that paused: the response belongs to it.
     response.started.set_result((previous.chat_id, previous.turn_id))
@@ -410,20 +506,30 @@ async def _resume(services: Services, user: UserRecord, response: _Response, age
         param = f"{decision.param}.approval_id"
         try:
             decided = await services.turns.decide(
-                user.id, previous.chat_id, decision.approval_id, decision.approve,
-                decision.reason, "responses", plan)
+                user.id,
+                previous.chat_id,
+                decision.approval_id,
+                decision.approve,
+                decision.reason,
+                "responses",
+                plan,
+            )
         except ApprovalNotFound:
-            raise OpenResponsesError("not_found", f"approval {decision.approval_id!r} no "
-                                     "longer exists", code="previous_response_not_found",
-                                     param=param) from None
+            raise OpenResponsesError(
+                "not_found",
+                f"approval {decision.approval_id!r} no longer exists",
+                code="previous_response_not_found",
+                param=param,
+            ) from None
         except ApprovalDecided as exc:  # decided elsewhere since we looked
             raise _decided_error(exc.approval_id, exc.status, param) from None
         if decided.expired:
             # It expired in the moment since we looked, and was resolved as such: not
             # run. The builder learns it before the resumed turn's first event, short of
             # a race of milliseconds (it would then show the "not run" text as output).
-            response.builder.decided(DecidedCall(record.call_id, record.name,
-                                                 record.arguments, False))
+            response.builder.decided(
+                DecidedCall(record.call_id, record.name, record.arguments, False)
+            )
             if decided.resume is None:
                 raise _decided_error(decision.approval_id, "expired", param)
         resumed = decided.resume or resumed
@@ -431,11 +537,19 @@ async def _resume(services: Services, user: UserRecord, response: _Response, age
         # Every decision was taken, yet the pause had already ended (stopped from the
         # chat meanwhile): nothing runs into this response.
         raise OpenResponsesError(
-            "invalid_request", "the decisions were recorded, but the paused turn had "
-            "already been stopped; send a new message to go on", code="approval_decided",
-            status=409)
-    logger.info("open responses turn resumed", extra={
-        "response_id": response.id, "chat_id": previous.chat_id,
-        "turn_id": previous.turn_id})
+            "invalid_request",
+            "the decisions were recorded, but the paused turn had "
+            "already been stopped; send a new message to go on",
+            code="approval_decided",
+            status=409,
+        )
+    logger.info(
+        "open responses turn resumed",
+        extra={
+            "response_id": response.id,
+            "chat_id": previous.chat_id,
+            "turn_id": previous.turn_id,
+        },
+    )
     # The response watches the resumed turn's task, to notice a turn that dies unfinished.
     return response.running(services.turns.running_task(previous.chat_id, resumed.turn_id))

@@ -66,17 +66,24 @@ def arguments_text(arguments: Mapping[str, Any]) -> str:
 def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
     """An ``approval_required`` event's payload → a ``switchboard:approval_request`` item.
     ``arguments`` are exactly those the call runs with if approved."""
-    return {"id": new_id("apr"), "type": APPROVAL_REQUEST, "status": "completed",
-            "approval_id": approval["approval_id"], "call_id": approval["call_id"],
-            "name": approval["name"], "arguments": arguments_text(approval["arguments"]),
-            "expires_at": approval.get("expires_at")}
+    return {
+        "id": new_id("apr"),
+        "type": APPROVAL_REQUEST,
+        "status": "completed",
+        "approval_id": approval["approval_id"],
+        "call_id": approval["call_id"],
+        "name": approval["name"],
+        "arguments": arguments_text(approval["arguments"]),
+        "expires_at": approval.get("expires_at"),
+    }
 
 
 def approval_requests(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The ``switchboard:approval_request`` items of a Response object, in order."""
     output = (body or {}).get("output") or []
-    return [item for item in output
-            if isinstance(item, dict) and item.get("type") == APPROVAL_REQUEST]
+    return [
+        item for item in output if isinstance(item, dict) and item.get("type") == APPROVAL_REQUEST
+    ]
 
 
 @dataclass(frozen=True)
@@ -117,25 +124,48 @@ class ResponseBuilder:
 
     # ---------------------------------------------------------------- the object
 
-    def resource(self, *, usage: dict[str, int] | None = None,
-                 error: dict[str, Any] | None = None,
-                 incomplete: dict[str, Any] | None = None,
-                 completed_at: int | None = None) -> dict[str, Any]:
+    def resource(
+        self,
+        *,
+        usage: dict[str, int] | None = None,
+        error: dict[str, Any] | None = None,
+        incomplete: dict[str, Any] | None = None,
+        completed_at: int | None = None,
+    ) -> dict[str, Any]:
         """The Response object now (every field the spec requires)."""
         body: dict[str, Any] = {
-            "id": self.id, "object": "response", "created_at": self.created_at,
-            "completed_at": completed_at, "status": self.status,
-            "incomplete_details": incomplete, "model": self.model,
-            "previous_response_id": None, "instructions": None,
-            "output": [dict(item) for item in self.output], "error": error,
-            "tools": [], "tool_choice": "auto", "truncation": "disabled",
-            "parallel_tool_calls": True, "text": {"format": {"type": "text"}},
-            "top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
-            "top_logprobs": 0, "temperature": 1.0, "reasoning": None, "user": None,
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "completed_at": completed_at,
+            "status": self.status,
+            "incomplete_details": incomplete,
+            "model": self.model,
+            "previous_response_id": None,
+            "instructions": None,
+            "output": [dict(item) for item in self.output],
+            "error": error,
+            "tools": [],
+            "tool_choice": "auto",
+            "truncation": "disabled",
+            "parallel_tool_calls": True,
+            "text": {"format": {"type": "text"}},
+            "top_p": 1.0,
+            "presence_penalty": 0.0,
+            "frequency_penalty": 0.0,
+            "top_logprobs": 0,
+            "temperature": 1.0,
+            "reasoning": None,
+            "user": None,
             "usage": _usage(usage) if usage is not None else None,
-            "max_output_tokens": None, "max_tool_calls": None, "store": True,
-            "background": False, "service_tier": "default", "metadata": {},
-            "safety_identifier": None, "prompt_cache_key": None,
+            "max_output_tokens": None,
+            "max_tool_calls": None,
+            "store": True,
+            "background": False,
+            "service_tier": "default",
+            "metadata": {},
+            "safety_identifier": None,
+            "prompt_cache_key": None,
         }
         body.update({key: value for key, value in self.echo.items() if value is not None})
         return body
@@ -163,8 +193,9 @@ class ResponseBuilder:
 
     def decided(self, call: DecidedCall) -> None:
         if call.approved:
-            self._held[call.call_id] = _call_item(call.call_id, call.name,
-                                                  arguments_text(call.arguments))
+            self._held[call.call_id] = _call_item(
+                call.call_id, call.name, arguments_text(call.arguments)
+            )
             self._declined.discard(call.call_id)
         else:
             self._held.pop(call.call_id, None)
@@ -184,8 +215,9 @@ class ResponseBuilder:
             return []
         item = event.item
         if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
-            return self._message_done(str(_get(item.raw_item, "id") or ""),
-                                      ItemHelpers.text_message_output(item))
+            return self._message_done(
+                str(_get(item.raw_item, "id") or ""), ItemHelpers.text_message_output(item)
+            )
         if event.name == "tool_called" and isinstance(item, ToolCallItem):
             return self._call(item)
         if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
@@ -195,14 +227,25 @@ class ResponseBuilder:
     def _open_message(self, key: str) -> tuple[_Message, list[Event]]:
         message = _Message(index=len(self.output), id=new_id("msg"))
         self._open[key] = message
-        self.output.append({"type": "message", "id": message.id, "status": "in_progress",
-                            "role": "assistant", "content": []})
+        self.output.append(
+            {
+                "type": "message",
+                "id": message.id,
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+        )
         where = {"output_index": message.index, "item_id": message.id}
         return message, [
-            self._event("response.output_item.added", output_index=message.index,
-                        item=dict(self.output[message.index])),
-            self._event("response.content_part.added", **where, content_index=0,
-                        part=_text_part("")),
+            self._event(
+                "response.output_item.added",
+                output_index=message.index,
+                item=dict(self.output[message.index]),
+            ),
+            self._event(
+                "response.content_part.added", **where, content_index=0, part=_text_part("")
+            ),
         ]
 
     def _delta(self, key: str, delta: str) -> list[Event]:
@@ -211,24 +254,37 @@ class ResponseBuilder:
         if message is None:
             message, events = self._open_message(key)
         message.text.append(delta)
-        events.append(self._event("response.output_text.delta", output_index=message.index,
-                                  item_id=message.id, content_index=0, delta=delta,
-                                  logprobs=[]))
+        events.append(
+            self._event(
+                "response.output_text.delta",
+                output_index=message.index,
+                item_id=message.id,
+                content_index=0,
+                delta=delta,
+                logprobs=[],
+            )
+        )
         return events
 
     def _close(self, key: str, text: str, status: str) -> list[Event]:
         message = self._open.pop(key)
-        item = {"type": "message", "id": message.id, "status": status, "role": "assistant",
-                "content": [_text_part(text)]}
+        item = {
+            "type": "message",
+            "id": message.id,
+            "status": status,
+            "role": "assistant",
+            "content": [_text_part(text)],
+        }
         self.output[message.index] = item
         where = {"output_index": message.index, "item_id": message.id}
         return [
-            self._event("response.output_text.done", **where, content_index=0, text=text,
-                        logprobs=[]),
-            self._event("response.content_part.done", **where, content_index=0,
-                        part=_text_part(text)),
-            self._event("response.output_item.done", output_index=message.index,
-                        item=dict(item)),
+            self._event(
+                "response.output_text.done", **where, content_index=0, text=text, logprobs=[]
+            ),
+            self._event(
+                "response.content_part.done", **where, content_index=0, part=_text_part(text)
+            ),
+            self._event("response.output_item.done", output_index=message.index, item=dict(item)),
         ]
 
     def _message_done(self, key: str, text: str) -> list[Event]:
@@ -248,8 +304,7 @@ class ResponseBuilder:
         name, call_id = _get(raw, "name"), _get(raw, "call_id")
         if _get(raw, "type") != "function_call" or not name or not call_id:
             return []  # hosted tools and the like are not function calls
-        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls \
-                or call_id in self._held:
+        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls or call_id in self._held:
             return []
         arguments = _get(raw, "arguments")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
@@ -266,11 +321,18 @@ class ResponseBuilder:
         where = {"output_index": index, "item_id": done["id"]}
         arguments = done["arguments"]
         return [
-            self._event("response.output_item.added", output_index=index,
-                        item={**done, "arguments": "", "status": "in_progress"}),
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item={**done, "arguments": "", "status": "in_progress"},
+            ),
             self._event("response.function_call_arguments.delta", **where, delta=arguments),
-            self._event("response.function_call_arguments.done", **where, name=done["name"],
-                        arguments=arguments),
+            self._event(
+                "response.function_call_arguments.done",
+                **where,
+                name=done["name"],
+                arguments=arguments,
+            ),
             self._event("response.output_item.done", output_index=index, item=dict(done)),
         ]
 
@@ -290,14 +352,23 @@ class ResponseBuilder:
         if not isinstance(text, str):
             agent = getattr(item.agent, "name", "Tool")
             text = to_function_call_output(call_id, coerce_tool_output(item.output, agent))[
-                "output"]
+                "output"
+            ]
         index = len(self.output)
-        done = {"type": "function_call_output", "id": new_id("fco"), "call_id": call_id,
-                "output": text, "status": "completed"}
+        done = {
+            "type": "function_call_output",
+            "id": new_id("fco"),
+            "call_id": call_id,
+            "output": text,
+            "status": "completed",
+        }
         self.output.append(done)
         return events + [
-            self._event("response.output_item.added", output_index=index,
-                        item={**done, "output": "", "status": "in_progress"}),
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item={**done, "output": "", "status": "in_progress"},
+            ),
             self._event("response.output_item.done", output_index=index, item=dict(done)),
         ]
 
@@ -306,17 +377,26 @@ class ResponseBuilder:
         index = len(self.output)
         self.output.append(item)
         return [
-            self._event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress"}),
+            self._event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress"},
+            ),
             self._event("response.output_item.done", output_index=index, item=dict(item)),
         ]
 
     # ---------------------------------------------------------------- the end
 
-    def finish(self, status: str, *, usage: dict[str, int], completed_at: int,
-               error: dict[str, Any] | None = None,
-               incomplete_reason: str | None = None,
-               approvals: Sequence[Mapping[str, Any]] = ()) -> list[Event]:
+    def finish(
+        self,
+        status: str,
+        *,
+        usage: dict[str, int],
+        completed_at: int,
+        error: dict[str, Any] | None = None,
+        incomplete_reason: str | None = None,
+        approvals: Sequence[Mapping[str, Any]] = (),
+    ) -> list[Event]:
         """Close open messages and end: ``completed``, ``failed`` (with ``error``) or
         ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``).
 
@@ -341,27 +421,39 @@ class ResponseBuilder:
             events += self._approval_request(approval)
         self.status = status
         if status == "completed":
-            events.append(self._lifecycle("response.completed", usage=usage,
-                                          completed_at=completed_at))
+            events.append(
+                self._lifecycle("response.completed", usage=usage, completed_at=completed_at)
+            )
         elif status == "failed":
             events.append(self._lifecycle("response.failed", usage=usage, error=error))
         else:
-            events.append(self._lifecycle("response.incomplete", usage=usage,
-                                          incomplete={"reason": incomplete_reason}))
+            events.append(
+                self._lifecycle(
+                    "response.incomplete", usage=usage, incomplete={"reason": incomplete_reason}
+                )
+            )
         return events
 
 
 def _call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"type": "function_call", "id": new_id("fc"), "call_id": call_id, "name": name,
-            "arguments": arguments, "status": "completed"}
+    return {
+        "type": "function_call",
+        "id": new_id("fc"),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
 
 
 def _usage(usage: Mapping[str, int]) -> dict[str, Any]:
-    return {"input_tokens": int(usage.get("input_tokens", 0)),
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": int(usage.get("output_tokens", 0)),
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": int(usage.get("total_tokens", 0))}
+    return {
+        "input_tokens": int(usage.get("input_tokens", 0)),
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": int(usage.get("output_tokens", 0)),
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": int(usage.get("total_tokens", 0)),
+    }
 
 
 def sse(event: Event) -> str:

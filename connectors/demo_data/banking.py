@@ -17,18 +17,69 @@ HISTORY_DAYS = 90
 PENDING_DAYS = 2  # the last two days' transactions are still pending, as at a real bank
 
 # (key, institution, name, official name, type, subtype, mask, current, available, limit)
-_ACCOUNTS: tuple[tuple[str, str, str, str, str, str, str, float, float | None, float | None],
-                 ...] = (
-    ("chase-checking", "Chase", "Chase Total Checking", "CHASE TOTAL CHECKING",
-     "depository", "checking", "0041", 4262.37, 4212.37, None),
-    ("chase-savings", "Chase", "Chase Premier Savings", "CHASE PREMIER SAVINGS",
-     "depository", "savings", "7730", 18540.12, 18540.12, None),
-    ("chase-sapphire", "Chase", "Chase Sapphire Preferred", "CHASE SAPPHIRE PREFERRED VISA",
-     "credit", "credit card", "4417", 1287.44, 8712.56, 10000.0),
-    ("ally-savings", "Ally Bank", "Ally Online Savings", "ALLY BANK ONLINE SAVINGS ACCOUNT",
-     "depository", "savings", "2209", 32100.00, 32100.00, None),
-    ("ally-checking", "Ally Bank", "Ally Interest Checking", "ALLY BANK INTEREST CHECKING",
-     "depository", "checking", "5512", 1940.25, 1940.25, None),
+_ACCOUNTS: tuple[
+    tuple[str, str, str, str, str, str, str, float, float | None, float | None], ...
+] = (
+    (
+        "chase-checking",
+        "Chase",
+        "Chase Total Checking",
+        "CHASE TOTAL CHECKING",
+        "depository",
+        "checking",
+        "0041",
+        4262.37,
+        4212.37,
+        None,
+    ),
+    (
+        "chase-savings",
+        "Chase",
+        "Chase Premier Savings",
+        "CHASE PREMIER SAVINGS",
+        "depository",
+        "savings",
+        "7730",
+        18540.12,
+        18540.12,
+        None,
+    ),
+    (
+        "chase-sapphire",
+        "Chase",
+        "Chase Sapphire Preferred",
+        "CHASE SAPPHIRE PREFERRED VISA",
+        "credit",
+        "credit card",
+        "4417",
+        1287.44,
+        8712.56,
+        10000.0,
+    ),
+    (
+        "ally-savings",
+        "Ally Bank",
+        "Ally Online Savings",
+        "ALLY BANK ONLINE SAVINGS ACCOUNT",
+        "depository",
+        "savings",
+        "2209",
+        32100.00,
+        32100.00,
+        None,
+    ),
+    (
+        "ally-checking",
+        "Ally Bank",
+        "Ally Interest Checking",
+        "ALLY BANK INTEREST CHECKING",
+        "depository",
+        "checking",
+        "5512",
+        1940.25,
+        1940.25,
+        None,
+    ),
 )
 _INSTITUTION_IDS = {"Chase": "ins_56", "Ally Bank": "ins_25"}
 
@@ -66,19 +117,38 @@ _CARD_SUBSCRIPTIONS = (
 def accounts() -> list[dict[str, Any]]:
     """The demo accounts, shaped like Plaid's ``/accounts/balance/get`` accounts."""
     result = []
-    for key, institution, name, official, kind, subtype, mask, current, available, limit in \
-            _ACCOUNTS:
-        result.append({
-            "account_id": account_id(key),
-            "name": name,
-            "official_name": official,
-            "type": kind,
-            "subtype": subtype,
-            "mask": mask,
-            "balances": {"available": available, "current": current, "limit": limit,
-                         "iso_currency_code": "USD"},
-            "institution": {"institution_id": _INSTITUTION_IDS[institution], "name": institution},
-        })
+    for (
+        key,
+        institution,
+        name,
+        official,
+        kind,
+        subtype,
+        mask,
+        current,
+        available,
+        limit,
+    ) in _ACCOUNTS:
+        result.append(
+            {
+                "account_id": account_id(key),
+                "name": name,
+                "official_name": official,
+                "type": kind,
+                "subtype": subtype,
+                "mask": mask,
+                "balances": {
+                    "available": available,
+                    "current": current,
+                    "limit": limit,
+                    "iso_currency_code": "USD",
+                },
+                "institution": {
+                    "institution_id": _INSTITUTION_IDS[institution],
+                    "name": institution,
+                },
+            }
+        )
     return result
 
 
@@ -105,43 +175,103 @@ def _day_transactions(key: str, day: date, today: date) -> list[dict[str, Any]]:
         if day.day == 1:
             out.append(_txn(day, today, "AVALON APARTMENTS RENT", 2450.00, ["Payment", "Rent"]))
         if day.day == 2:
-            out.append(_txn(day, today, "TRANSFER TO SAVINGS", 500.00,
-                            ["Transfer", "Internal Account Transfer"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "TRANSFER TO SAVINGS",
+                    500.00,
+                    ["Transfer", "Internal Account Transfer"],
+                )
+            )
         if day.day == 12:
-            out.append(_txn(day, today, "EVERSOURCE ENERGY", rng.uniform(70, 140),
-                            ["Service", "Utilities", "Electric"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "EVERSOURCE ENERGY",
+                    rng.uniform(70, 140),
+                    ["Service", "Utilities", "Electric"],
+                )
+            )
         if day.day == 18:
-            out.append(_txn(day, today, "COMCAST XFINITY", 79.99,
-                            ["Service", "Telecommunication Services"]))
+            out.append(
+                _txn(
+                    day, today, "COMCAST XFINITY", 79.99, ["Service", "Telecommunication Services"]
+                )
+            )
         if day.day == 25:
-            out.append(_txn(day, today, "CHASE CREDIT CRD AUTOPAY", rng.uniform(900, 1600),
-                            ["Payment", "Credit Card"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "CHASE CREDIT CRD AUTOPAY",
+                    rng.uniform(900, 1600),
+                    ["Payment", "Credit Card"],
+                )
+            )
         if rng.random() < 0.08:
-            out.append(_txn(day, today, "VENMO PAYMENT", rng.choice([20.0, 35.0, 48.5, 60.0]),
-                            ["Transfer", "Third Party", "Venmo"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "VENMO PAYMENT",
+                    rng.choice([20.0, 35.0, 48.5, 60.0]),
+                    ["Transfer", "Third Party", "Venmo"],
+                )
+            )
     elif key == "chase-sapphire":
         for _ in range(rng.choices([0, 1, 2, 3], weights=[2, 4, 3, 1])[0]):
             name, category, low, high, _weight = rng.choices(
-                _CARD_MERCHANTS, weights=[m[4] for m in _CARD_MERCHANTS])[0]
+                _CARD_MERCHANTS, weights=[m[4] for m in _CARD_MERCHANTS]
+            )[0]
             out.append(_txn(day, today, name, rng.uniform(low, high), category))
         for day_of_month, name, category, amount in _CARD_SUBSCRIPTIONS:
             if day.day == day_of_month:
                 out.append(_txn(day, today, name, amount, category))
     elif key == "chase-savings":
         if day.day == 2:
-            out.append(_txn(day, today, "TRANSFER FROM CHECKING", -500.00,
-                            ["Transfer", "Internal Account Transfer"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "TRANSFER FROM CHECKING",
+                    -500.00,
+                    ["Transfer", "Internal Account Transfer"],
+                )
+            )
     elif key == "ally-savings":
         if (day + timedelta(days=1)).day == 1:
-            out.append(_txn(day, today, "INTEREST PAID", -round(rng.uniform(95, 110), 2),
-                            ["Interest", "Interest Earned"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "INTEREST PAID",
+                    -round(rng.uniform(95, 110), 2),
+                    ["Interest", "Interest Earned"],
+                )
+            )
     elif key == "ally-checking":
         if day.day == 5:
-            out.append(_txn(day, today, "EQUINOX FITNESS", 245.00,
-                            ["Recreation", "Gyms and Fitness Centers"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "EQUINOX FITNESS",
+                    245.00,
+                    ["Recreation", "Gyms and Fitness Centers"],
+                )
+            )
         if rng.random() < 0.05:
-            out.append(_txn(day, today, "ZELLE FROM EMMA WILSON", -rng.choice([40.0, 60.0, 85.0]),
-                            ["Transfer", "Third Party", "Zelle"]))
+            out.append(
+                _txn(
+                    day,
+                    today,
+                    "ZELLE FROM EMMA WILSON",
+                    -rng.choice([40.0, 60.0, 85.0]),
+                    ["Transfer", "Third Party", "Zelle"],
+                )
+            )
     return out
 
 

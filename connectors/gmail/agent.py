@@ -33,5 +33,9 @@ messages as cards, so summarise (counts, unread, what matters) instead of repeat
 
 def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
-    return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
-                              instructions=INSTRUCTIONS, tools=list(TOOLS))
+    return Agent[ChatContext](
+        name=AGENT_NAME,
+        handoff_description=HANDOFF_DESCRIPTION,
+        instructions=INSTRUCTIONS,
+        tools=list(TOOLS),
+    )

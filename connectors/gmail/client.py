@@ -44,15 +44,23 @@ Forget = Callable[[], Awaitable[Any]]
 
 
 def reconnect_card(reason: str) -> GoogleAccountNeededResponse:
-    return GoogleAccountNeededResponse(message=f"{reason} Connect your Google account again "
-                                               "so I can read and send email.")
+    return GoogleAccountNeededResponse(
+        message=f"{reason} Connect your Google account again so I can read and send email."
+    )
 
 
 class GmailApi:
     """Authorised calls to ``/gmail/v1/users/me/…``, refreshing the token when needed."""
 
-    def __init__(self, http: ServiceHttp, oauth: GoogleOAuth, base_url: str,
-                 credentials: dict[str, Any], persist: Persist, forget: Forget) -> None:
+    def __init__(
+        self,
+        http: ServiceHttp,
+        oauth: GoogleOAuth,
+        base_url: str,
+        credentials: dict[str, Any],
+        persist: Persist,
+        forget: Forget,
+    ) -> None:
         self._http = http
         self._oauth = oauth
         self._base = f"{base_url}/gmail/v1/users/me"
@@ -61,17 +69,21 @@ class GmailApi:
         self._forget = forget
         self._refreshing = asyncio.Lock()
 
-    async def call(self, method: str, path: str, *, idempotent: bool = True,
-                   **kwargs: Any) -> dict[str, Any]:
+    async def call(
+        self, method: str, path: str, *, idempotent: bool = True, **kwargs: Any
+    ) -> dict[str, Any]:
         if expiring(self.credentials):
             await self._refresh(self.credentials.get("access_token"))
         refreshed = False
         while True:
             token = str(self.credentials.get("access_token", ""))
             response = await self._http.send(
-                method, f"{self._base}{path}", idempotent=idempotent,
+                method,
+                f"{self._base}{path}",
+                idempotent=idempotent,
                 headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                **kwargs)
+                **kwargs,
+            )
             if response.status_code == 401 and not refreshed:
                 await self._refresh(token)
                 refreshed = True
@@ -94,8 +106,9 @@ class GmailApi:
                 tokens = await self._oauth.refresh(str(refresh_token))
             except InvalidGrant:
                 await self._forget()
-                raise NeedsAccount(reconnect_card(
-                    "Google access was revoked or has expired.")) from None
+                raise NeedsAccount(
+                    reconnect_card("Google access was revoked or has expired.")
+                ) from None
             self.credentials = live_credentials(tokens, None, previous=self.credentials)
             await self._persist(self.credentials)
 
@@ -109,14 +122,14 @@ class GmailApi:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             error = body["error"]
             detail = error.get("message")
-            reasons = [str(e.get("reason", "")) for e in error.get("errors") or []
-                       if isinstance(e, dict)]
+            reasons = [
+                str(e.get("reason", "")) for e in error.get("errors") or [] if isinstance(e, dict)
+            ]
             reason = " ".join([str(error.get("status", "")), *reasons]).lower()
         advice = None
         if response.status_code == 401:
             advice = "connect your Google account again"
-        elif response.status_code == 403 and ("insufficient" in reason
-                                              or "permission" in reason):
+        elif response.status_code == 403 and ("insufficient" in reason or "permission" in reason):
             advice = "connect your Google account again and allow reading and sending email"
         return self._http.status_error(response, detail, advice)
 
@@ -128,8 +141,9 @@ class GmailClient:
         self._api = api
         self._me = me
 
-    async def _list_ids(self, max_results: int, query: str | None = None,
-                        label: str | None = None) -> list[str]:
+    async def _list_ids(
+        self, max_results: int, query: str | None = None, label: str | None = None
+    ) -> list[str]:
         ids: list[str] = []
         page_token: str | None = None
         for _page in range(MAX_PAGES):
@@ -141,8 +155,11 @@ class GmailClient:
             if page_token:
                 params["pageToken"] = page_token
             body = await self._api.call("GET", "/messages", params=params)
-            ids.extend(str(m["id"]) for m in body.get("messages") or []
-                       if isinstance(m, dict) and m.get("id"))
+            ids.extend(
+                str(m["id"])
+                for m in body.get("messages") or []
+                if isinstance(m, dict) and m.get("id")
+            )
             page_token = body.get("nextPageToken")
             if not page_token or len(ids) >= max_results:
                 break
@@ -150,15 +167,20 @@ class GmailClient:
 
     async def _fetch(self, message_id: str) -> dict[str, Any]:
         if not MESSAGE_ID.fullmatch(message_id):
-            raise ToolError(f"{message_id!r} is not a Gmail message id; list or search the "
-                            "mailbox to find the id")
+            raise ToolError(
+                f"{message_id!r} is not a Gmail message id; list or search the "
+                "mailbox to find the id"
+            )
         try:
-            return await self._api.call("GET", f"/messages/{quote(message_id, safe='')}",
-                                        params={"format": "full"})
+            return await self._api.call(
+                "GET", f"/messages/{quote(message_id, safe='')}", params={"format": "full"}
+            )
         except ServiceError as exc:
             if exc.status in (400, 404):
-                raise ToolError(f"no email with id {message_id!r}; list or search the mailbox "
-                                "to find the message id") from None
+                raise ToolError(
+                    f"no email with id {message_id!r}; list or search the mailbox "
+                    "to find the message id"
+                ) from None
             raise
 
     async def _fetch_many(self, ids: list[str]) -> list[Email]:
@@ -189,11 +211,11 @@ class GmailClient:
     async def get(self, message_id: str) -> Email:
         return await _parsed(await self._fetch(message_id.strip()), READ_BODY_CHARS)
 
-    async def send(self, to: list[str], subject: str, body: str, cc: list[str],
-                   bcc: list[str]) -> Email:
+    async def send(
+        self, to: list[str], subject: str, body: str, cc: list[str], bcc: list[str]
+    ) -> Email:
         raw = build_raw(sender=self._me, to=to, subject=subject, body=body, cc=cc, bcc=bcc)
-        sent = await self._api.call("POST", "/messages/send", json={"raw": raw},
-                                    idempotent=False)
+        sent = await self._api.call("POST", "/messages/send", json={"raw": raw}, idempotent=False)
         return self._sent(sent, ", ".join(to), subject, body, cc, bcc)
 
     async def reply(self, message_id: str, body: str) -> Email:
@@ -205,31 +227,54 @@ class GmailClient:
         if not sender_address(to):
             raise ToolError("the email has no address to reply to; send a new email instead")
         subject = reply_subject(headers.get("subject", ""))
-        raw = build_raw(sender=self._me, to=[to], subject=subject, body=body,
-                        in_reply_to=headers.get("message-id"),
-                        references=headers.get("references"))
-        sent = await self._api.call("POST", "/messages/send",
-                                    json={"raw": raw, "threadId": original.get("threadId")},
-                                    idempotent=False)
+        raw = build_raw(
+            sender=self._me,
+            to=[to],
+            subject=subject,
+            body=body,
+            in_reply_to=headers.get("message-id"),
+            references=headers.get("references"),
+        )
+        sent = await self._api.call(
+            "POST",
+            "/messages/send",
+            json={"raw": raw, "threadId": original.get("threadId")},
+            idempotent=False,
+        )
         return self._sent(sent, to, subject, body, [], [])
 
-    def _sent(self, sent: dict[str, Any], to: str, subject: str, body: str, cc: list[str],
-              bcc: list[str]) -> Email:
-        return {"subject": subject, "from": self._me or "", "to": to, "markdown": body,
-                "text": body, "unread": False, "id": str(sent.get("id", "")),
-                "thread_id": str(sent.get("threadId", "")), "reply_to_id": "", "cc": cc,
-                "bcc": bcc, "date": datetime.now(UTC).replace(microsecond=0).isoformat()}
+    def _sent(
+        self, sent: dict[str, Any], to: str, subject: str, body: str, cc: list[str], bcc: list[str]
+    ) -> Email:
+        return {
+            "subject": subject,
+            "from": self._me or "",
+            "to": to,
+            "markdown": body,
+            "text": body,
+            "unread": False,
+            "id": str(sent.get("id", "")),
+            "thread_id": str(sent.get("threadId", "")),
+            "reply_to_id": "",
+            "cc": cc,
+            "bcc": bcc,
+            "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        }
 
 
 def live_backend(context: ChatContext, credentials: dict[str, Any]) -> GmailClient:
     settings = context.settings
     client = shared_client(context.http, SERVICE)
     secret = settings.google_client_secret
-    secrets = (secret.get_secret_value() if secret else None,
-               credentials.get("access_token"), credentials.get("refresh_token"))
+    secrets = (
+        secret.get_secret_value() if secret else None,
+        credentials.get("access_token"),
+        credentials.get("refresh_token"),
+    )
     http = ServiceHttp.for_settings(client, SERVICE, settings, secrets)
-    oauth = GoogleOAuth(ServiceHttp.for_settings(client, "Google sign-in", settings, secrets),
-                        settings)
+    oauth = GoogleOAuth(
+        ServiceHttp.for_settings(client, "Google sign-in", settings, secrets), settings
+    )
     accounts = context.accounts
     assert accounts is not None  # live credentials came from it
 

@@ -16,9 +16,28 @@ import re
 from dataclasses import dataclass, replace
 
 # Never rendered, nor anything inside them.
-_UNRENDERED = frozenset({"applet", "audio", "canvas", "datalist", "frameset", "head",
-                         "iframe", "noembed", "noframes", "noscript", "object", "rp",
-                         "script", "style", "svg", "template", "title", "video"})
+_UNRENDERED = frozenset(
+    {
+        "applet",
+        "audio",
+        "canvas",
+        "datalist",
+        "frameset",
+        "head",
+        "iframe",
+        "noembed",
+        "noframes",
+        "noscript",
+        "object",
+        "rp",
+        "script",
+        "style",
+        "svg",
+        "template",
+        "title",
+        "video",
+    }
+)
 
 # ----------------------------------------------------------------------------- CSS values
 
@@ -33,29 +52,73 @@ _LINK_BLUE = (0.0, 0.0, 238.0)
 Colour = tuple[float, float, float, float]  # r, g, b in 0-255, alpha in 0-1
 
 _NAMED: dict[str, tuple[int, int, int]] = {
-    "black": (0, 0, 0), "white": (255, 255, 255), "red": (255, 0, 0), "green": (0, 128, 0),
-    "blue": (0, 0, 255), "gray": (128, 128, 128), "grey": (128, 128, 128),
-    "silver": (192, 192, 192), "yellow": (255, 255, 0), "orange": (255, 165, 0),
-    "purple": (128, 0, 128), "navy": (0, 0, 128), "maroon": (128, 0, 0),
-    "olive": (128, 128, 0), "teal": (0, 128, 128), "aqua": (0, 255, 255),
-    "cyan": (0, 255, 255), "fuchsia": (255, 0, 255), "magenta": (255, 0, 255),
-    "lime": (0, 255, 0), "snow": (255, 250, 250), "ivory": (255, 255, 240),
-    "whitesmoke": (245, 245, 245), "ghostwhite": (248, 248, 255),
-    "floralwhite": (255, 250, 240), "seashell": (255, 245, 238), "linen": (250, 240, 230),
-    "mintcream": (245, 255, 250), "azure": (240, 255, 255), "aliceblue": (240, 248, 255),
-    "honeydew": (240, 255, 240), "lavenderblush": (255, 240, 245),
-    "oldlace": (253, 245, 230), "cornsilk": (255, 248, 220),
-    "lightyellow": (255, 255, 224), "beige": (245, 245, 220),
-    "lightgray": (211, 211, 211), "lightgrey": (211, 211, 211),
-    "gainsboro": (220, 220, 220), "darkgray": (169, 169, 169), "darkgrey": (169, 169, 169),
+    "black": (0, 0, 0),
+    "white": (255, 255, 255),
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "gray": (128, 128, 128),
+    "grey": (128, 128, 128),
+    "silver": (192, 192, 192),
+    "yellow": (255, 255, 0),
+    "orange": (255, 165, 0),
+    "purple": (128, 0, 128),
+    "navy": (0, 0, 128),
+    "maroon": (128, 0, 0),
+    "olive": (128, 128, 0),
+    "teal": (0, 128, 128),
+    "aqua": (0, 255, 255),
+    "cyan": (0, 255, 255),
+    "fuchsia": (255, 0, 255),
+    "magenta": (255, 0, 255),
+    "lime": (0, 255, 0),
+    "snow": (255, 250, 250),
+    "ivory": (255, 255, 240),
+    "whitesmoke": (245, 245, 245),
+    "ghostwhite": (248, 248, 255),
+    "floralwhite": (255, 250, 240),
+    "seashell": (255, 245, 238),
+    "linen": (250, 240, 230),
+    "mintcream": (245, 255, 250),
+    "azure": (240, 255, 255),
+    "aliceblue": (240, 248, 255),
+    "honeydew": (240, 255, 240),
+    "lavenderblush": (255, 240, 245),
+    "oldlace": (253, 245, 230),
+    "cornsilk": (255, 248, 220),
+    "lightyellow": (255, 255, 224),
+    "beige": (245, 245, 220),
+    "lightgray": (211, 211, 211),
+    "lightgrey": (211, 211, 211),
+    "gainsboro": (220, 220, 220),
+    "darkgray": (169, 169, 169),
+    "darkgrey": (169, 169, 169),
 }
-_FONT_KEYWORDS = {"xx-small": 9.0, "x-small": 10.0, "small": 13.0, "medium": 16.0,
-                  "large": 18.0, "x-large": 24.0, "xx-large": 32.0, "xxx-large": 48.0,
-                  "initial": 16.0}
-_ABSOLUTE_PX = {"px": 1.0, "pt": 4 / 3, "pc": 16.0, "in": 96.0, "cm": 96 / 2.54,
-                "mm": 96 / 25.4, "q": 96 / 101.6, "rem": 16.0,
-                "vw": VIEWPORT[0] / 100, "vh": VIEWPORT[1] / 100,
-                "vmin": min(VIEWPORT) / 100, "vmax": max(VIEWPORT) / 100}
+_FONT_KEYWORDS = {
+    "xx-small": 9.0,
+    "x-small": 10.0,
+    "small": 13.0,
+    "medium": 16.0,
+    "large": 18.0,
+    "x-large": 24.0,
+    "xx-large": 32.0,
+    "xxx-large": 48.0,
+    "initial": 16.0,
+}
+_ABSOLUTE_PX = {
+    "px": 1.0,
+    "pt": 4 / 3,
+    "pc": 16.0,
+    "in": 96.0,
+    "cm": 96 / 2.54,
+    "mm": 96 / 25.4,
+    "q": 96 / 101.6,
+    "rem": 16.0,
+    "vw": VIEWPORT[0] / 100,
+    "vh": VIEWPORT[1] / 100,
+    "vmin": min(VIEWPORT) / 100,
+    "vmax": max(VIEWPORT) / 100,
+}
 _NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)([a-z%]*)")
 _SCALE_ZERO = re.compile(r"\bscale(?:x|y|3d)?\(\s*[+-]?0*\.?0*\s*[,)\s]")
 _CSS_ESCAPE = re.compile(r"\\([0-9a-f]{1,6})[ \t\r\n\f]?|\\(.)", re.I | re.S)
@@ -158,7 +221,7 @@ def parse_colour(value: str) -> Colour | None:
         digits = value.lstrip("#")
         if len(digits) <= 4:
             digits = "".join(d * 2 for d in digits)
-        channels = [int(digits[i:i + 2], 16) for i in range(0, len(digits), 2)]
+        channels = [int(digits[i : i + 2], 16) for i in range(0, len(digits), 2)]
         alpha = channels[3] / 255 if len(channels) == 4 else 1.0
         return (float(channels[0]), float(channels[1]), float(channels[2]), alpha)
     match = re.fullmatch(r"(rgba?|hsla?)\((.*)\)", value)
@@ -206,6 +269,7 @@ def _background(value: str) -> tuple[float, float, float] | None | bool:
 
 # ----------------------------------------------------------------------------- looks
 
+
 @dataclass(frozen=True)
 class Look:
     """What decides whether text inside an element can be seen, as inherited so far."""
@@ -227,9 +291,11 @@ class Look:
             return False
         if self.colour[3] < _MIN_ALPHA:
             return True
-        return self.background is not None and max(
-            abs(a - b) for a, b in zip(self.colour[:3], self.background, strict=True)
-        ) <= _SAME_COLOUR
+        return (
+            self.background is not None
+            and max(abs(a - b) for a, b in zip(self.colour[:3], self.background, strict=True))
+            <= _SAME_COLOUR
+        )
 
 
 def _hides_box(css: dict[str, str]) -> bool:
@@ -241,11 +307,13 @@ def _hides_box(css: dict[str, str]) -> bool:
     overflow = css.get("overflow", "").split()
     clip_x = css.get("overflow-x", overflow[0] if overflow else "")
     clip_y = css.get("overflow-y", overflow[-1] if overflow else "")
-    if clip_y in ("hidden", "clip") and any(_is_tiny(css.get(p, "")) for p in
-                                             ("height", "max-height")):
+    if clip_y in ("hidden", "clip") and any(
+        _is_tiny(css.get(p, "")) for p in ("height", "max-height")
+    ):
         return True
-    if clip_x in ("hidden", "clip") and any(_is_tiny(css.get(p, "")) for p in
-                                             ("width", "max-width")):
+    if clip_x in ("hidden", "clip") and any(
+        _is_tiny(css.get(p, "")) for p in ("width", "max-width")
+    ):
         return True
     if _SCALE_ZERO.search(css.get("transform", "")):
         return True
@@ -257,12 +325,14 @@ def _hides_box(css: dict[str, str]) -> bool:
         if any(offset is not None and abs(offset) >= _FAR_PX for offset in offsets):
             return True
     clip = re.fullmatch(r"rect\((.*)\)", css.get("clip", ""))
-    if clip and all(_is_tiny(edge) or edge == "auto" for edge in
-                    re.split(r"[\s,]+", clip.group(1).strip())):
+    if clip and all(
+        _is_tiny(edge) or edge == "auto" for edge in re.split(r"[\s,]+", clip.group(1).strip())
+    ):
         return True
     inset = re.match(r"inset\(\s*(\d+(?:\.\d+)?)%", css.get("clip-path", ""))
-    return bool(inset and float(inset.group(1)) >= 50) or css.get(
-        "clip-path", "").startswith(("circle(0", "ellipse(0"))
+    return bool(inset and float(inset.group(1)) >= 50) or css.get("clip-path", "").startswith(
+        ("circle(0", "ellipse(0")
+    )
 
 
 _SPECIAL_LOOK_TAGS = frozenset({"a", "body", "dialog", "font", "input"}) | _UNRENDERED
@@ -273,14 +343,17 @@ def element_look(parent: Look, tag: str, attrs: dict[str, str], css: dict[str, s
     """The look of an element under ``parent``, from its tag, attributes and styles."""
     if not css and tag not in _SPECIAL_LOOK_TAGS and not _LOOK_ATTRS.intersection(attrs):
         return parent  # most elements: nothing of their own that could hide them
-    removed = (parent.removed or tag in _UNRENDERED or "hidden" in attrs
-               or (tag == "dialog" and "open" not in attrs)
-               or (tag == "input" and attrs.get("type", "").lower() == "hidden")
-               or _hides_box(css))
+    removed = (
+        parent.removed
+        or tag in _UNRENDERED
+        or "hidden" in attrs
+        or (tag == "dialog" and "open" not in attrs)
+        or (tag == "input" and attrs.get("type", "").lower() == "hidden")
+        or _hides_box(css)
+    )
     if removed:
         return replace(parent, removed=True)
-    font_px = _font_px(css["font-size"], parent.font_px) if "font-size" in css \
-        else parent.font_px
+    font_px = _font_px(css["font-size"], parent.font_px) if "font-size" in css else parent.font_px
     opacity = _alpha(css.get("opacity", "1"))
     opacity = parent.opacity * (1.0 if opacity is None else opacity)
     colour = (*_LINK_BLUE, 1.0) if tag == "a" and "href" in attrs else parent.colour
@@ -291,23 +364,32 @@ def element_look(parent: Look, tag: str, attrs: dict[str, str], css: dict[str, s
         elif (found := parse_colour(value) if value else None) is not None:
             colour = found
     background = parent.background
-    for value in (attrs.get("bgcolor", ""), css.get("background", ""),
-                  css.get("background-color", "")):
+    for value in (
+        attrs.get("bgcolor", ""),
+        css.get("background", ""),
+        css.get("background-color", ""),
+    ):
         behind = _background(value.lower()) if value else False
         if behind is not False:
             background = behind  # type: ignore[assignment]
     if attrs.get("background") or css.get("background-image", "none") != "none":
         background = None
-    if "text" in (css.get("background-clip"), css.get("-webkit-background-clip")) \
-            and background is None:
+    if (
+        "text" in (css.get("background-clip"), css.get("-webkit-background-clip"))
+        and background is None
+    ):
         colour = None  # gradient or image text: painted by the background, not judged
     visibility = css.get("visibility")
-    invisible = parent.invisible if visibility not in ("hidden", "collapse", "visible") \
+    invisible = (
+        parent.invisible
+        if visibility not in ("hidden", "collapse", "visible")
         else visibility != "visible"
+    )
     return Look(False, font_px, opacity, colour, invisible, background)
 
 
 def tiny_image(attrs: dict[str, str], css: dict[str, str]) -> bool:
     """A 1x1 tracking pixel: its alt text is never seen."""
-    return any(_is_tiny(attrs.get(name, "")) or _is_tiny(css.get(name, ""))
-               for name in ("width", "height"))
+    return any(
+        _is_tiny(attrs.get(name, "")) or _is_tiny(css.get(name, "")) for name in ("width", "height")
+    )

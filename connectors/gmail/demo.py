@@ -27,8 +27,9 @@ class GmailBackend(Protocol):
 
     async def get(self, message_id: str) -> Email: ...
 
-    async def send(self, to: list[str], subject: str, body: str, cc: list[str],
-                   bcc: list[str]) -> Email: ...
+    async def send(
+        self, to: list[str], subject: str, body: str, cc: list[str], bcc: list[str]
+    ) -> Email: ...
 
     async def reply(self, message_id: str, body: str) -> Email: ...
 
@@ -37,8 +38,10 @@ def check_addresses(field: str, addresses: list[str]) -> list[str]:
     cleaned = [address.strip() for address in addresses if address.strip()]
     for address in cleaned:
         if not EMAIL_RE.match(address):
-            raise ToolError(f"{field} address {address!r} is not a valid email address; "
-                            "ask the user for the full address")
+            raise ToolError(
+                f"{field} address {address!r} is not a valid email address; "
+                "ask the user for the full address"
+            )
     return cleaned
 
 
@@ -70,11 +73,13 @@ class DemoGmailBackend:
             if message["id"] == message_id.strip():
                 self._read.add(message["id"])  # opening a message marks it read, as in Gmail
                 return message
-        raise ToolError(f"no email with id {message_id!r}; list or search the mailbox to find "
-                        "the message id")
+        raise ToolError(
+            f"no email with id {message_id!r}; list or search the mailbox to find the message id"
+        )
 
-    async def send(self, to: list[str], subject: str, body: str, cc: list[str],
-                   bcc: list[str]) -> Email:
+    async def send(
+        self, to: list[str], subject: str, body: str, cc: list[str], bcc: list[str]
+    ) -> Email:
         message_id = stable_id("sent", len(self._sent), subject, *to)
         message = self._message(message_id, message_id, to, subject, body, cc, bcc)
         self._sent.append(message)
@@ -91,12 +96,28 @@ class DemoGmailBackend:
         self._sent.append(message)
         return message
 
-    def _message(self, message_id: str, thread_id: str, to: list[str], subject: str, body: str,
-                 cc: list[str], bcc: list[str]) -> Email:
+    def _message(
+        self,
+        message_id: str,
+        thread_id: str,
+        to: list[str],
+        subject: str,
+        body: str,
+        cc: list[str],
+        bcc: list[str],
+    ) -> Email:
         return {
-            "subject": subject, "from": ME, "to": ", ".join(to), "markdown": body, "text": body,
-            "unread": False, "id": message_id, "thread_id": thread_id,
-            "reply_to_id": f"<{message_id}@mail.example.com>", "cc": cc, "bcc": bcc,
+            "subject": subject,
+            "from": ME,
+            "to": ", ".join(to),
+            "markdown": body,
+            "text": body,
+            "unread": False,
+            "id": message_id,
+            "thread_id": thread_id,
+            "reply_to_id": f"<{message_id}@mail.example.com>",
+            "cc": cc,
+            "bcc": bcc,
             "date": datetime.now(UTC).replace(microsecond=0).isoformat(),
         }
 
@@ -139,6 +160,7 @@ def _token_hit(message: Email, operator: str, value: str) -> bool | None:
             return not message["unread"]
         return None
     term = f"{operator}:{value}" if operator else value
-    haystack = " ".join((message["subject"], message["text"], message["from"],
-                         message["to"])).lower()
+    haystack = " ".join(
+        (message["subject"], message["text"], message["from"], message["to"])
+    ).lower()
     return term in haystack

@@ -37,42 +37,229 @@ from connectors.gmail.stylesheets import Compound, Rule, style_rules
 # parse_colour and declarations are imported from here by callers and tests.
 __all__ = ["declarations", "html_to_markdown", "html_to_text", "parse_colour"]
 
-_BLOCKS = frozenset({"p", "div", "section", "article", "header", "footer", "table", "tr",
-                     "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6",
-                     "hr", "center", "address", "figure"})
+_BLOCKS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "table",
+        "tr",
+        "ul",
+        "ol",
+        "blockquote",
+        "pre",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "center",
+        "address",
+        "figure",
+    }
+)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_VOID = frozenset({"area", "base", "basefont", "bgsound", "br", "col", "embed", "hr", "img",
-                   "image", "input", "keygen", "link", "meta", "param", "source", "track",
-                   "wbr"})
+_VOID = frozenset(
+    {
+        "area",
+        "base",
+        "basefont",
+        "bgsound",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "image",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 _EMPHASIS = {"strong": "**", "b": "**", "em": "_", "i": "_", "code": "`"}
 _BREAK = "\x00"  # a paragraph break, resolved when the text is assembled
 
 # Tree building, after the HTML standard ("in body" insertion mode), reduced to what decides
 # which element a piece of text ends up in.
-_FORMATTING = frozenset({"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small",
-                         "strike", "strong", "tt", "u"})
-_SPECIAL = frozenset({
-    "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
-    "blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
-    "details", "dialog", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption",
-    "figure", "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6",
-    "head", "header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li",
-    "link", "listing", "main", "marquee", "menu", "meta", "nav", "noembed", "noframes",
-    "noscript", "object", "ol", "p", "param", "plaintext", "pre", "script", "search",
-    "section", "select", "source", "style", "summary", "table", "tbody", "td", "template",
-    "textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp"})
-_SCOPE = frozenset({"applet", "caption", "html", "marquee", "object", "table", "td",
-                    "template", "th"})
+_FORMATTING = frozenset(
+    {
+        "a",
+        "b",
+        "big",
+        "code",
+        "em",
+        "font",
+        "i",
+        "nobr",
+        "s",
+        "small",
+        "strike",
+        "strong",
+        "tt",
+        "u",
+    }
+)
+_SPECIAL = frozenset(
+    {
+        "address",
+        "applet",
+        "area",
+        "article",
+        "aside",
+        "base",
+        "basefont",
+        "bgsound",
+        "blockquote",
+        "body",
+        "br",
+        "button",
+        "caption",
+        "center",
+        "col",
+        "colgroup",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "embed",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "frame",
+        "frameset",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "iframe",
+        "img",
+        "input",
+        "keygen",
+        "li",
+        "link",
+        "listing",
+        "main",
+        "marquee",
+        "menu",
+        "meta",
+        "nav",
+        "noembed",
+        "noframes",
+        "noscript",
+        "object",
+        "ol",
+        "p",
+        "param",
+        "plaintext",
+        "pre",
+        "script",
+        "search",
+        "section",
+        "select",
+        "source",
+        "style",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "template",
+        "textarea",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "track",
+        "ul",
+        "wbr",
+        "xmp",
+    }
+)
+_SCOPE = frozenset(
+    {"applet", "caption", "html", "marquee", "object", "table", "td", "template", "th"}
+)
 _TABLE_SCOPE = frozenset({"html", "table", "template"})
 _TABLE_PARTS = frozenset({"caption", "table", "tbody", "td", "tfoot", "th", "thead", "tr"})
 _MARKER_TAGS = frozenset({"applet", "caption", "marquee", "object", "td", "template", "th"})
-_CLOSES_P = frozenset({
-    "address", "article", "aside", "blockquote", "center", "dd", "details", "dialog", "dir",
-    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2",
-    "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "li", "listing", "main", "menu", "nav",
-    "ol", "p", "pre", "search", "section", "summary", "ul", "xmp"})  # not <table>: quirks
-_IN_HEAD = frozenset({"base", "basefont", "bgsound", "link", "meta", "noscript", "script",
-                      "style", "template", "title"})
+_CLOSES_P = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "li",
+        "listing",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "search",
+        "section",
+        "summary",
+        "ul",
+        "xmp",
+    }
+)  # not <table>: quirks
+_IN_HEAD = frozenset(
+    {
+        "base",
+        "basefont",
+        "bgsound",
+        "link",
+        "meta",
+        "noscript",
+        "script",
+        "style",
+        "template",
+        "title",
+    }
+)
 # A start tag closes the nearest open element of its group, searching no further than...
 _IMPLIED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "li": (frozenset({"li"}), _SPECIAL - {"address", "div", "p", "li"}),
@@ -96,6 +283,7 @@ _MAX_WORK = 400_000  # ~1 s at worst on a slow core; ordinary mail needs a few t
 
 
 # ----------------------------------------------------------------------------- the walk
+
 
 @dataclass(eq=False)  # identity: the same tag can be open twice
 class _Open:
@@ -220,8 +408,10 @@ class _Walker(HTMLParser):
             for key in dict.fromkeys(keys):
                 for rule in self.rules.get(key, ()):
                     if self._matches(rule.compounds, tag, attrs):
-                        found.extend(((important, False, rule.specificity, rule.order), name,
-                                      value) for name, value, important in rule.css)
+                        found.extend(
+                            ((important, False, rule.specificity, rule.order), name, value)
+                            for name, value, important in rule.css
+                        )
         for order, (name, value, important) in enumerate(declarations(attrs.get("style", ""))):
             found.append(((important, True, (0, 0, 0), order), name, value))
         found.sort(key=lambda item: item[0])
@@ -233,8 +423,9 @@ class _Walker(HTMLParser):
             return False
         return self._ancestors(compounds, len(compounds) - 1, len(self.stack), {})
 
-    def _ancestors(self, compounds: list[Compound], subject: int, below: int,
-                   memo: dict[tuple[int, int], bool]) -> bool:
+    def _ancestors(
+        self, compounds: list[Compound], subject: int, below: int, memo: dict[tuple[int, int], bool]
+    ) -> bool:
         """Whether ``compounds[:subject]`` match around an element whose ancestors are
         ``self.stack[:below]``, as ``compounds[subject].combinator`` relates them.
 
@@ -248,11 +439,14 @@ class _Walker(HTMLParser):
                 found = self._ancestors(compounds, subject - 1, below, memo)
             else:
                 found = False
-                for index in ([below - 1] if combinator == ">" else range(below - 1, -1, -1)):
+                for index in [below - 1] if combinator == ">" else range(below - 1, -1, -1):
                     self.work += 1
                     entry = self.stack[index] if index >= 0 else None
-                    if entry and wanted.matches(entry.tag, entry.attrs) and \
-                            self._ancestors(compounds, subject - 1, index, memo):
+                    if (
+                        entry
+                        and wanted.matches(entry.tag, entry.attrs)
+                        and self._ancestors(compounds, subject - 1, index, memo)
+                    ):
                         found = True
                         break
             memo[(subject, below)] = found
@@ -313,8 +507,9 @@ class _Walker(HTMLParser):
         elif tag == "p" and not self.look.removed:  # a stray </p> is an empty paragraph
             self.emit(_BREAK)
         elif tag in _FORMATTING:
-            self.formatting = [entry for entry in self.formatting
-                               if entry is None or entry.tag != tag]
+            self.formatting = [
+                entry for entry in self.formatting if entry is None or entry.tag != tag
+            ]
 
     def handle_data(self, data: str) -> None:
         if self.exhausted:
@@ -346,8 +541,12 @@ class _Walker(HTMLParser):
             self.emit(_BREAK)
             self.emit("---" if self.markdown else "")
             self.emit(_BREAK)
-        elif tag == "img" and attrs.get("alt", "").strip() and not look.hidden \
-                and not tiny_image(attrs, css):
+        elif (
+            tag == "img"
+            and attrs.get("alt", "").strip()
+            and not look.hidden
+            and not tiny_image(attrs, css)
+        ):
             self.emit(attrs["alt"].strip())
 
     def _start(self, entry: _Open) -> None:
@@ -430,8 +629,9 @@ class _Walker(HTMLParser):
 
 def _assemble(parts: list[str]) -> str:
     text = "".join(parts).replace(_BREAK, "\n\n")
-    lines = [line.strip() if not line.startswith("  ") else line.rstrip()
-             for line in text.split("\n")]
+    lines = [
+        line.strip() if not line.startswith("  ") else line.rstrip() for line in text.split("\n")
+    ]
     text = "\n".join(lines)
     text = re.sub(r"\n{3,}", "\n\n", text)
     text = re.sub(r"\| (?:\| )+", "| ", text)

@@ -84,8 +84,10 @@ def bodies(payload: dict[str, Any]) -> tuple[str | None, str | None]:
     plain: str | None = None
     rich: str | None = None
     for part in _walk(payload):
-        if part.get("filename") or "attachment" in headers_of(part).get(
-                "content-disposition", "").lower():
+        if (
+            part.get("filename")
+            or "attachment" in headers_of(part).get("content-disposition", "").lower()
+        ):
             continue
         mime_type = str(part.get("mimeType", "")).lower()
         if mime_type == "text/plain" and plain is None:
@@ -96,9 +98,15 @@ def bodies(payload: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def attachments(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"filename": part["filename"], "mime_type": part.get("mimeType", ""),
-             "size": (part.get("body") or {}).get("size", 0)}
-            for part in _walk(payload) if part.get("filename")]
+    return [
+        {
+            "filename": part["filename"],
+            "mime_type": part.get("mimeType", ""),
+            "size": (part.get("body") or {}).get("size", 0),
+        }
+        for part in _walk(payload)
+        if part.get("filename")
+    ]
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -153,9 +161,17 @@ def sender_address(value: str) -> str:
     return parseaddr(value)[1]
 
 
-def build_raw(*, sender: str | None, to: list[str], subject: str, body: str,
-              cc: list[str] | None = None, bcc: list[str] | None = None,
-              in_reply_to: str | None = None, references: str | None = None) -> str:
+def build_raw(
+    *,
+    sender: str | None,
+    to: list[str],
+    subject: str,
+    body: str,
+    cc: list[str] | None = None,
+    bcc: list[str] | None = None,
+    in_reply_to: str | None = None,
+    references: str | None = None,
+) -> str:
     """An RFC 2822 message (CRLF line ends, UTF-8 text/plain) as Gmail's base64url ``raw``.
 
     Header values with line breaks are refused by ``EmailMessage`` (``ValueError``), which
@@ -174,8 +190,7 @@ def build_raw(*, sender: str | None, to: list[str], subject: str, body: str,
     message["Date"] = formatdate(usegmt=True)
     if in_reply_to:
         message["In-Reply-To"] = in_reply_to
-        message["References"] = f"{references} {in_reply_to}".strip() if references \
-            else in_reply_to
+        message["References"] = f"{references} {in_reply_to}".strip() if references else in_reply_to
     message.set_content(body)
     return base64.urlsafe_b64encode(message.as_bytes(policy=SMTP)).decode("ascii")
 

@@ -82,27 +82,43 @@ def code_challenge(verifier: str) -> str:
 
 
 def pack_state(fernet: MultiFernet, pending: PendingAuthorization) -> str:
-    payload = {"u": pending.user_id, "v": pending.verifier, "r": pending.redirect_uri,
-               "b": pending.browser_hash, "n": secrets.token_hex(8)}
+    payload = {
+        "u": pending.user_id,
+        "v": pending.verifier,
+        "r": pending.redirect_uri,
+        "b": pending.browser_hash,
+        "n": secrets.token_hex(8),
+    }
     return fernet.encrypt(json.dumps(payload).encode()).decode("ascii")
 
 
-def unpack_state(fernet: MultiFernet, state: str, max_age: int = STATE_MAX_AGE,
-                 now: int | None = None) -> PendingAuthorization:
+def unpack_state(
+    fernet: MultiFernet, state: str, max_age: int = STATE_MAX_AGE, now: int | None = None
+) -> PendingAuthorization:
     try:
         token = state.encode("ascii")
-        clear = (fernet.decrypt(token, ttl=max_age) if now is None
-                 else fernet.decrypt_at_time(token, ttl=max_age, current_time=now))
+        clear = (
+            fernet.decrypt(token, ttl=max_age)
+            if now is None
+            else fernet.decrypt_at_time(token, ttl=max_age, current_time=now)
+        )
         payload = json.loads(clear)
-        return PendingAuthorization(user_id=str(payload["u"]), verifier=str(payload["v"]),
-                                    redirect_uri=str(payload["r"]),
-                                    browser_hash=str(payload.get("b") or ""))
+        return PendingAuthorization(
+            user_id=str(payload["u"]),
+            verifier=str(payload["v"]),
+            redirect_uri=str(payload["r"]),
+            browser_hash=str(payload.get("b") or ""),
+        )
     except (InvalidToken, UnicodeEncodeError, ValueError, KeyError, TypeError):
-        raise InvalidState("this sign-in link is invalid or has expired (links last "
-                           f"{STATE_MAX_AGE // 60} minutes); start again with Connect") from None
+        raise InvalidState(
+            "this sign-in link is invalid or has expired (links last "
+            f"{STATE_MAX_AGE // 60} minutes); start again with Connect"
+        ) from None
 
 
-def authorization_url(settings: ConnectorSettings, state: str, verifier: str, redirect_uri: str) -> str:
+def authorization_url(
+    settings: ConnectorSettings, state: str, verifier: str, redirect_uri: str
+) -> str:
     params = {
         "client_id": settings.google_client_id or "",
         "redirect_uri": redirect_uri,
@@ -118,9 +134,12 @@ def authorization_url(settings: ConnectorSettings, state: str, verifier: str, re
     return f"{settings.google_auth_url}?{urlencode(params)}"
 
 
-def live_credentials(tokens: dict[str, Any], email: str | None,
-                     previous: dict[str, Any] | None = None,
-                     now: float | None = None) -> dict[str, Any]:
+def live_credentials(
+    tokens: dict[str, Any],
+    email: str | None,
+    previous: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
     """What is stored (encrypted) for a Gmail account, from a token endpoint answer.
 
     A refresh answer usually has no ``refresh_token``: the previous one stays valid.
@@ -159,30 +178,39 @@ class GoogleOAuth:
         return f"{self._settings.google_oauth_base_url}/token"
 
     async def exchange_code(self, code: str, verifier: str, redirect_uri: str) -> dict[str, Any]:
-        return await self._token_request({
-            "grant_type": "authorization_code",
-            "code": code,
-            "code_verifier": verifier,
-            "redirect_uri": redirect_uri,
-        })
+        return await self._token_request(
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "code_verifier": verifier,
+                "redirect_uri": redirect_uri,
+            }
+        )
 
     async def refresh(self, refresh_token: str) -> dict[str, Any]:
-        return await self._token_request({"grant_type": "refresh_token",
-                                          "refresh_token": refresh_token})
+        return await self._token_request(
+            {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        )
 
     async def revoke(self, token: str) -> bool:
         """Best effort: True when Google confirmed the revocation."""
         try:
             response = await self._http.send(
-                "POST", f"{self._settings.google_oauth_base_url}/revoke",
-                data={"token": token}, idempotent=True)
+                "POST",
+                f"{self._settings.google_oauth_base_url}/revoke",
+                data={"token": token},
+                idempotent=True,
+            )
         except ServiceError:
             return False
         return response.status_code == 200
 
     async def _token_request(self, form: dict[str, str]) -> dict[str, Any]:
-        form = {**form, "client_id": self._settings.google_client_id or "",
-                "client_secret": self._client_secret}
+        form = {
+            **form,
+            "client_id": self._settings.google_client_id or "",
+            "client_secret": self._client_secret,
+        }
         # Not retried on 5xx: a code is single-use and Google may have consumed it.
         response = await self._http.send("POST", self._token_url, data=form, idempotent=False)
         body = read_json(response, "Google sign-in") if response.content else {}
@@ -193,8 +221,10 @@ class GoogleOAuth:
             raise InvalidGrant(str(body.get("error_description") or "invalid_grant"))
         if error in ("invalid_client", "unauthorized_client"):
             raise self._http.status_error(
-                response, f"{error}",
+                response,
+                f"{error}",
                 "the server's Google OAuth client is misconfigured; the administrator must "
-                "check SWITCHBOARD_GOOGLE_CLIENT_ID and SWITCHBOARD_GOOGLE_CLIENT_SECRET")
+                "check SWITCHBOARD_GOOGLE_CLIENT_ID and SWITCHBOARD_GOOGLE_CLIENT_SECRET",
+            )
         description = body.get("error_description") if isinstance(body, dict) else None
         raise self._http.status_error(response, description or error)

@@ -27,15 +27,32 @@ _MAX_COMPOUNDS = 16  # "a b c d ..." selectors
 
 # ----------------------------------------------------------------------------- style sheets
 
-_STATEFUL = frozenset({"hover", "focus", "active", "visited", "focus-within", "focus-visible",
-                       "target", "checked", "indeterminate", "default", "invalid", "valid"})
-_SELECTOR_TOKEN = re.compile(r"""
+_STATEFUL = frozenset(
+    {
+        "hover",
+        "focus",
+        "active",
+        "visited",
+        "focus-within",
+        "focus-visible",
+        "target",
+        "checked",
+        "indeterminate",
+        "default",
+        "invalid",
+        "valid",
+    }
+)
+_SELECTOR_TOKEN = re.compile(
+    r"""
     \s*(?P<comb>[>+~])\s* | (?P<space>\s+) | (?P<tag>\*|[a-z][\w-]*)
   | \#(?P<id>[\w-]+) | \.(?P<cls>[\w-]+)
   | \[\s*(?P<attr>[\w-]+)\s*(?:(?P<op>[~|^$*]?=)\s*(?P<val>"[^"]*"|'[^']*'|[^\]\s]*)
        \s*(?P<flag>[is])?\s*)?\]
   | (?P<colons>::?)(?P<pseudo>[\w-]+)(?:\((?P<arg>[^()]*)\))?
-""", re.X)
+""",
+    re.X,
+)
 
 
 @dataclass
@@ -70,11 +87,15 @@ def _attr_matches(attrs: dict[str, str], name: str, op: str, wanted: str, fold: 
     value = attrs[name]
     if fold:
         value, wanted = value.lower(), wanted.lower()
-    return {"": True, "=": value == wanted, "~=": wanted in value.split(),
-            "|=": value == wanted or value.startswith(wanted + "-"),
-            "^=": bool(wanted) and value.startswith(wanted),
-            "$=": bool(wanted) and value.endswith(wanted),
-            "*=": bool(wanted) and wanted in value}.get(op, False)
+    return {
+        "": True,
+        "=": value == wanted,
+        "~=": wanted in value.split(),
+        "|=": value == wanted or value.startswith(wanted + "-"),
+        "^=": bool(wanted) and value.startswith(wanted),
+        "$=": bool(wanted) and value.endswith(wanted),
+        "*=": bool(wanted) and wanted in value,
+    }.get(op, False)
 
 
 def _parse_selector(text: str) -> tuple[list[Compound], tuple[int, int, int]] | None:
@@ -105,12 +126,21 @@ def _parse_selector(text: str) -> tuple[list[Compound], tuple[int, int, int]] | 
         elif groups["cls"]:
             current.classes.append(groups["cls"])
         elif groups["attr"]:
-            current.attrs.append((groups["attr"], groups["op"] or "",
-                                  (groups["val"] or "").strip("\"'"), groups["flag"] == "i"))
+            current.attrs.append(
+                (
+                    groups["attr"],
+                    groups["op"] or "",
+                    (groups["val"] or "").strip("\"'"),
+                    groups["flag"] == "i",
+                )
+            )
         elif groups["pseudo"]:
             name = groups["pseudo"]
-            if groups["colons"] == "::" or name in ("before", "after", "first-line",
-                                                     "first-letter") or name in _STATEFUL:
+            if (
+                groups["colons"] == "::"
+                or name in ("before", "after", "first-line", "first-letter")
+                or name in _STATEFUL
+            ):
                 current.never = True
             elif name == "not" and groups["arg"]:
                 inner = _parse_selector(groups["arg"])
@@ -143,8 +173,10 @@ def _media_applies(query: str) -> bool:
         if any(word in ("print", "speech") for word in words):
             holds = False
         else:
-            holds = all(_feature_holds(name.strip(), value.strip())
-                        for name, value in re.findall(r"\(\s*([\w-]+)\s*:?\s*([^)]*)\)", one))
+            holds = all(
+                _feature_holds(name.strip(), value.strip())
+                for name, value in re.findall(r"\(\s*([\w-]+)\s*:?\s*([^)]*)\)", one)
+            )
         if holds != negate:
             return True
     return False
@@ -154,7 +186,8 @@ def _feature_holds(name: str, value: str) -> bool:
     if name == "prefers-color-scheme":
         return value == "light"
     size = {"width": VIEWPORT[0], "height": VIEWPORT[1]}.get(
-        name.removeprefix("min-").removeprefix("max-").removeprefix("device-"))
+        name.removeprefix("min-").removeprefix("max-").removeprefix("device-")
+    )
     if size is None:
         return True
     parsed = number(value)
@@ -177,12 +210,12 @@ def _blocks(sheet: str) -> Iterator[tuple[str, str]]:
             return
         prelude = sheet[position:brace]
         if ";" in prelude and prelude.lstrip().startswith("@"):
-            prelude = prelude[prelude.rfind(";") + 1:]
+            prelude = prelude[prelude.rfind(";") + 1 :]
         depth, end = 1, brace + 1
         while end < len(sheet) and depth:
             depth += {"{": 1, "}": -1}.get(sheet[end], 0)
             end += 1
-        yield prelude.strip(), sheet[brace + 1:end - 1]
+        yield prelude.strip(), sheet[brace + 1 : end - 1]
         position = end
 
 
@@ -190,8 +223,9 @@ def _rules(sheet: str, counter: Iterator[int], depth: int = 0) -> Iterator[Rule]
     for prelude, body in _blocks(sheet):
         lowered = prelude.lower()
         if lowered.startswith(("@media", "@supports", "@layer", "@container", "@document")):
-            if depth < _MAX_NESTING and (not lowered.startswith("@media")
-                                         or _media_applies(lowered.removeprefix("@media"))):
+            if depth < _MAX_NESTING and (
+                not lowered.startswith("@media") or _media_applies(lowered.removeprefix("@media"))
+            ):
                 yield from _rules(body, counter, depth + 1)
         elif not lowered.startswith("@"):
             css = declarations(body)
@@ -213,8 +247,8 @@ def _style_sheets(html: str) -> Iterator[tuple[str, str]]:
         closed = lowered.find("</style", opened)
         if opened < 0 or closed < 0:
             return
-        if re.match(r"<style[\s/>]", lowered[start:start + 7]):
-            yield html[start + 6:opened], html[opened + 1:closed]
+        if re.match(r"<style[\s/>]", lowered[start : start + 7]):
+            yield html[start + 6 : opened], html[opened + 1 : closed]
         position = closed + 1
 
 
@@ -229,7 +263,12 @@ def style_rules(html: str) -> dict[str, list[Rule]]:
             continue
         for rule in _rules(CSS_COMMENT.sub(" ", sheet), counter):
             subject = rule.compounds[-1]
-            key = (f"#{subject.ids[0]}" if subject.ids else f".{subject.classes[0]}"
-                   if subject.classes else subject.tag or "*")
+            key = (
+                f"#{subject.ids[0]}"
+                if subject.ids
+                else f".{subject.classes[0]}"
+                if subject.classes
+                else subject.tag or "*"
+            )
             index.setdefault(key, []).append(rule)
     return index

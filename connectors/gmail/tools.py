@@ -39,8 +39,9 @@ def _limit(max_results: int) -> int:
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def google_email_inbox(ctx: RunContextWrapper[ChatContext],
-                             max_results: int = 10) -> ToolResponse:
+async def google_email_inbox(
+    ctx: RunContextWrapper[ChatContext], max_results: int = 10
+) -> ToolResponse:
     """List the newest emails in the user's Gmail inbox.
 
     Args:
@@ -52,8 +53,9 @@ async def google_email_inbox(ctx: RunContextWrapper[ChatContext],
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def google_email_search(ctx: RunContextWrapper[ChatContext], query: str,
-                              max_results: int = 10) -> ToolResponse:
+async def google_email_search(
+    ctx: RunContextWrapper[ChatContext], query: str, max_results: int = 10
+) -> ToolResponse:
     """Search the user's Gmail with Gmail search syntax.
 
     Args:
@@ -64,13 +66,13 @@ async def google_email_search(ctx: RunContextWrapper[ChatContext], query: str,
         raise ToolError("the search query is empty; give words or operators like from:alice")
     service = await backend(ctx)
     messages = await service.search(query, _limit(max_results))
-    return ToolResponse("google_email_search", AGENT_NAME, f"Searching Gmail for {query}",
-                        messages)
+    return ToolResponse("google_email_search", AGENT_NAME, f"Searching Gmail for {query}", messages)
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def google_email_search_from_email(ctx: RunContextWrapper[ChatContext],
-                                         email: str) -> ToolResponse:
+async def google_email_search_from_email(
+    ctx: RunContextWrapper[ChatContext], email: str
+) -> ToolResponse:
     """List recent emails sent by one address.
 
     Args:
@@ -82,13 +84,13 @@ async def google_email_search_from_email(ctx: RunContextWrapper[ChatContext],
     address = addresses[0]
     service = await backend(ctx)
     messages = await service.search(f"from:{address}", 10)
-    return ToolResponse("google_email_search_from_email", AGENT_NAME, f"Emails from {address}",
-                        messages)
+    return ToolResponse(
+        "google_email_search_from_email", AGENT_NAME, f"Emails from {address}", messages
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def read_google_email(ctx: RunContextWrapper[ChatContext],
-                            message_id: str) -> ToolResponse:
+async def read_google_email(ctx: RunContextWrapper[ChatContext], message_id: str) -> ToolResponse:
     """Open one email (full text) by its id, as listed by the inbox or a search.
 
     Args:
@@ -96,17 +98,31 @@ async def read_google_email(ctx: RunContextWrapper[ChatContext],
     """
     service = await backend(ctx)
     message = await service.get(message_id)
-    card = (f"**{message['subject']}**\n\nFrom: {message['from']}  \nTo: {message['to']}  \n"
-            f"Date: {message['date']}\n\n{message['markdown']}")
-    return ToolResponse("google_email_message", AGENT_NAME, f"Email: {message['subject']}",
-                        message, display_as=[{"type": "markdown", "content": card},
-                                             {"type": "text", "content": message["text"]}])
+    card = (
+        f"**{message['subject']}**\n\nFrom: {message['from']}  \nTo: {message['to']}  \n"
+        f"Date: {message['date']}\n\n{message['markdown']}"
+    )
+    return ToolResponse(
+        "google_email_message",
+        AGENT_NAME,
+        f"Email: {message['subject']}",
+        message,
+        display_as=[
+            {"type": "markdown", "content": card},
+            {"type": "text", "content": message["text"]},
+        ],
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
-async def send_google_email(ctx: RunContextWrapper[ChatContext], to: list[str], subject: str,
-                            body: str, cc: list[str] | None = None,
-                            bcc: list[str] | None = None) -> ToolResponse:
+async def send_google_email(
+    ctx: RunContextWrapper[ChatContext],
+    to: list[str],
+    subject: str,
+    body: str,
+    cc: list[str] | None = None,
+    bcc: list[str] | None = None,
+) -> ToolResponse:
     """Send an email from the user's Gmail account.
 
     Args:
@@ -125,14 +141,18 @@ async def send_google_email(ctx: RunContextWrapper[ChatContext], to: list[str], 
     if not body.strip():
         raise ToolError("the email body is empty; write the message first")
     await service.send(recipients, subject, body, copies, blind)
-    return ToolResponse("send_google_email", AGENT_NAME, "Sent Email",
-                        {"to": recipients, "cc": copies, "bcc": blind, "subject": subject,
-                         "body": body})
+    return ToolResponse(
+        "send_google_email",
+        AGENT_NAME,
+        "Sent Email",
+        {"to": recipients, "cc": copies, "bcc": blind, "subject": subject, "body": body},
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
-async def reply_to_google_email(ctx: RunContextWrapper[ChatContext], message_id: str,
-                                body: str) -> ToolResponse:
+async def reply_to_google_email(
+    ctx: RunContextWrapper[ChatContext], message_id: str, body: str
+) -> ToolResponse:
     """Reply to an email (in the same thread) by its id.
 
     Args:
@@ -143,14 +163,30 @@ async def reply_to_google_email(ctx: RunContextWrapper[ChatContext], message_id:
         raise ToolError("the reply is empty; write the reply first")
     service = await backend(ctx)
     sent = await service.reply(message_id, body)
-    return ToolResponse("reply_to_google_email", AGENT_NAME, "Sent Reply",
-                        {"to": [sent["to"]], "cc": [], "bcc": [], "subject": sent["subject"],
-                         "body": body, "in_reply_to": message_id,
-                         "thread_id": sent["thread_id"]})
+    return ToolResponse(
+        "reply_to_google_email",
+        AGENT_NAME,
+        "Sent Reply",
+        {
+            "to": [sent["to"]],
+            "cc": [],
+            "bcc": [],
+            "subject": sent["subject"],
+            "body": body,
+            "in_reply_to": message_id,
+            "thread_id": sent["thread_id"],
+        },
+    )
 
 
-TOOLS = [google_email_inbox, google_email_search, google_email_search_from_email,
-         read_google_email, send_google_email, reply_to_google_email]
+TOOLS = [
+    google_email_inbox,
+    google_email_search,
+    google_email_search_from_email,
+    read_google_email,
+    send_google_email,
+    reply_to_google_email,
+]
 TOOL_DESCRIPTIONS = {
     "google_email_inbox": "Checking your Gmail inbox",
     "google_email_search": "Searching Gmail",
@@ -159,6 +195,14 @@ TOOL_DESCRIPTIONS = {
     "send_google_email": "Sending an email",
     "reply_to_google_email": "Replying to an email",
 }
-RESPONSE_TYPES = ("google_email_inbox", "google_email_search", "google_email_search_from_email",
-                  "google_email_message", "send_google_email", "reply_to_google_email",
-                  "google_account_needed", "connect_google_account", "error")
+RESPONSE_TYPES = (
+    "google_email_inbox",
+    "google_email_search",
+    "google_email_search_from_email",
+    "google_email_message",
+    "send_google_email",
+    "reply_to_google_email",
+    "google_account_needed",
+    "connect_google_account",
+    "error",
+)

@@ -8,8 +8,10 @@ from connectors.context import ChatContext
 from connectors.plaid.tools import AGENT_NAME, TOOLS
 from connectors.settings import ConnectorSettings
 
-HANDOFF_DESCRIPTION = ("Answers questions about the user's bank accounts: balances, "
-                       "transactions and spending by category (via Plaid).")
+HANDOFF_DESCRIPTION = (
+    "Answers questions about the user's bank accounts: balances, "
+    "transactions and spending by category (via Plaid)."
+)
 
 INSTRUCTIONS = """\
 You are Plaid, the banking specialist of Switchboard, with read-only access to the user's
@@ -32,5 +34,9 @@ the chat already shows the full tables as cards.
 
 def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
-    return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
-                              instructions=INSTRUCTIONS, tools=list(TOOLS))
+    return Agent[ChatContext](
+        name=AGENT_NAME,
+        handoff_description=HANDOFF_DESCRIPTION,
+        instructions=INSTRUCTIONS,
+        tools=list(TOOLS),
+    )

@@ -37,26 +37,55 @@ KEEP_DAYS = 730  # transactions older than this are dropped from the stored stat
 SYNC_PAGE = 500  # Plaid's maximum count per /transactions/sync call
 MAX_SYNC_PAGES = 20
 # Errors that only the user can fix, by linking the bank again.
-RELINK_CODES = frozenset({"ITEM_LOGIN_REQUIRED", "INVALID_ACCESS_TOKEN", "ITEM_NOT_FOUND",
-                          "ACCESS_NOT_GRANTED", "ITEM_LOCKED", "USER_PERMISSION_REVOKED"})
-CONFIG_CODES = frozenset({"INVALID_API_KEYS", "UNAUTHORIZED_ENVIRONMENT", "INVALID_PRODUCT",
-                          "INSTITUTION_NOT_ENABLED_IN_ENVIRONMENT"})
+RELINK_CODES = frozenset(
+    {
+        "ITEM_LOGIN_REQUIRED",
+        "INVALID_ACCESS_TOKEN",
+        "ITEM_NOT_FOUND",
+        "ACCESS_NOT_GRANTED",
+        "ITEM_LOCKED",
+        "USER_PERMISSION_REVOKED",
+    }
+)
+CONFIG_CODES = frozenset(
+    {
+        "INVALID_API_KEYS",
+        "UNAUTHORIZED_ENVIRONMENT",
+        "INVALID_PRODUCT",
+        "INSTITUTION_NOT_ENABLED_IN_ENVIRONMENT",
+    }
+)
 PRIMARY_NAMES = {
-    "INCOME": "Income", "TRANSFER_IN": "Transfer", "TRANSFER_OUT": "Transfer",
-    "LOAN_PAYMENTS": "Payment", "BANK_FEES": "Bank Fees", "ENTERTAINMENT": "Recreation",
-    "FOOD_AND_DRINK": "Food and Drink", "GENERAL_MERCHANDISE": "Shops",
-    "HOME_IMPROVEMENT": "Home Improvement", "MEDICAL": "Healthcare",
-    "PERSONAL_CARE": "Personal Care", "GENERAL_SERVICES": "Service",
-    "GOVERNMENT_AND_NON_PROFIT": "Government and Non-Profit", "TRANSPORTATION": "Travel",
-    "TRAVEL": "Travel", "RENT_AND_UTILITIES": "Rent and Utilities",
+    "INCOME": "Income",
+    "TRANSFER_IN": "Transfer",
+    "TRANSFER_OUT": "Transfer",
+    "LOAN_PAYMENTS": "Payment",
+    "BANK_FEES": "Bank Fees",
+    "ENTERTAINMENT": "Recreation",
+    "FOOD_AND_DRINK": "Food and Drink",
+    "GENERAL_MERCHANDISE": "Shops",
+    "HOME_IMPROVEMENT": "Home Improvement",
+    "MEDICAL": "Healthcare",
+    "PERSONAL_CARE": "Personal Care",
+    "GENERAL_SERVICES": "Service",
+    "GOVERNMENT_AND_NON_PROFIT": "Government and Non-Profit",
+    "TRANSPORTATION": "Travel",
+    "TRAVEL": "Travel",
+    "RENT_AND_UTILITIES": "Rent and Utilities",
 }
 
 Persist = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class PlaidError(ServiceError):
-    def __init__(self, message: str, *, error_code: str, status: int | None,
-                 debug_info: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_code: str,
+        status: int | None,
+        debug_info: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message, status=status, debug_info=debug_info)
         self.error_code = error_code
 
@@ -72,13 +101,17 @@ class PlaidApi:
         self._http = http
         self._base = base_url(settings)
         secret = settings.plaid_secret
-        self._keys = {"client_id": settings.plaid_client_id or "",
-                      "secret": secret.get_secret_value() if secret else ""}
+        self._keys = {
+            "client_id": settings.plaid_client_id or "",
+            "secret": secret.get_secret_value() if secret else "",
+        }
 
-    async def post(self, path: str, body: dict[str, Any], *,
-                   idempotent: bool = True) -> dict[str, Any]:
-        response = await self._http.send("POST", f"{self._base}{path}",
-                                         json={**self._keys, **body}, idempotent=idempotent)
+    async def post(
+        self, path: str, body: dict[str, Any], *, idempotent: bool = True
+    ) -> dict[str, Any]:
+        response = await self._http.send(
+            "POST", f"{self._base}{path}", json={**self._keys, **body}, idempotent=idempotent
+        )
         data = read_json(response, SERVICE) if response.content else {}
         if response.is_success and isinstance(data, dict):
             return data
@@ -89,30 +122,42 @@ class PlaidApi:
         said = data.get("display_message") or data.get("error_message") or code or None
         advice = None
         if code in CONFIG_CODES:
-            advice = ("the server's Plaid keys or environment are wrong; the administrator "
-                      "must check SWITCHBOARD_PLAID_CLIENT_ID, SWITCHBOARD_PLAID_SECRET and "
-                      "SWITCHBOARD_PLAID_ENVIRONMENT")
-        base = self._http.status_error(response, f"{code}: {said}" if code and said != code
-                                       else said, advice)
+            advice = (
+                "the server's Plaid keys or environment are wrong; the administrator "
+                "must check SWITCHBOARD_PLAID_CLIENT_ID, SWITCHBOARD_PLAID_SECRET and "
+                "SWITCHBOARD_PLAID_ENVIRONMENT"
+            )
+        base = self._http.status_error(
+            response, f"{code}: {said}" if code and said != code else said, advice
+        )
         debug = dict(base.debug_info or {})
-        debug.update({"error_code": code, "error_type": data.get("error_type"),
-                      "request_id": data.get("request_id")})
-        return PlaidError(str(base), error_code=code, status=response.status_code,
-                          debug_info=debug)
+        debug.update(
+            {
+                "error_code": code,
+                "error_type": data.get("error_type"),
+                "request_id": data.get("request_id"),
+            }
+        )
+        return PlaidError(str(base), error_code=code, status=response.status_code, debug_info=debug)
 
     async def create_link_token(self, user_id: str, client_name: str) -> dict[str, Any]:
-        return await self.post("/link/token/create", {
-            "client_name": client_name,
-            "user": {"client_user_id": user_id},
-            "products": ["transactions"],
-            "country_codes": ["US"],
-            "language": "en",
-            "transactions": {"days_requested": HISTORY_DAYS},
-        }, idempotent=False)
+        return await self.post(
+            "/link/token/create",
+            {
+                "client_name": client_name,
+                "user": {"client_user_id": user_id},
+                "products": ["transactions"],
+                "country_codes": ["US"],
+                "language": "en",
+                "transactions": {"days_requested": HISTORY_DAYS},
+            },
+            idempotent=False,
+        )
 
     async def exchange_public_token(self, public_token: str) -> dict[str, Any]:
-        return await self.post("/item/public_token/exchange", {"public_token": public_token},
-                               idempotent=False)
+        return await self.post(
+            "/item/public_token/exchange", {"public_token": public_token}, idempotent=False
+        )
 
     async def balances(self, access_token: str) -> dict[str, Any]:
         return await self.post("/accounts/balance/get", {"access_token": access_token})
@@ -133,9 +178,12 @@ class PlaidApi:
 
 # ----------------------------------------------------------------------------- shapes
 
+
 def _title(code: str) -> str:
-    return " ".join(word.capitalize() if word not in {"AND", "OR", "OF"} else word.lower()
-                    for word in code.split("_"))
+    return " ".join(
+        word.capitalize() if word not in {"AND", "OR", "OF"} else word.lower()
+        for word in code.split("_")
+    )
 
 
 def category_of(transaction: dict[str, Any]) -> list[str]:
@@ -150,7 +198,7 @@ def category_of(transaction: dict[str, Any]) -> list[str]:
     names = [PRIMARY_NAMES.get(primary, _title(primary))]
     detailed = str(finance.get("detailed") or "")
     if detailed.startswith(primary + "_"):
-        names.append(_title(detailed[len(primary) + 1:]))
+        names.append(_title(detailed[len(primary) + 1 :]))
     return names
 
 
@@ -176,18 +224,27 @@ def account_shape(account: dict[str, Any], institution: dict[str, Any]) -> dict[
         "type": account.get("type"),
         "subtype": account.get("subtype"),
         "mask": account.get("mask"),
-        "balances": {"available": balances.get("available"),
-                     "current": balances.get("current"),
-                     "limit": balances.get("limit"),
-                     "iso_currency_code": balances.get("iso_currency_code")
-                     or balances.get("unofficial_currency_code")},
-        "institution": {"institution_id": institution.get("institution_id"),
-                        "name": institution.get("name") or "Bank"},
+        "balances": {
+            "available": balances.get("available"),
+            "current": balances.get("current"),
+            "limit": balances.get("limit"),
+            "iso_currency_code": balances.get("iso_currency_code")
+            or balances.get("unofficial_currency_code"),
+        },
+        "institution": {
+            "institution_id": institution.get("institution_id"),
+            "name": institution.get("name") or "Bank",
+        },
     }
 
 
-def apply_sync(store: dict[str, dict[str, Any]], added: list[Any], modified: list[Any],
-               removed: list[Any], today: date) -> None:
+def apply_sync(
+    store: dict[str, dict[str, Any]],
+    added: list[Any],
+    modified: list[Any],
+    removed: list[Any],
+    today: date,
+) -> None:
     """Apply one sync's changes to an item's transactions (by ``transaction_id``)."""
     for transaction in [*added, *modified]:
         if isinstance(transaction, dict) and transaction.get("transaction_id"):
@@ -203,19 +260,28 @@ def apply_sync(store: dict[str, dict[str, Any]], added: list[Any], modified: lis
 def plaid_meta(credentials: dict[str, Any]) -> dict[str, Any]:
     """What GET /api/connectors shows: the linked banks, never a token."""
     items = credentials.get("items") or []
-    return {"mode": "live",
-            "institutions": [str((item.get("institution") or {}).get("name") or "Bank")
-                             for item in items],
-            "items": len(items)}
+    return {
+        "mode": "live",
+        "institutions": [
+            str((item.get("institution") or {}).get("name") or "Bank") for item in items
+        ],
+        "items": len(items),
+    }
 
 
 # ----------------------------------------------------------------------------- backend
 
+
 class PlaidClient:
     """``PlaidBackend`` over every item the user linked."""
 
-    def __init__(self, api: PlaidApi, credentials: dict[str, Any], persist: Persist,
-                 today: Callable[[], date] = lambda: datetime.now(UTC).date()) -> None:
+    def __init__(
+        self,
+        api: PlaidApi,
+        credentials: dict[str, Any],
+        persist: Persist,
+        today: Callable[[], date] = lambda: datetime.now(UTC).date(),
+    ) -> None:
         self._api = api
         self.credentials = credentials
         self._persist = persist
@@ -236,24 +302,33 @@ class PlaidClient:
             raise failed.exceptions[0] from None
         return [task.result() for task in tasks]
 
-    async def _guard(self, item: dict[str, Any],
-                     call: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
+    async def _guard(
+        self, item: dict[str, Any], call: Callable[[dict[str, Any]], Awaitable[Any]]
+    ) -> Any:
         try:
             return await call(item)
         except PlaidError as exc:
             if exc.error_code in RELINK_CODES:
                 bank = (item.get("institution") or {}).get("name") or "your bank"
-                raise NeedsAccount(ConnectPlaidAccountResponse(message=(
-                    f"{bank} needs you to sign in again before I can read it. Connect the "
-                    "bank again."))) from None
+                raise NeedsAccount(
+                    ConnectPlaidAccountResponse(
+                        message=(
+                            f"{bank} needs you to sign in again before I can read it. Connect the "
+                            "bank again."
+                        )
+                    )
+                ) from None
             raise
 
     async def accounts(self) -> list[dict[str, Any]]:
         async def balances(item: dict[str, Any]) -> list[dict[str, Any]]:
             data = await self._api.balances(str(item["access_token"]))
             institution = item.get("institution") or {}
-            return [account_shape(account, institution) for account in data.get("accounts")
-                    or [] if isinstance(account, dict)]
+            return [
+                account_shape(account, institution)
+                for account in data.get("accounts") or []
+                if isinstance(account, dict)
+            ]
 
         return [account for found in await self._per_item(balances) for account in found]
 
@@ -266,10 +341,15 @@ class PlaidClient:
         for item in self._items:
             for txn in (item.get("transactions") or {}).values():
                 if low <= txn["date"] <= high:
-                    out.setdefault(txn["account_id"], []).append({
-                        "date": f"{txn['date']}T00:00:00", "amount": txn["amount"],
-                        "name": txn["name"], "category": list(txn["category"]),
-                        "pending": txn["pending"]})
+                    out.setdefault(txn["account_id"], []).append(
+                        {
+                            "date": f"{txn['date']}T00:00:00",
+                            "amount": txn["amount"],
+                            "name": txn["name"],
+                            "category": list(txn["category"]),
+                            "pending": txn["pending"],
+                        }
+                    )
         for transactions in out.values():
             transactions.sort(key=lambda txn: txn["date"], reverse=True)
         return out
@@ -304,24 +384,44 @@ class PlaidClient:
 
 # ----------------------------------------------------------------------------- linking
 
+
 def api_for(client: Any, settings: ConnectorSettings) -> PlaidApi:
     secret = settings.plaid_secret
-    http = ServiceHttp.for_settings(shared_client(client, SERVICE), SERVICE, settings,
-                                    (secret.get_secret_value() if secret else None,))
+    http = ServiceHttp.for_settings(
+        shared_client(client, SERVICE),
+        SERVICE,
+        settings,
+        (secret.get_secret_value() if secret else None,),
+    )
     return PlaidApi(http, settings)
 
 
-async def add_item(api: PlaidApi, credentials: dict[str, Any] | None, public_token: str,
-                   institution: dict[str, Any]) -> dict[str, Any]:
+async def add_item(
+    api: PlaidApi,
+    credentials: dict[str, Any] | None,
+    public_token: str,
+    institution: dict[str, Any],
+) -> dict[str, Any]:
     """Exchange Link's public token and add the item (replacing one of the same bank)."""
     exchanged = await api.exchange_public_token(public_token)
-    item = {"item_id": str(exchanged["item_id"]), "access_token": str(exchanged["access_token"]),
-            "institution": institution, "cursor": "", "transactions": {}}
-    items = [old for old in (credentials or {}).get("items") or []
-             if old.get("item_id") != item["item_id"]]
-    same_bank = [old for old in items if institution.get("institution_id")
-                 and (old.get("institution") or {}).get("institution_id")
-                 == institution["institution_id"]]
+    item = {
+        "item_id": str(exchanged["item_id"]),
+        "access_token": str(exchanged["access_token"]),
+        "institution": institution,
+        "cursor": "",
+        "transactions": {},
+    }
+    items = [
+        old
+        for old in (credentials or {}).get("items") or []
+        if old.get("item_id") != item["item_id"]
+    ]
+    same_bank = [
+        old
+        for old in items
+        if institution.get("institution_id")
+        and (old.get("institution") or {}).get("institution_id") == institution["institution_id"]
+    ]
     for old in same_bank:  # relinked after ITEM_LOGIN_REQUIRED: the old item is dead
         await api.remove_item(str(old["access_token"]))
     items = [old for old in items if old not in same_bank]
@@ -340,9 +440,12 @@ def live_backend(context: ChatContext, credentials: dict[str, Any]) -> PlaidClie
     assert accounts is not None  # live credentials came from it
     tokens = [str(item.get("access_token")) for item in credentials.get("items") or []]
     secret = context.settings.plaid_secret
-    http = ServiceHttp.for_settings(shared_client(context.http, SERVICE), SERVICE,
-                                    context.settings,
-                                    (secret.get_secret_value() if secret else None, *tokens))
+    http = ServiceHttp.for_settings(
+        shared_client(context.http, SERVICE),
+        SERVICE,
+        context.settings,
+        (secret.get_secret_value() if secret else None, *tokens),
+    )
 
     async def persist(new: dict[str, Any]) -> None:
         await save_credentials(accounts, CONNECTOR, new)

@@ -35,7 +35,8 @@ class DemoPlaidBackend:
         out: dict[str, list[Transaction]] = {}
         for key in banking.account_keys():
             out[banking.account_id(key)] = [
-                txn for txn in banking.transactions(key, self._today, days)
+                txn
+                for txn in banking.transactions(key, self._today, days)
                 if start.isoformat() <= txn["date"][:10] <= end.isoformat()
             ]
         return out

@@ -30,8 +30,7 @@ def today() -> date:
 
 async def backend(ctx: RunContextWrapper[ChatContext]) -> PlaidBackend:
     """The user's linked banks through Plaid, or the demo banks; the connect card if none."""
-    credentials = await require_connection(ctx.context, CONNECTOR,
-                                           ConnectPlaidAccountResponse())
+    credentials = await require_connection(ctx.context, CONNECTOR, ConnectPlaidAccountResponse())
     if credentials is not None:
         return live_backend(ctx.context, credentials)
     return DemoPlaidBackend(today())
@@ -51,15 +50,18 @@ async def get_accounts_at_plaid(ctx: RunContextWrapper[ChatContext]) -> ToolResp
     """List the user's connected bank accounts with their current and available balances."""
     service = await backend(ctx)
     accounts = await service.accounts()
-    return ToolResponse("plaid_accounts_response", AGENT_NAME, "Getting Account Information",
-                        accounts)
+    return ToolResponse(
+        "plaid_accounts_response", AGENT_NAME, "Getting Account Information", accounts
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def get_transactions_at_plaid(ctx: RunContextWrapper[ChatContext],
-                                    start_date: str | None = None,
-                                    end_date: str | None = None,
-                                    account_id: str | None = None) -> ToolResponse:
+async def get_transactions_at_plaid(
+    ctx: RunContextWrapper[ChatContext],
+    start_date: str | None = None,
+    end_date: str | None = None,
+    account_id: str | None = None,
+) -> ToolResponse:
     """List transactions by account, newest first. Positive amounts are money spent.
 
     Args:
@@ -76,24 +78,28 @@ async def get_transactions_at_plaid(ctx: RunContextWrapper[ChatContext],
     service = await backend(ctx)
     accounts = {account["account_id"]: account for account in await service.accounts()}
     if account_id is not None and account_id not in accounts:
-        raise ToolError(f"unknown account_id {account_id!r}; call get_accounts_at_plaid for "
-                        "the ids")
+        raise ToolError(
+            f"unknown account_id {account_id!r}; call get_accounts_at_plaid for the ids"
+        )
     by_account = await service.transactions(start, end)
     result = {
-        key: {"account_name": accounts[key]["name"],
-              "account_official_name": accounts[key]["official_name"],
-              "transactions": txns[:MAX_TRANSACTIONS_PER_ACCOUNT]}
+        key: {
+            "account_name": accounts[key]["name"],
+            "account_official_name": accounts[key]["official_name"],
+            "transactions": txns[:MAX_TRANSACTIONS_PER_ACCOUNT],
+        }
         for key, txns in by_account.items()
-        if key in accounts and (account_id is None or key == account_id)
+        if key in accounts
+        and (account_id is None or key == account_id)
         and (txns or account_id is not None)
     }
-    return ToolResponse("plaid_transactions_response", AGENT_NAME, "Getting Transactions",
-                        result)
+    return ToolResponse("plaid_transactions_response", AGENT_NAME, "Getting Transactions", result)
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def get_spending_summary_at_plaid(ctx: RunContextWrapper[ChatContext],
-                                        days: int = 30) -> ToolResponse:
+async def get_spending_summary_at_plaid(
+    ctx: RunContextWrapper[ChatContext], days: int = 30
+) -> ToolResponse:
     """Total spending by category over the last few days (transfers and card payments excluded).
 
     Args:
@@ -116,20 +122,41 @@ async def get_spending_summary_at_plaid(ctx: RunContextWrapper[ChatContext],
                 continue
             totals[top] += txn["amount"]
             counts[top] += 1
-    categories = [{"category": name, "amount": round(amount, 2), "transactions": counts[name]}
-                  for name, amount in sorted(totals.items(), key=lambda item: -item[1])]
-    summary = {"days": days, "start_date": start.isoformat(), "end_date": end.isoformat(),
-               "iso_currency_code": "USD", "total_spent": round(sum(totals.values()), 2),
-               "total_income": round(income, 2), "categories": categories}
-    table = "\n".join(["| Category | Spent | Transactions |", "|---|---:|---:|",
-                       *(f"| {c['category']} | ${c['amount']:,.2f} | {c['transactions']} |"
-                         for c in categories)])
+    categories = [
+        {"category": name, "amount": round(amount, 2), "transactions": counts[name]}
+        for name, amount in sorted(totals.items(), key=lambda item: -item[1])
+    ]
+    summary = {
+        "days": days,
+        "start_date": start.isoformat(),
+        "end_date": end.isoformat(),
+        "iso_currency_code": "USD",
+        "total_spent": round(sum(totals.values()), 2),
+        "total_income": round(income, 2),
+        "categories": categories,
+    }
+    table = "\n".join(
+        [
+            "| Category | Spent | Transactions |",
+            "|---|---:|---:|",
+            *(
+                f"| {c['category']} | ${c['amount']:,.2f} | {c['transactions']} |"
+                for c in categories
+            ),
+        ]
+    )
     title = f"Spending, last {days} days: ${summary['total_spent']:,.2f}"
     lines = [f"{c['category']}: ${c['amount']:,.2f} ({c['transactions']})" for c in categories]
-    return ToolResponse("plaid_spending_summary", AGENT_NAME, f"Spending summary ({days} days)",
-                        summary,
-                        display_as=[{"type": "markdown", "content": f"**{title}**\n\n{table}"},
-                                    {"type": "text", "content": "\n".join([title, *lines])}])
+    return ToolResponse(
+        "plaid_spending_summary",
+        AGENT_NAME,
+        f"Spending summary ({days} days)",
+        summary,
+        display_as=[
+            {"type": "markdown", "content": f"**{title}**\n\n{table}"},
+            {"type": "text", "content": "\n".join([title, *lines])},
+        ],
+    )
 
 
 TOOLS = [get_accounts_at_plaid, get_transactions_at_plaid, get_spending_summary_at_plaid]
@@ -138,5 +165,11 @@ TOOL_DESCRIPTIONS = {
     "get_transactions_at_plaid": "Getting your transactions",
     "get_spending_summary_at_plaid": "Summarising your spending",
 }
-RESPONSE_TYPES = ("plaid_accounts_response", "plaid_transactions_response",
-                  "plaid_spending_summary", "connect_plaid_account", "account_needed", "error")
+RESPONSE_TYPES = (
+    "plaid_accounts_response",
+    "plaid_transactions_response",
+    "plaid_spending_summary",
+    "connect_plaid_account",
+    "account_needed",
+    "error",
+)

@@ -50,8 +50,9 @@ class RapToolDefinition(BaseModel):
 
     name: str = Field(pattern=TOOL_NAME)
     description: str = Field("", max_length=4000)
-    input_schema: dict[str, Any] = Field(default_factory=lambda: dict(EMPTY_SCHEMA),
-                                         alias="inputSchema")
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: dict(EMPTY_SCHEMA), alias="inputSchema"
+    )
     # Whether the operation changes something for the user (sends, pays, writes,
     # deletes). Not declared (None) counts as yes: every call waits for approval.
     side_effect: bool | None = Field(None, alias="sideEffect")
@@ -64,8 +65,10 @@ class RapToolDefinition(BaseModel):
         except SchemaError as exc:
             raise ValueError(f"inputSchema is not a valid JSON Schema: {exc.message}") from None
         if value.get("type", "object") != "object":
-            raise ValueError("inputSchema must describe an object (\"type\": \"object\"): "
-                             "tool arguments are always a JSON object")
+            raise ValueError(
+                'inputSchema must describe an object ("type": "object"): '
+                "tool arguments are always a JSON object"
+            )
         return value
 
 
@@ -114,9 +117,11 @@ class RapServerConfig(BaseModel):
     tools: list[RapToolDefinition] | None = Field(None, min_length=1, max_length=128)
 
     _urls = field_validator("url", "endpoint")(
-        lambda value: None if value is None else check_http_url(value))
+        lambda value: None if value is None else check_http_url(value)
+    )
     _unique = field_validator("tools")(
-        lambda value: None if value is None else _unique_tools(value))
+        lambda value: None if value is None else _unique_tools(value)
+    )
 
     @field_validator("name")
     @classmethod
@@ -152,9 +157,11 @@ def parse_rap_servers(value: object) -> object:
                     continue
                 name, sep, url = part.partition("=")
                 if not sep or not name.strip() or not url.strip():
-                    raise ValueError("expected name=URL pairs separated by commas (e.g. "
-                                     "notes=https://notes.example.com) or a JSON list of "
-                                     "objects")
+                    raise ValueError(
+                        "expected name=URL pairs separated by commas (e.g. "
+                        "notes=https://notes.example.com) or a JSON list of "
+                        "objects"
+                    )
                 value.append({"name": name.strip(), "url": url.strip()})
     if not isinstance(value, list):
         return value
@@ -169,8 +176,9 @@ def parse_rap_servers(value: object) -> object:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "entry"
-            raise ValueError(f"server {index}" + (f" ({label})" if label else "")
-                             + f": {where}: {first['msg']}") from None
+            raise ValueError(
+                f"server {index}" + (f" ({label})" if label else "") + f": {where}: {first['msg']}"
+            ) from None
     return servers
 
 
@@ -180,6 +188,7 @@ def check_unique_servers(servers: list[RapServerConfig]) -> list[RapServerConfig
 
 
 # ----------------------------------------------------------------------------- callbacks
+
 
 class DiffContent(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -203,8 +212,9 @@ class DisplaySegment(BaseModel):
             raise ValueError(f"a {self.type!r} segment's content must be a string")
         if self.type == "diff":
             if not isinstance(self.content, dict):
-                raise ValueError("a 'diff' segment's content must be an object "
-                                 "with 'path' and 'patch'")
+                raise ValueError(
+                    "a 'diff' segment's content must be an object with 'path' and 'patch'"
+                )
             DiffContent.model_validate(self.content)
         return self
 

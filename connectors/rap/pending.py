@@ -71,16 +71,32 @@ class PendingCalls:
     def waiting(self) -> int:
         return len(self._waiting)
 
-    def open(self, *, server: str, operation: str, group_id: str, id: str,
-             call_id: str | None, user_id: str, turn_id: str) -> tuple[PendingCall, str]:
+    def open(
+        self,
+        *,
+        server: str,
+        operation: str,
+        group_id: str,
+        id: str,
+        call_id: str | None,
+        user_id: str,
+        turn_id: str,
+    ) -> tuple[PendingCall, str]:
         """Register a call; returns it and the token for its ``callback_url``."""
         if (group_id, id) in self._waiting:
             raise DuplicateCall(f"tool call {id!r} is already waiting in this chat")
         token = new_token()
-        call = PendingCall(server=server, operation=operation, group_id=group_id, id=id,
-                           call_id=call_id, user_id=user_id, turn_id=turn_id,
-                           digest=token_digest(token),
-                           future=asyncio.get_running_loop().create_future())
+        call = PendingCall(
+            server=server,
+            operation=operation,
+            group_id=group_id,
+            id=id,
+            call_id=call_id,
+            user_id=user_id,
+            turn_id=turn_id,
+            digest=token_digest(token),
+            future=asyncio.get_running_loop().create_future(),
+        )
         self._by_digest[call.digest] = call
         self._waiting[(group_id, id)] = call
         return call, token

@@ -26,9 +26,11 @@ TIMEOUT_CODE = "tool_timeout"
 _ERROR_TEXT = re.compile(r"\s*Error\b")
 SOURCE = "remote tool"  # what the fence calls the text
 ERROR_INTRO = "Error: the remote tool reported this failure:"
-OAUTH_TEXT = ("The tool needs the user's authorization before it can do this. A link to "
-              "authorize it is shown to the user in the chat: ask them to open it and "
-              "finish there, then try again.")
+OAUTH_TEXT = (
+    "The tool needs the user's authorization before it can do this. A link to "
+    "authorize it is shown to the user in the chat: ask them to open it and "
+    "finish there, then try again."
+)
 
 
 class RapToolResult(ToolResult):
@@ -53,29 +55,44 @@ def model_text(text: str) -> str:
     return f"{ERROR_INTRO}\n{fenced}" if is_error_text(text) else fenced
 
 
-def result_from_message(message: ToolResultMessage | OAuthMessage, *, agent_name: str,
-                        friendly_name: str, debug_info: dict[str, Any]) -> RapToolResult:
+def result_from_message(
+    message: ToolResultMessage | OAuthMessage,
+    *,
+    agent_name: str,
+    friendly_name: str,
+    debug_info: dict[str, Any],
+) -> RapToolResult:
     if isinstance(message, OAuthMessage):
-        card = OpenWindowResponse(agent_name, message.auth_url,
-                                  friendly_name=f"Authorize {agent_name}")
+        card = OpenWindowResponse(
+            agent_name, message.auth_url, friendly_name=f"Authorize {agent_name}"
+        )
         card.debug_info = dict(debug_info)
         return RapToolResult(card.to_dict(include_debug=True), OAUTH_TEXT)
     text = message.text
     if is_error_text(text):
-        error = ErrorResponse(agent_name, text.strip(), friendly_name=friendly_name,
-                              debug_info=dict(debug_info))
+        error = ErrorResponse(
+            agent_name, text.strip(), friendly_name=friendly_name, debug_info=dict(debug_info)
+        )
         return RapToolResult(error.to_dict(include_debug=True), model_text(text))
     segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
-    response = ToolResponse(RESPONSE_TYPE, agent_name, friendly_name, text,
-                            display_as=segments or None, debug_info=dict(debug_info))
+    response = ToolResponse(
+        RESPONSE_TYPE,
+        agent_name,
+        friendly_name,
+        text,
+        display_as=segments or None,
+        debug_info=dict(debug_info),
+    )
     return RapToolResult(response.to_dict(include_debug=True), model_text(text))
 
 
-def timeout_result(*, agent_name: str, operation: str, seconds: float,
-                   debug_info: dict[str, Any]) -> ToolResult:
+def timeout_result(
+    *, agent_name: str, operation: str, seconds: float, debug_info: dict[str, Any]
+) -> ToolResult:
     """No result in time: an error the model can act on, reported as ``tool_timeout``."""
     return error_result(
         agent_name,
         f"{operation} did not send its result within {seconds:g} seconds, so it was given "
         "up; it may still finish on its side. Tell the user, or try again later.",
-        {**debug_info, "error_code": TIMEOUT_CODE, "timeout_seconds": seconds})
+        {**debug_info, "error_code": TIMEOUT_CODE, "timeout_seconds": seconds},
+    )

@@ -81,16 +81,24 @@ class RapServer:
 
 
 def server_from_toolset(config: RapServerConfig, toolset: RapToolset) -> RapServer:
-    return RapServer(config=config, toolset_name=toolset.name,
-                     endpoint=config.endpoint or toolset.endpoint, tools=tuple(toolset.tools),
-                     description=config.description or toolset.description)
+    return RapServer(
+        config=config,
+        toolset_name=toolset.name,
+        endpoint=config.endpoint or toolset.endpoint,
+        tools=tuple(toolset.tools),
+        description=config.description or toolset.description,
+    )
 
 
 def declared_server(config: RapServerConfig) -> RapServer:
     assert config.tools is not None
-    return RapServer(config=config, toolset_name=config.display_name or config.name,
-                     endpoint=config.endpoint or config.url, tools=tuple(config.tools),
-                     description=config.description)
+    return RapServer(
+        config=config,
+        toolset_name=config.display_name or config.name,
+        endpoint=config.endpoint or config.url,
+        tools=tuple(config.tools),
+        description=config.description,
+    )
 
 
 async def discover(config: RapServerConfig, http: ServiceHttp) -> RapServer:
@@ -98,8 +106,9 @@ async def discover(config: RapServerConfig, http: ServiceHttp) -> RapServer:
     (unreachable, HTTP error, not a valid toolset) with a message naming the server."""
     if config.tools is not None:
         return declared_server(config)
-    response = await http.send("GET", config.url + TOOLSET_PATH,
-                               headers={"Accept": "application/json"})
+    response = await http.send(
+        "GET", config.url + TOOLSET_PATH, headers={"Accept": "application/json"}
+    )
     if response.status_code != 200:
         raise http.status_error(response)
     try:
@@ -107,8 +116,9 @@ async def discover(config: RapServerConfig, http: ServiceHttp) -> RapServer:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "document"
-        raise ServiceError(f"{config.name}: {TOOLSET_PATH} is not a valid RAP toolset "
-                           f"({where}: {first['msg']})") from None
+        raise ServiceError(
+            f"{config.name}: {TOOLSET_PATH} is not a valid RAP toolset ({where}: {first['msg']})"
+        ) from None
     return server_from_toolset(config, toolset)
 
 
@@ -119,8 +129,15 @@ def describe_tool(server: RapServer, tool: RapToolDefinition) -> str:
 
 def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """The first way ``arguments`` break the tool's schema, as one line, or None."""
-    error = next(iter(sorted(Draft202012Validator(schema).iter_errors(arguments),
-                             key=lambda e: list(e.absolute_path))), None)
+    error = next(
+        iter(
+            sorted(
+                Draft202012Validator(schema).iter_errors(arguments),
+                key=lambda e: list(e.absolute_path),
+            )
+        ),
+        None,
+    )
     if error is None:
         return None
     where = "/".join(str(part) for part in error.absolute_path)
@@ -141,8 +158,9 @@ class RapRuntime:
 
     def service(self, server: RapServer) -> ServiceHttp:
         secret = server.config.secret.get_secret_value() if server.config.secret else None
-        return ServiceHttp.for_settings(self.http, server.agent_name, self.settings,
-                                        secrets=(secret,))
+        return ServiceHttp.for_settings(
+            self.http, server.agent_name, self.settings, secrets=(secret,)
+        )
 
     async def start(self) -> None:
         """Discover every configured server; one that cannot be reached is skipped (logged)
@@ -152,12 +170,15 @@ class RapRuntime:
             try:
                 server = await discover(config, probe)
             except ServiceError as exc:
-                logger.error("RAP server %r skipped: %s", config.name, exc,
-                             extra={"rap_server": config.name})
+                logger.error(
+                    "RAP server %r skipped: %s", config.name, exc, extra={"rap_server": config.name}
+                )
                 continue
             self.servers[server.name] = server
-            logger.info("RAP server ready", extra={"rap_server": server.name,
-                                                    "tools": [t.name for t in server.tools]})
+            logger.info(
+                "RAP server ready",
+                extra={"rap_server": server.name, "tools": [t.name for t in server.tools]},
+            )
 
     # ------------------------------------------------------------------ connectors
 
@@ -169,8 +190,12 @@ class RapRuntime:
         found = []
         for server in self.servers.values():
             if server.name in names or server.agent_name.lower() in agents:
-                logger.error("RAP server %r skipped: its name or agent name %r is already "
-                             "used; set another display_name", server.name, server.agent_name)
+                logger.error(
+                    "RAP server %r skipped: its name or agent name %r is already "
+                    "used; set another display_name",
+                    server.name,
+                    server.agent_name,
+                )
                 continue
             names.add(server.name)
             agents.add(server.agent_name.lower())
@@ -183,10 +208,13 @@ class RapRuntime:
             return self.build_agent(server)
 
         return Connector(
-            name=server.name, agent_name=server.agent_name, display_name=server.agent_name,
+            name=server.name,
+            agent_name=server.agent_name,
+            display_name=server.agent_name,
             build_agent=build_agent,
             tool_descriptions={tool.name: describe_tool(server, tool) for tool in server.tools},
-            response_types=(RESPONSE_TYPE, "error", "open_window"))
+            response_types=(RESPONSE_TYPE, "error", "open_window"),
+        )
 
     def build_agent(self, server: RapServer) -> Agent[ChatContext]:
         about = f" ({server.description.strip()})" if server.description else ""
@@ -194,9 +222,11 @@ class RapRuntime:
         return Agent[ChatContext](
             name=server.agent_name,
             handoff_description=f"Remote tools of {server.agent_name}: {summary}"[:1000],
-            instructions=INSTRUCTIONS.format(agent=server.agent_name,
-                                             toolset=server.toolset_name, about=about),
-            tools=[self.function_tool(server, tool) for tool in server.tools])
+            instructions=INSTRUCTIONS.format(
+                agent=server.agent_name, toolset=server.toolset_name, about=about
+            ),
+            tools=[self.function_tool(server, tool) for tool in server.tools],
+        )
 
     def function_tool(self, server: RapServer, tool: RapToolDefinition) -> FunctionTool:
         async def on_invoke(ctx: ToolContext[ChatContext], arguments: str) -> ToolResult:
@@ -205,22 +235,32 @@ class RapRuntime:
             except Exception as exc:
                 # As connector_tool does: a tool never raises into the SDK (which would
                 # fail the turn); the trace stays in the log.
-                logger.exception("RAP tool %s failed", tool.name,
-                                 extra={"rap_server": server.name})
-                return error_result(server.agent_name, f"{tool.name} failed unexpectedly; "
-                                    "try again later", {"rap_server": server.name,
-                                                        "exception": type(exc).__name__})
+                logger.exception("RAP tool %s failed", tool.name, extra={"rap_server": server.name})
+                return error_result(
+                    server.agent_name,
+                    f"{tool.name} failed unexpectedly; try again later",
+                    {"rap_server": server.name, "exception": type(exc).__name__},
+                )
 
-        function = FunctionTool(name=tool.name, description=tool.description or tool.name,
-                                params_json_schema=tool.input_schema, on_invoke_tool=on_invoke,
-                                # A remote schema is taken as published, not made "strict".
-                                strict_json_schema=False)
+        function = FunctionTool(
+            name=tool.name,
+            description=tool.description or tool.name,
+            params_json_schema=tool.input_schema,
+            on_invoke_tool=on_invoke,
+            # A remote schema is taken as published, not made "strict".
+            strict_json_schema=False,
+        )
         return declare_side_effect(function, tool.side_effect)
 
     # ------------------------------------------------------------------ one call
 
-    async def invoke(self, server: RapServer, tool: RapToolDefinition,
-                     ctx: ToolContext[ChatContext], raw_arguments: str) -> ToolResult:
+    async def invoke(
+        self,
+        server: RapServer,
+        tool: RapToolDefinition,
+        ctx: ToolContext[ChatContext],
+        raw_arguments: str,
+    ) -> ToolResult:
         agent = server.agent_name
         context = ctx.context
         debug = {"rap_server": server.name, "operation": tool.name}
@@ -229,31 +269,51 @@ class RapRuntime:
         except ValueError:
             arguments = None
         if not isinstance(arguments, dict):
-            return error_result(agent, f"the arguments of {tool.name} must be a JSON object",
-                                debug)
+            return error_result(agent, f"the arguments of {tool.name} must be a JSON object", debug)
         problem = schema_problem(tool.input_schema, arguments)
         if problem is not None:
-            return error_result(agent, f"invalid arguments for {tool.name}: {problem}. Fix "
-                                       "them to match the tool's schema.", debug)
+            return error_result(
+                agent,
+                f"invalid arguments for {tool.name}: {problem}. Fix "
+                "them to match the tool's schema.",
+                debug,
+            )
         item_id = getattr(ctx.tool_call, "id", None)
         secondary = item_id if isinstance(item_id, str) and item_id != _NO_ITEM_ID else None
         try:
             call, token = self.calls.open(
-                server=server.name, operation=tool.name, group_id=context.chat_id,
-                id=ctx.tool_call_id, call_id=secondary, user_id=context.user_id,
-                turn_id=context.turn_id)
+                server=server.name,
+                operation=tool.name,
+                group_id=context.chat_id,
+                id=ctx.tool_call_id,
+                call_id=secondary,
+                user_id=context.user_id,
+                turn_id=context.turn_id,
+            )
         except DuplicateCall as exc:
             return error_result(agent, str(exc), debug)
-        body = json.dumps({
-            "operation": tool.name, "arguments": arguments, "id": call.id,
-            "call_id": call.call_id, "callback_url": f"{self.callback_base}?token={token}",
-            "group_id": call.group_id, "user_id": call.user_id,
-        }, ensure_ascii=False, separators=(",", ":")).encode()
+        body = json.dumps(
+            {
+                "operation": tool.name,
+                "arguments": arguments,
+                "id": call.id,
+                "call_id": call.call_id,
+                "callback_url": f"{self.callback_base}?token={token}",
+                "group_id": call.group_id,
+                "user_id": call.user_id,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode()
         headers = {"Content-Type": "application/json"}
         if server.config.secret is not None:
             headers[SIGNATURE_HEADER] = sign(server.config.secret.get_secret_value(), body)
-        log_extra = {"chat_id": call.group_id, "turn_id": call.turn_id,
-                     "rap_server": server.name, "operation": tool.name}
+        log_extra = {
+            "chat_id": call.group_id,
+            "turn_id": call.turn_id,
+            "rap_server": server.name,
+            "operation": tool.name,
+        }
         http = self.service(server)
         try:
             response = await http.send("POST", server.endpoint, content=body, headers=headers)
@@ -265,8 +325,12 @@ class RapRuntime:
             raise
         if not 200 <= response.status_code < 300:
             self.calls.close(call)
-            advice = ("its tools changed since this server started; restart Switchboard to "
-                      "load them again" if response.status_code == 409 else None)
+            advice = (
+                "its tools changed since this server started; restart Switchboard to "
+                "load them again"
+                if response.status_code == 409
+                else None
+            )
             failure = http.status_error(response, advice=advice)
             return error_result(agent, str(failure), {**debug, **(failure.debug_info or {})})
         seconds = server.timeout(self.settings)
@@ -274,17 +338,23 @@ class RapRuntime:
             message = await self.calls.wait(call, seconds)
         except TimeoutError:
             logger.warning("RAP tool gave no result in time", extra=log_extra)
-            return timeout_result(agent_name=agent, operation=tool.name, seconds=seconds,
-                                  debug_info=debug)
+            return timeout_result(
+                agent_name=agent, operation=tool.name, seconds=seconds, debug_info=debug
+            )
         if getattr(message, "subscription", False):
-            await self._record_subscription(call.group_id, call.id, server.name, tool.name,
-                                            log_extra)
-        return result_from_message(message, agent_name=agent,
-                                   friendly_name=f"{agent}: {tool.name.replace('_', ' ')}",
-                                   debug_info=debug)
+            await self._record_subscription(
+                call.group_id, call.id, server.name, tool.name, log_extra
+            )
+        return result_from_message(
+            message,
+            agent_name=agent,
+            friendly_name=f"{agent}: {tool.name.replace('_', ' ')}",
+            debug_info=debug,
+        )
 
-    async def _record_subscription(self, chat_id: str, call_id: str, server: str,
-                                   operation: str, log_extra: dict[str, Any]) -> None:
+    async def _record_subscription(
+        self, chat_id: str, call_id: str, server: str, operation: str, log_extra: dict[str, Any]
+    ) -> None:
         if self.db is None:
             return
         try:

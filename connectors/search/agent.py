@@ -8,8 +8,9 @@ from connectors.context import ChatContext
 from connectors.search.tools import AGENT_NAME, TOOLS
 from connectors.settings import ConnectorSettings
 
-HANDOFF_DESCRIPTION = ("Answers general questions and looks things up on the web, citing "
-                       "its sources.")
+HANDOFF_DESCRIPTION = (
+    "Answers general questions and looks things up on the web, citing its sources."
+)
 
 INSTRUCTIONS = """\
 You are Search, the research specialist of Switchboard.
@@ -23,5 +24,9 @@ say so and suggest a better query.
 
 def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
-    return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
-                              instructions=INSTRUCTIONS, tools=list(TOOLS))
+    return Agent[ChatContext](
+        name=AGENT_NAME,
+        handoff_description=HANDOFF_DESCRIPTION,
+        instructions=INSTRUCTIONS,
+        tools=list(TOOLS),
+    )

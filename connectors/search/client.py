@@ -27,9 +27,12 @@ SEARXNG_MAX_PAGES = 3
 def _result(title: object, url: object, snippet: object, display: object = None) -> Result | None:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return None
-    return {"title": one_line(title or url, 300), "url": url,
-            "snippet": one_line(snippet or "", 600),
-            "display_link": str(display or urlparse(url).netloc)}
+    return {
+        "title": one_line(title or url, 300),
+        "url": url,
+        "snippet": one_line(snippet or "", 600),
+        "display_link": str(display or urlparse(url).netloc),
+    }
 
 
 def _error_detail(response: httpx.Response) -> tuple[str | None, str]:
@@ -54,8 +57,10 @@ class GoogleSearchClient:
         self._http = http
         self._url = f"{settings.google_search_base_url}/customsearch/v1"
         key = settings.google_search_api_key
-        self._headers = {"X-Goog-Api-Key": key.get_secret_value() if key else "",
-                         "Accept": "application/json"}
+        self._headers = {
+            "X-Goog-Api-Key": key.get_secret_value() if key else "",
+            "Accept": "application/json",
+        }
         self._engine = settings.google_search_engine_id or ""
 
     async def search(self, query: str, num_results: int) -> list[Result]:
@@ -66,18 +71,25 @@ class GoogleSearchClient:
             advice = None
             refused = response.status_code in (401, 403) and "limit" not in reason
             if refused or "keyinvalid" in reason or "api key not valid" in (message or "").lower():
-                advice = ("the server's search key or engine id was refused; the "
-                          "administrator must check SWITCHBOARD_GOOGLE_SEARCH_API_KEY and "
-                          "SWITCHBOARD_GOOGLE_SEARCH_ENGINE_ID")
-            elif response.status_code != 429 and ("dailylimitexceeded" in reason
-                                                  or "quota" in (message or "").lower()):
+                advice = (
+                    "the server's search key or engine id was refused; the "
+                    "administrator must check SWITCHBOARD_GOOGLE_SEARCH_API_KEY and "
+                    "SWITCHBOARD_GOOGLE_SEARCH_ENGINE_ID"
+                )
+            elif response.status_code != 429 and (
+                "dailylimitexceeded" in reason or "quota" in (message or "").lower()
+            ):
                 advice = "the daily search quota is used up; try again tomorrow"
             raise self._http.status_error(response, message, advice)
         body = read_json(response, self.service)
         items = body.get("items") if isinstance(body, dict) else None
-        results = [_result(item.get("title"), item.get("link"), item.get("snippet"),
-                           item.get("displayLink"))
-                   for item in items or [] if isinstance(item, dict)]
+        results = [
+            _result(
+                item.get("title"), item.get("link"), item.get("snippet"), item.get("displayLink")
+            )
+            for item in items or []
+            if isinstance(item, dict)
+        ]
         return [result for result in results if result][:num_results]
 
 
@@ -95,12 +107,18 @@ class SearxngClient:
         seen: set[str] = set()
         for page in range(1, SEARXNG_MAX_PAGES + 1):
             response = await self._http.send(
-                "GET", self._url, params={"q": query, "format": "json", "pageno": page},
-                headers={"Accept": "application/json"})
+                "GET",
+                self._url,
+                params={"q": query, "format": "json", "pageno": page},
+                headers={"Accept": "application/json"},
+            )
             if response.status_code == 403:
                 raise self._http.status_error(
-                    response, None, "the SearxNG instance does not serve JSON; enable "
-                    "\"json\" under search.formats in its settings.yml")
+                    response,
+                    None,
+                    "the SearxNG instance does not serve JSON; enable "
+                    '"json" under search.formats in its settings.yml',
+                )
             if not response.is_success:
                 raise self._http.status_error(response)
             body = read_json(response, self.service)
@@ -122,9 +140,11 @@ def live_backend(context: ChatContext) -> SearchBackend:
     settings = context.settings
     client = shared_client(context.http, "web search")
     if settings.search_provider == "searxng":
-        return SearxngClient(ServiceHttp.for_settings(client, SearxngClient.service, settings),
-                             settings)
+        return SearxngClient(
+            ServiceHttp.for_settings(client, SearxngClient.service, settings), settings
+        )
     key = settings.google_search_api_key
-    http = ServiceHttp.for_settings(client, GoogleSearchClient.service, settings,
-                                    (key.get_secret_value() if key else None,))
+    http = ServiceHttp.for_settings(
+        client, GoogleSearchClient.service, settings, (key.get_secret_value() if key else None,)
+    )
     return GoogleSearchClient(http, settings)

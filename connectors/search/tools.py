@@ -24,8 +24,9 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> SearchBackend:
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def search_google(ctx: RunContextWrapper[ChatContext], query: str,
-                        num_results: int = 5) -> ToolResponse:
+async def search_google(
+    ctx: RunContextWrapper[ChatContext], query: str, num_results: int = 5
+) -> ToolResponse:
     """Search the web. Cite results in the answer as [1], [2], … in the order returned.
 
     Args:
@@ -35,10 +36,22 @@ async def search_google(ctx: RunContextWrapper[ChatContext], query: str,
     if not query.strip():
         raise ToolError("the search query is empty")
     results = await backend(ctx).search(query.strip(), max(1, min(num_results, MAX_RESULTS)))
-    chunks = [{"id": str(number), "title": result["title"], "url": result["url"],
-               "snippet": result["snippet"]} for number, result in enumerate(results, 1)]
-    return ToolResponse("google_search_results", AGENT_NAME, f"Searching the web for {query}",
-                        results, content_chunks=chunks)
+    chunks = [
+        {
+            "id": str(number),
+            "title": result["title"],
+            "url": result["url"],
+            "snippet": result["snippet"],
+        }
+        for number, result in enumerate(results, 1)
+    ]
+    return ToolResponse(
+        "google_search_results",
+        AGENT_NAME,
+        f"Searching the web for {query}",
+        results,
+        content_chunks=chunks,
+    )
 
 
 TOOLS = [search_google]

@@ -8,8 +8,10 @@ from connectors.context import ChatContext
 from connectors.settings import ConnectorSettings
 from connectors.yelp.tools import AGENT_NAME, TOOLS
 
-HANDOFF_DESCRIPTION = ("Finds restaurants, cafés and other local businesses on Yelp, near "
-                       "the user or in a city, and reads their reviews.")
+HANDOFF_DESCRIPTION = (
+    "Finds restaurants, cafés and other local businesses on Yelp, near "
+    "the user or in a city, and reads their reviews."
+)
 
 INSTRUCTIONS = """\
 You are Yelp, the local-discovery specialist of Switchboard.
@@ -34,5 +36,9 @@ cards, so name the top two or three picks and why (rating, price, distance).
 
 def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tools pick the backend per call
-    return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
-                              instructions=INSTRUCTIONS, tools=list(TOOLS))
+    return Agent[ChatContext](
+        name=AGENT_NAME,
+        handoff_description=HANDOFF_DESCRIPTION,
+        instructions=INSTRUCTIONS,
+        tools=list(TOOLS),
+    )

@@ -21,8 +21,9 @@ from connectors.tooling import ToolError
 from connectors.yelp.demo import MAX_LIMIT, Business, SortBy, price_levels
 
 SERVICE = "Yelp"
-KEY_CODES = frozenset({"TOKEN_INVALID", "TOKEN_MISSING", "UNAUTHORIZED_ACCESS_TOKEN",
-                       "AUTHORIZATION_ERROR"})
+KEY_CODES = frozenset(
+    {"TOKEN_INVALID", "TOKEN_MISSING", "UNAUTHORIZED_ACCESS_TOKEN", "AUTHORIZATION_ERROR"}
+)
 
 
 class YelpClient:
@@ -32,13 +33,16 @@ class YelpClient:
         self._http = http
         self._base = f"{settings.yelp_base_url}/v3"
         key = settings.yelp_api_key
-        self._headers = {"Authorization": f"Bearer {key.get_secret_value() if key else ''}",
-                         "Accept": "application/json"}
+        self._headers = {
+            "Authorization": f"Bearer {key.get_secret_value() if key else ''}",
+            "Accept": "application/json",
+        }
         self._home = (settings.yelp_default_location or "").strip() or None
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        response = await self._http.send("GET", f"{self._base}{path}", params=params,
-                                         headers=self._headers)
+        response = await self._http.send(
+            "GET", f"{self._base}{path}", params=params, headers=self._headers
+        )
         if response.is_success:
             body = read_json(response, SERVICE)
             return body if isinstance(body, dict) else {}
@@ -54,38 +58,63 @@ class YelpClient:
         description = error.get("description") if isinstance(error, dict) else None
         if code == "LOCATION_NOT_FOUND":
             place = self._http.detail(params.get("location") or "that place")
-            return ToolError(f"Yelp could not find the location {place!r}; give a city and "
-                             "state like \"Boston, MA\" or an address")
+            return ToolError(
+                f"Yelp could not find the location {place!r}; give a city and "
+                'state like "Boston, MA" or an address'
+            )
         if code == "BUSINESS_NOT_FOUND" or response.status_code == 404:
-            return ToolError("Yelp has no business with that id; search Yelp first and use an "
-                             "id from the results")
+            return ToolError(
+                "Yelp has no business with that id; search Yelp first and use an "
+                "id from the results"
+            )
         advice = None
         if code in KEY_CODES or response.status_code in (401, 403):
-            advice = ("the server's Yelp API key was refused; the administrator must check "
-                      "SWITCHBOARD_YELP_API_KEY")
+            advice = (
+                "the server's Yelp API key was refused; the administrator must check "
+                "SWITCHBOARD_YELP_API_KEY"
+            )
         return self._http.status_error(response, description or code or None, advice)
 
     async def user_location(self, hint: str | None) -> dict[str, Any]:
         place = (hint or "").strip() or self._home
         if not place:
-            raise ToolError("the user's location is not known (no saved location is "
-                            "configured); ask the user which city or neighbourhood to search")
+            raise ToolError(
+                "the user's location is not known (no saved location is "
+                "configured); ask the user which city or neighbourhood to search"
+            )
         data = await self._get("/businesses/search", {"location": place, "limit": 1})
         center = (data.get("region") or {}).get("center") or {}
         first = (data.get("businesses") or [{}])[0].get("location") or {}
         if not isinstance(center.get("latitude"), int | float):
-            raise ToolError(f"Yelp could not place {place!r} on the map; ask the user for a "
-                            "city and state")
-        return {"display": place, "city": first.get("city"), "state": first.get("state"),
-                "country": first.get("country"), "latitude": center["latitude"],
-                "longitude": center["longitude"],
-                "source": "hint" if (hint or "").strip() else "saved location"}
+            raise ToolError(
+                f"Yelp could not place {place!r} on the map; ask the user for a city and state"
+            )
+        return {
+            "display": place,
+            "city": first.get("city"),
+            "state": first.get("state"),
+            "country": first.get("country"),
+            "latitude": center["latitude"],
+            "longitude": center["longitude"],
+            "source": "hint" if (hint or "").strip() else "saved location",
+        }
 
-    async def search(self, term: str, location: str | None, latitude: float | None,
-                     longitude: float | None, price: str | None, open_now: bool,
-                     sort_by: SortBy, limit: int) -> tuple[list[Business], str]:
-        params: dict[str, Any] = {"term": term.strip() or "restaurants", "sort_by": sort_by,
-                                  "limit": max(1, min(limit, MAX_LIMIT))}
+    async def search(
+        self,
+        term: str,
+        location: str | None,
+        latitude: float | None,
+        longitude: float | None,
+        price: str | None,
+        open_now: bool,
+        sort_by: SortBy,
+        limit: int,
+    ) -> tuple[list[Business], str]:
+        params: dict[str, Any] = {
+            "term": term.strip() or "restaurants",
+            "sort_by": sort_by,
+            "limit": max(1, min(limit, MAX_LIMIT)),
+        }
         if latitude is not None and longitude is not None:
             params.update(latitude=latitude, longitude=longitude)
         elif location and location.strip():
@@ -93,16 +122,19 @@ class YelpClient:
         elif self._home:
             params["location"] = self._home
         else:
-            raise ToolError("no place to search; give a location like \"Boston, MA\", or call "
-                            "resolve_user_location first")
+            raise ToolError(
+                'no place to search; give a location like "Boston, MA", or call '
+                "resolve_user_location first"
+            )
         levels = price_levels(price)
         if levels:
             params["price"] = ",".join(str(level) for level in sorted(levels))
         if open_now:
             params["open_now"] = "true"
         data = await self._get("/businesses/search", params)
-        businesses = [self._business(b) for b in data.get("businesses") or []
-                      if isinstance(b, dict)]
+        businesses = [
+            self._business(b) for b in data.get("businesses") or [] if isinstance(b, dict)
+        ]
         return businesses, self._where(params, businesses)
 
     async def reviews(self, business_id: str) -> tuple[Business, list[dict[str, Any]]]:
@@ -113,8 +145,9 @@ class YelpClient:
         try:
             async with asyncio.TaskGroup() as group:
                 details = group.create_task(self._get(path))
-                reviews = group.create_task(self._get(f"{path}/reviews",
-                                                      {"limit": 3, "sort_by": "yelp_sort"}))
+                reviews = group.create_task(
+                    self._get(f"{path}/reviews", {"limit": 3, "sort_by": "yelp_sort"})
+                )
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
         found = [r for r in reviews.result().get("reviews") or [] if isinstance(r, dict)]
@@ -140,6 +173,10 @@ class YelpClient:
 def live_backend(context: ChatContext) -> YelpClient:
     settings = context.settings
     key = settings.yelp_api_key
-    http = ServiceHttp.for_settings(shared_client(context.http, SERVICE), SERVICE, settings,
-                                    (key.get_secret_value() if key else None,))
+    http = ServiceHttp.for_settings(
+        shared_client(context.http, SERVICE),
+        SERVICE,
+        settings,
+        (key.get_secret_value() if key else None,),
+    )
     return YelpClient(http, settings)

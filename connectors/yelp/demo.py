@@ -22,9 +22,17 @@ MAX_LIMIT = 20
 class YelpBackend(Protocol):
     async def user_location(self, hint: str | None) -> dict[str, Any]: ...
 
-    async def search(self, term: str, location: str | None, latitude: float | None,
-                     longitude: float | None, price: str | None, open_now: bool,
-                     sort_by: SortBy, limit: int) -> tuple[list[Business], str]:
+    async def search(
+        self,
+        term: str,
+        location: str | None,
+        latitude: float | None,
+        longitude: float | None,
+        price: str | None,
+        open_now: bool,
+        sort_by: SortBy,
+        limit: int,
+    ) -> tuple[list[Business], str]:
         """Matching businesses and a display name of where was searched ("Boston, MA")."""
         ...
 
@@ -39,8 +47,9 @@ def price_levels(price: str | None) -> set[int] | None:
         return {len(price.strip())}
     levels = {int(part) for part in re.findall(r"[1-4]", price)}
     if not levels:
-        raise ToolError(f"price {price!r} is not understood; use levels like \"1,2\" "
-                        "(1 = $, 4 = $$$$)")
+        raise ToolError(
+            f'price {price!r} is not understood; use levels like "1,2" (1 = $, 4 = $$$$)'
+        )
     return levels
 
 
@@ -58,45 +67,72 @@ class DemoYelpBackend:
         city = data.find_city(hint)
         source = "hint" if city else "saved location"
         city = city or data.HOME_CITY
-        return {"display": city.display, "city": city.name, "state": city.state,
-                "country": "US", "latitude": city.latitude, "longitude": city.longitude,
-                "source": source}
+        return {
+            "display": city.display,
+            "city": city.name,
+            "state": city.state,
+            "country": "US",
+            "latitude": city.latitude,
+            "longitude": city.longitude,
+            "source": source,
+        }
 
-    async def search(self, term: str, location: str | None, latitude: float | None,
-                     longitude: float | None, price: str | None, open_now: bool,
-                     sort_by: SortBy, limit: int) -> tuple[list[Business], str]:
+    async def search(
+        self,
+        term: str,
+        location: str | None,
+        latitude: float | None,
+        longitude: float | None,
+        price: str | None,
+        open_now: bool,
+        sort_by: SortBy,
+        limit: int,
+    ) -> tuple[list[Business], str]:
         if latitude is not None and longitude is not None:
             city = data.nearest_city(latitude, longitude)
             if city is None:
-                raise ToolError(f"no demo businesses near {latitude:.3f},{longitude:.3f}; "
-                                f"the demo covers {_covered()}")
+                raise ToolError(
+                    f"no demo businesses near {latitude:.3f},{longitude:.3f}; "
+                    f"the demo covers {_covered()}"
+                )
             center = (latitude, longitude)
         elif location and location.strip():
             city = data.find_city(location)
             if city is None:
-                raise ToolError(f"no demo businesses in {location!r}; the demo covers "
-                                f"{_covered()}")
+                raise ToolError(f"no demo businesses in {location!r}; the demo covers {_covered()}")
             center = (city.latitude, city.longitude)
         else:
             city = data.HOME_CITY  # no location at all: the user's saved one, like "near me"
             center = (city.latitude, city.longitude)
         levels = price_levels(price)
-        found = [b for b in data.all_businesses()
-                 if b["location"]["city"] == city.name and _term_matches(b, term)
-                 and (levels is None or len(b["price"]) in levels)
-                 and (not open_now or b["business_hours"][0]["is_open_now"])]
-        scored = [(b, data.distance_m(*center, b["coordinates"]["latitude"],
-                                      b["coordinates"]["longitude"])) for b in found]
+        found = [
+            b
+            for b in data.all_businesses()
+            if b["location"]["city"] == city.name
+            and _term_matches(b, term)
+            and (levels is None or len(b["price"]) in levels)
+            and (not open_now or b["business_hours"][0]["is_open_now"])
+        ]
+        scored = [
+            (
+                b,
+                data.distance_m(
+                    *center, b["coordinates"]["latitude"], b["coordinates"]["longitude"]
+                ),
+            )
+            for b in found
+        ]
         scored.sort(key=_sort_key(sort_by))
-        return [_public(b, d) for b, d in scored[:max(1, min(limit, MAX_LIMIT))]], city.display
+        return [_public(b, d) for b, d in scored[: max(1, min(limit, MAX_LIMIT))]], city.display
 
     async def reviews(self, business_id: str) -> tuple[Business, list[dict[str, Any]]]:
         wanted = business_id.strip()
         for business in data.all_businesses():
             if wanted in (business["id"], business["alias"]):
                 return _public(business, 0.0), data.reviews(business, self._today)
-        raise ToolError(f"no business with id {business_id!r}; search Yelp first and use an "
-                        "id from the results")
+        raise ToolError(
+            f"no business with id {business_id!r}; search Yelp first and use an id from the results"
+        )
 
 
 def _covered() -> str:
@@ -123,5 +159,7 @@ def _sort_key(sort_by: SortBy) -> Any:
     if sort_by == "review_count":
         return lambda pair: (-pair[0]["review_count"], pair[0]["name"])
     # best_match: rating weighted by how many people agree.
-    return lambda pair: (-pair[0]["rating"] * math.log10(pair[0]["review_count"] + 10),
-                         pair[0]["name"])
+    return lambda pair: (
+        -pair[0]["rating"] * math.log10(pair[0]["review_count"] + 10),
+        pair[0]["name"],
+    )

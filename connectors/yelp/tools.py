@@ -25,8 +25,9 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> YelpBackend:
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def resolve_user_location(ctx: RunContextWrapper[ChatContext],
-                                hint: str | None = None) -> ToolResponse:
+async def resolve_user_location(
+    ctx: RunContextWrapper[ChatContext], hint: str | None = None
+) -> ToolResponse:
     """Find where the user is, for "near me" requests: city, state and coordinates.
 
     Args:
@@ -34,18 +35,23 @@ async def resolve_user_location(ctx: RunContextWrapper[ChatContext],
     """
     location = await backend(ctx).user_location(hint)
     # Hidden from the chat: it only feeds the next search.
-    return ToolResponse("user_location", AGENT_NAME, "Finding your location", location,
-                        display_response=False)
+    return ToolResponse(
+        "user_location", AGENT_NAME, "Finding your location", location, display_response=False
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def search_businesses_at_yelp(ctx: RunContextWrapper[ChatContext], term: str,
-                                    location: str | None = None,
-                                    latitude: float | None = None,
-                                    longitude: float | None = None,
-                                    price: str | None = None, open_now: bool = False,
-                                    sort_by: SortBy = "best_match",
-                                    limit: int = 5) -> ToolResponse:
+async def search_businesses_at_yelp(
+    ctx: RunContextWrapper[ChatContext],
+    term: str,
+    location: str | None = None,
+    latitude: float | None = None,
+    longitude: float | None = None,
+    price: str | None = None,
+    open_now: bool = False,
+    sort_by: SortBy = "best_match",
+    limit: int = 5,
+) -> ToolResponse:
     """Search Yelp for businesses (restaurants, cafés, shops) in a place.
 
     Args:
@@ -60,23 +66,30 @@ async def search_businesses_at_yelp(ctx: RunContextWrapper[ChatContext], term: s
     """
     if (latitude is None) != (longitude is None):
         raise ToolError("give both latitude and longitude, or a location instead")
-    found, where = await backend(ctx).search(term, location, latitude, longitude, price,
-                                             open_now, sort_by, limit)
-    return ToolResponse("yelp_search_results", AGENT_NAME,
-                        f"Searching Yelp for {term.strip() or 'businesses'} in {where}", found)
+    found, where = await backend(ctx).search(
+        term, location, latitude, longitude, price, open_now, sort_by, limit
+    )
+    return ToolResponse(
+        "yelp_search_results",
+        AGENT_NAME,
+        f"Searching Yelp for {term.strip() or 'businesses'} in {where}",
+        found,
+    )
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def get_business_reviews_at_yelp(ctx: RunContextWrapper[ChatContext],
-                                       business_id: str) -> ToolResponse:
+async def get_business_reviews_at_yelp(
+    ctx: RunContextWrapper[ChatContext], business_id: str
+) -> ToolResponse:
     """Get up to three recent reviews of one business.
 
     Args:
         business_id: The business id (or alias) from search results.
     """
     business, reviews = await backend(ctx).reviews(business_id)
-    return ToolResponse("yelp_reviews", AGENT_NAME, f"Getting reviews of {business['name']}",
-                        reviews[:3])
+    return ToolResponse(
+        "yelp_reviews", AGENT_NAME, f"Getting reviews of {business['name']}", reviews[:3]
+    )
 
 
 TOOLS = [resolve_user_location, search_businesses_at_yelp, get_business_reviews_at_yelp]

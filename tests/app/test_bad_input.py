@@ -37,9 +37,11 @@ __all__ = ["make_settings"]  # a fixture, used by name
 SQLITE_ONLY = pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True)
 POSTGRESQL_ONLY = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 CLOSE_TRY_AGAIN_LATER = 1013
-HANDSHAKE = ("GET /ws/chats/{chat_id} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
-             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-             "Sec-WebSocket-Version: 13\r\n\r\n")
+HANDSHAKE = (
+    "GET /ws/chats/{chat_id} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+    "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    "Sec-WebSocket-Version: 13\r\n\r\n"
+)
 BAD_HOSTS = ["[", "[::1", "a[b]", "]", "[::1]x:80"]
 
 
@@ -53,8 +55,7 @@ class RawAnswer:
         return json.loads(self.body)
 
 
-async def raw_exchange(live: LiveServer, request: str, *, websocket: bool = False
-                       ) -> RawAnswer:
+async def raw_exchange(live: LiveServer, request: str, *, websocket: bool = False) -> RawAnswer:
     """Send ``request`` byte for byte (clients will not send a malformed Host) and read
     the answer: an HTTP response, or after a 101 the server's first frame."""
     reader, writer = await asyncio.open_connection("127.0.0.1", live.port)
@@ -83,15 +84,18 @@ async def local(make_settings: Callable[..., Settings]) -> AsyncIterator[LiveSer
 
 # ----------------------------------------------------------------------------- outage
 
+
 @POSTGRESQL_ONLY
 @pytest.mark.parametrize("auth_mode", ["local", "token"])
 async def test_socket_opened_while_the_database_is_down_is_closed_try_again_later(
-        make_settings: Callable[..., Settings], database_url: str, auth_mode: str) -> None:
+    make_settings: Callable[..., Settings], database_url: str, auth_mode: str
+) -> None:
     url = make_url(database_url)
     async with TcpProxy(url.host or "127.0.0.1", url.port or 5432) as proxy:
         proxied = url.set(host="127.0.0.1", port=proxy.port)
-        settings = make_settings(database_url=proxied.render_as_string(hide_password=False),
-                                 auth_mode=auth_mode)
+        settings = make_settings(
+            database_url=proxied.render_as_string(hide_password=False), auth_mode=auth_mode
+        )
         async with serve(settings) as live:
             # Token mode looks the token up (the cache is empty), local mode the chat.
             _, token = await UserRepository(live.services.db).create_user("ada")
@@ -115,11 +119,13 @@ async def test_socket_opened_while_the_database_is_down_is_closed_try_again_late
 
 # ----------------------------------------------------------------------------- Host header
 
+
 @SQLITE_ONLY
 @pytest.mark.parametrize("host", BAD_HOSTS)
 async def test_a_malformed_host_is_refused_over_http(local: LiveServer, host: str) -> None:
     answer = await raw_exchange(
-        local, f"GET /api/chats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+        local, f"GET /api/chats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
     assert answer.status == 403, answer.body
     assert answer.json()["error"]["code"] == "forbidden"
 
@@ -127,8 +133,7 @@ async def test_a_malformed_host_is_refused_over_http(local: LiveServer, host: st
 @SQLITE_ONLY
 @pytest.mark.parametrize("host", BAD_HOSTS)
 async def test_a_malformed_host_is_refused_on_a_socket(local: LiveServer, host: str) -> None:
-    answer = await raw_exchange(local, HANDSHAKE.format(chat_id="c1", host=host),
-                                websocket=True)
+    answer = await raw_exchange(local, HANDSHAKE.format(chat_id="c1", host=host), websocket=True)
     assert answer.status == 101, answer.body
     assert answer.close == (4403, "origin not allowed")
 
@@ -136,8 +141,11 @@ async def test_a_malformed_host_is_refused_on_a_socket(local: LiveServer, host: 
 @SQLITE_ONLY
 @pytest.mark.parametrize("origin", ["http://[", "http://[::1", "http://a[b]"])
 async def test_a_malformed_origin_is_refused(local: LiveServer, origin: str) -> None:
-    answer = await raw_exchange(local, "GET /api/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                f"Origin: {origin}\r\nConnection: close\r\n\r\n")
+    answer = await raw_exchange(
+        local,
+        "GET /api/chats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Origin: {origin}\r\nConnection: close\r\n\r\n",
+    )
     assert answer.status == 403, answer.body
     assert answer.json()["error"]["code"] == "forbidden"
 
@@ -146,7 +154,8 @@ async def test_a_malformed_origin_is_refused(local: LiveServer, origin: str) -> 
 async def test_a_loopback_host_still_works(local: LiveServer) -> None:
     for host in ("127.0.0.1", f"[::1]:{local.port}", "localhost"):
         answer = await raw_exchange(
-            local, f"GET /api/chats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            local, f"GET /api/chats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
         assert answer.status == 200, (host, answer.body)
 
 
@@ -157,20 +166,23 @@ JSON_ENDPOINTS = ["/api/chats/c1/approvals/a1", "/api/connectors/plaid/exchange"
 
 @SQLITE_ONLY
 @pytest.mark.parametrize("path", JSON_ENDPOINTS)
-@pytest.mark.parametrize("body", [b"[" * 5000, b'{"a":' * 5000,
-                                  b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}"],
-                         ids=["arrays", "objects", "closed"])
-async def test_deeply_nested_json_bodies_are_a_400(local: LiveServer, path: str,
-                                                    body: bytes) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 5000, b'{"a":' * 5000, b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}"],
+    ids=["arrays", "objects", "closed"],
+)
+async def test_deeply_nested_json_bodies_are_a_400(
+    local: LiveServer, path: str, body: bytes
+) -> None:
     async with local.client() as http:
-        answer = await http.post(path, content=body,
-                                 headers={"Content-Type": "application/json"})
+        answer = await http.post(path, content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]
     assert error["code"] == "invalid_request" and "nested" in error["message"]
 
 
 # ----------------------------------------------------------------------------- NUL
+
 
 async def test_nul_in_a_rest_body_is_a_400_naming_the_field(local: LiveServer) -> None:
     body = {"public_token": "public-sandbox-1", "institution": {"name": "Bank\u0000"}}
@@ -182,13 +194,11 @@ async def test_nul_in_a_rest_body_is_a_400_naming_the_field(local: LiveServer) -
     assert error["message"].startswith("institution.name") and "NUL" in error["message"]
 
 
-async def test_nul_in_an_approval_frame_is_refused_before_the_database(
-        local: LiveServer) -> None:
+async def test_nul_in_an_approval_frame_is_refused_before_the_database(local: LiveServer) -> None:
     chat_id = uuid.uuid4().hex
     with capture_logs(logging.WARNING) as logs:
         async with open_client(local.ws_url(chat_id)) as client:
-            await client.send({"type": "approval", "approval_id": "a\u0000",
-                               "decision": "approve"})
+            await client.send({"type": "approval", "approval_id": "a\u0000", "decision": "approve"})
             error = await client.recv()
     assert error["type"] == "error" and error["code"] == "invalid_request", error
     assert error["message"] == "approval.approval_id must not contain NUL (U+0000) characters"

@@ -156,6 +156,8 @@ def test_serve_refuses_an_approval_override_naming_no_tool(
     monkeypatch.setenv("SWITCHBOARD_APPROVAL_OVERRIDES", "send_gmail=auto")
     assert main(["serve", "--no-migrate"]) == 2
     err = capsys.readouterr().err
-    assert ("SWITCHBOARD_APPROVAL_OVERRIDES: no tool is named 'send_gmail' "
-            "(did you mean 'send_google_email'?)") in err
+    assert (
+        "SWITCHBOARD_APPROVAL_OVERRIDES: no tool is named 'send_gmail' "
+        "(did you mean 'send_google_email'?)"
+    ) in err
     assert "Traceback" not in err

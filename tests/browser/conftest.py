@@ -59,7 +59,8 @@ def chromium() -> Path:
 async def browser(chromium: Path) -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(
-            executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS)
+            executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield launched
         finally:
@@ -83,8 +84,10 @@ def ui_settings(migrated_template: Path, tmp_path: Path) -> Callable[..., Settin
         made += 1
         database = tmp_path / f"ui-{made}.db"
         shutil.copyfile(migrated_template, database)
-        values: dict[str, Any] = {"database_url": f"sqlite+aiosqlite:///{database}",
-                                  "data_dir": tmp_path / "data"}
+        values: dict[str, Any] = {
+            "database_url": f"sqlite+aiosqlite:///{database}",
+            "data_dir": tmp_path / "data",
+        }
         values.update(overrides)
         return load_settings(**values)
 
@@ -118,6 +121,7 @@ async def page(context: BrowserContext) -> AsyncIterator[Page]:
 
 
 # ------------------------------------------------------------------------ scripted model
+
 
 class _Provider(ModelProvider):
     def __init__(self, model: Model) -> None:

@@ -37,7 +37,8 @@ async def wait_turns_ended(page: Page, count: int) -> None:
     """Until ``count`` turns have their end_of_stream (any status)."""
     await page.wait_for_function(
         "n => document.querySelectorAll('#transcript .turn[class*=\"status-\"]').length >= n",
-        arg=count)
+        arg=count,
+    )
 
 
 async def wait_chips(page: Page, turns: int = 1) -> None:
@@ -49,7 +50,8 @@ async def wait_chips(page: Page, turns: int = 1) -> None:
 async def assistant_texts(page: Page) -> list[str]:
     """The source text of each finished assistant message, in order."""
     return await page.eval_on_selector_all(
-        "#transcript .message.assistant", "els => els.map(el => el.dataset.text ?? null)")
+        "#transcript .message.assistant", "els => els.map(el => el.dataset.text ?? null)"
+    )
 
 
 async def body_items(page: Page, turn: int = -1) -> list[str]:
@@ -67,7 +69,9 @@ async def body_items(page: Page, turn: int = -1) -> list[str]:
                 : el.classList.contains('assistant') ? 'text'
                 : el.classList.contains('error-row') ? 'error:' + el.dataset.code
                 : el.className);
-        }""", turn)
+        }""",
+        turn,
+    )
 
 
 def approval_card(page: Page, state: str | None = None) -> Locator:

@@ -52,7 +52,8 @@ class DroppingProxy:
         self.accepted += 1
         try:
             up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", self.target_port), 5)
+                asyncio.open_connection("127.0.0.1", self.target_port), 5
+            )
         except (OSError, TimeoutError):
             writer.transport.abort()
             return

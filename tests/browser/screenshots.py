@@ -29,8 +29,9 @@ EMAIL = "find sushi in Boston and email the list to bob@example.com"
 
 
 async def new_page(browser: Browser, **options: Any) -> Page:
-    context = await browser.new_context(viewport=options.pop("viewport", DESKTOP),
-                                        bypass_csp=True, **options)
+    context = await browser.new_context(
+        viewport=options.pop("viewport", DESKTOP), bypass_csp=True, **options
+    )
     page = await context.new_page()
     page.set_default_timeout(20_000)
     return page
@@ -105,8 +106,9 @@ async def fast_states(browser: Browser, live: LiveServer) -> None:
     await dark.context.close()
 
     # Left waiting: the phone's chat list below shows its "Needs approval" marker.
-    dark_phone = await new_page(browser, viewport=PHONE, device_scale_factor=2, has_touch=True,
-                                color_scheme="dark")
+    dark_phone = await new_page(
+        browser, viewport=PHONE, device_scale_factor=2, has_touch=True, color_scheme="dark"
+    )
     await open_ui(dark_phone, live.http)
     await ask_approval(dark_phone)
     await dark_phone.evaluate("""() => {
@@ -159,14 +161,17 @@ async def main() -> int:
         await asyncio.to_thread(upgrade, database)
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(
-                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            )
             try:
-                settings = load_settings(database_url=database, data_dir=Path(tmp) / "data",
-                                         offline_delta_delay=0.002)
+                settings = load_settings(
+                    database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.002
+                )
                 async with serve(settings) as live:
                     await fast_states(browser, live)
-                slow = load_settings(database_url=database, data_dir=Path(tmp) / "data",
-                                     offline_delta_delay=0.08)
+                slow = load_settings(
+                    database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
+                )
                 async with serve(slow) as live:
                     await slow_states(browser, live)
             finally:

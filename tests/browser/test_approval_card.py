@@ -37,8 +37,13 @@ from tests.browser.proxy import dropping_proxy
 from tests.ws.conftest import LiveServer, serve
 
 EMAIL = "find sushi in Boston and email the list to bob@example.com"
-PENDING_ROW = ["agent:Yelp", "card:yelp_search_results", "agent:GMail", "tool:send_google_email",
-               "approval:send_google_email"]
+PENDING_ROW = [
+    "agent:Yelp",
+    "card:yelp_search_results",
+    "agent:GMail",
+    "tool:send_google_email",
+    "approval:send_google_email",
+]
 
 
 def sent_mail(live: LiveServer) -> list[Any]:
@@ -83,8 +88,9 @@ def sidebar_flag(page: Page, chat_id: str) -> Any:
 async def expire_all(live: LiveServer) -> None:
     """Let every pending approval's time run out (moved, not waited for), then sweep."""
     async with live.services.db.session(write=True) as session:
-        await session.execute(update(approvals).values(
-            expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await session.execute(
+            update(approvals).values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        )
         await session.commit()
     await live.services.turns.expire_approvals()
 
@@ -93,7 +99,8 @@ async def expire_all(live: LiveServer) -> None:
 
 
 async def test_the_email_card_shows_everything_and_nothing_is_sent_before_approve(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await ask_for_email(page, live)
     card = approval_card(page, "pending")
     request = await asked(live, page)
@@ -105,21 +112,28 @@ async def test_the_email_card_shows_everything_and_nothing_is_sent_before_approv
     assert await card.locator(".approval-note").inner_text() == "Nothing is sent until you approve."
     # From is the connected Gmail account; no Cc or Bcc row when there are none.
     await expect(card.locator(".approval-fields dd").first).to_have_text("me@example.com")
-    assert await fields(card) == {"From": "me@example.com", "To": "bob@example.com",
-                                  "Subject": "Sushi in Boston, MA"}
+    assert await fields(card) == {
+        "From": "me@example.com",
+        "To": "bob@example.com",
+        "Subject": "Sushi in Boston, MA",
+    }
     # The whole body, as plain text with its line breaks.
     body = request["arguments"]["body"]
     assert "\n\n" in body
     assert await card.locator(".approval-body p").text_content() == body
     assert await card.locator(".approval-body").evaluate("el => el.children.length") == 1
-    assert await card.locator(".approval-meta time").get_attribute("datetime") == \
-        request["expires_at"]
-    assert "Sending a new message cancels this request." in \
-        await card.locator(".approval-meta").inner_text()
+    assert (
+        await card.locator(".approval-meta time").get_attribute("datetime") == request["expires_at"]
+    )
+    assert (
+        "Sending a new message cancels this request."
+        in await card.locator(".approval-meta").inner_text()
+    )
 
     # Announced, focused (the card, not its Approve button), and Stop or a new prompt work.
     await expect(page.locator("#announcer")).to_have_text(
-        "Approval needed: send an email to bob@example.com")
+        "Approval needed: send an email to bob@example.com"
+    )
     assert await active(page) == "card"
     assert await page.locator("#cancel").is_visible()
     assert await page.locator("#send").is_enabled()
@@ -140,14 +154,20 @@ async def test_the_email_card_shows_everything_and_nothing_is_sent_before_approv
     assert await record.locator(".approval-title").inner_text() == "Gmail asked to send this email"
     assert await record.get_by_role("button").count() == 0
     assert await body_items(page) == [
-        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "approval:send_google_email",
-        "card:send_google_email", "text"]
+        "agent:Yelp",
+        "card:yelp_search_results",
+        "agent:GMail",
+        "approval:send_google_email",
+        "card:send_google_email",
+        "text",
+    ]
     sent = sent_mail(live)
     assert len(sent) == 1
     assert "bob@example.com" in await page.locator(".card-send_google_email .fields").inner_text()
     events = await rest_events(live, chat_id_of(page))
     assert await assistant_texts(page) == [
-        next(e["text"] for e in events if e["type"] == "llm_response")]
+        next(e["text"] for e in events if e["type"] == "llm_response")
+    ]
     await expect(page.locator("#announcer")).to_have_text("Approved — sending…")
     await expect(sidebar_flag(page, chat_id_of(page))).to_have_count(0)
 
@@ -230,7 +250,8 @@ async def test_keyboard_reject_enter_confirms_with_the_reason(live: LiveServer, 
 
 
 async def test_after_a_reload_the_card_is_live_and_the_sidebar_marks_the_chat(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await ask_for_email(page, live)
     chat_id = chat_id_of(page)
     await page.reload()
@@ -239,7 +260,8 @@ async def test_after_a_reload_the_card_is_live_and_the_sidebar_marks_the_chat(
     assert await card.get_by_role("button", name="Approve and send").is_enabled()
     assert await active(page) == "card"
     await expect(page.locator("#announcer")).to_have_text(
-        "Approval needed: send an email to bob@example.com")
+        "Approval needed: send an email to bob@example.com"
+    )
     await expect(sidebar_flag(page, chat_id)).to_have_text("Needs approval")
 
     # From another chat the marker (from GET /api/approvals) still shows, and opens it.
@@ -259,7 +281,8 @@ async def test_after_a_reload_the_card_is_live_and_the_sidebar_marks_the_chat(
 
 
 async def test_a_card_decided_in_another_tab_updates_itself(
-        live: LiveServer, page: Page, context: BrowserContext) -> None:
+    live: LiveServer, page: Page, context: BrowserContext
+) -> None:
     await ask_for_email(page, live)
     other = await context.new_page()
     other.set_default_timeout(WAIT_MS)
@@ -273,10 +296,11 @@ async def test_a_card_decided_in_another_tab_updates_itself(
     record = approval_card(page, "rejected")
     await record.wait_for()
     await expect(record.locator(".approval-outcome")).to_have_text("Declined — nothing was sent")
-    assert await record.locator(".approval-reason").inner_text() == \
-        "Reason: “I'll send it myself”"
-    assert await record.locator(".approval-elsewhere").inner_text() == \
-        "Decided in another tab or on another device."
+    assert await record.locator(".approval-reason").inner_text() == "Reason: “I'll send it myself”"
+    assert (
+        await record.locator(".approval-elsewhere").inner_text()
+        == "Decided in another tab or on another device."
+    )
     # The tab that decided does not say "elsewhere".
     assert await approval_card(other, "rejected").locator(".approval-elsewhere").count() == 0
     await wait_turns_ended(page, 1)
@@ -285,7 +309,8 @@ async def test_a_card_decided_in_another_tab_updates_itself(
 
 
 async def test_a_decision_refused_by_the_server_shows_why_and_stays_disabled(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     # Another device approves first. This page hears nothing of it yet (the server's
     # events to it are held back, all but the answers to its own frames), so its Approve
     # reaches the server second and is refused.
@@ -313,14 +338,16 @@ async def test_a_decision_refused_by_the_server_shows_why_and_stays_disabled(
     async with live.client() as http:
         decided = await http.post(
             f"/api/chats/{chat_id_of(page)}/approvals/{request['approval_id']}",
-            json={"decision": "approve"})
+            json={"decision": "approve"},
+        )
     assert decided.status_code == 200
 
     card = approval_card(page)
     await card.get_by_role("button", name="Approve and send").click()
     refused = card.locator(".approval-status.refused")
     await expect(refused).to_have_text(
-        f"approval '{request['approval_id']}' is already approved; the first decision stands")
+        f"approval '{request['approval_id']}' is already approved; the first decision stands"
+    )
     assert await refused.get_attribute("role") == "alert"
     assert await card.get_attribute("data-state") == "deciding"
     for button in await card.locator(".approval-actions button").all():
@@ -339,7 +366,8 @@ async def test_a_decision_refused_by_the_server_shows_why_and_stays_disabled(
 
 
 async def test_while_offline_the_decision_goes_over_rest_or_can_be_retried(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     async with dropping_proxy(live.port) as proxy:
         await ask_for_email(page, live, proxy.http)
         proxy.refusing = True
@@ -349,7 +377,8 @@ async def test_while_offline_the_decision_goes_over_rest_or_can_be_retried(
         await card.get_by_role("button", name="Approve and send").click()
         # Neither the socket nor REST gets through: say so, and let the person retry.
         await expect(card.locator(".approval-status.refused")).to_contain_text(
-            "Cannot reach the server")
+            "Cannot reach the server"
+        )
         await expect(card.get_by_role("button", name="Approve and send")).to_be_enabled()
         assert sent_mail(live) == []
 
@@ -370,9 +399,12 @@ async def test_a_new_prompt_supersedes_the_waiting_card(live: LiveServer, page: 
     await wait_chips(page, turns=2)
     record = approval_card(page, "superseded")
     await expect(record.locator(".approval-outcome")).to_have_text(
-        "Cancelled — you moved on, nothing was sent")
-    assert await page.locator("#transcript .turn").first.locator(".turn-status").inner_text() == \
-        "Stopped"
+        "Cancelled — you moved on, nothing was sent"
+    )
+    assert (
+        await page.locator("#transcript .turn").first.locator(".turn-status").inner_text()
+        == "Stopped"
+    )
     assert "card:plaid_accounts_response" in await body_items(page)
     # No "wait for the current answer" refusal: the new prompt was the way out.
     assert await page.locator("#toasts .toast").count() == 0
@@ -384,7 +416,8 @@ async def test_stop_while_waiting_cancels_the_request(live: LiveServer, page: Pa
     await page.click("#cancel")
     record = approval_card(page, "superseded")
     await expect(record.locator(".approval-outcome")).to_have_text(
-        "Cancelled — the answer was stopped, nothing was sent")
+        "Cancelled — the answer was stopped, nothing was sent"
+    )
     await wait_turns_ended(page, 1)
     assert await page.locator("#cancel").is_hidden()
     assert sent_mail(live) == []
@@ -403,7 +436,8 @@ async def test_an_expired_request_says_so(live: LiveServer, page: Page) -> None:
     # The same record after a reload (from the history).
     await page.reload()
     await expect(approval_card(page, "expired").locator(".approval-outcome")).to_have_text(
-        "Expired — nothing was sent")
+        "Expired — nothing was sent"
+    )
 
 
 # --------------------------------------------------------------------------- other tools
@@ -434,8 +468,9 @@ async def post_note(title: str, tags: list[str], pinned: bool) -> dict[str, Any]
 
 
 @connector_tool(agent_name="GMail", name="send_google_email", side_effect=True)
-async def scripted_send(to: list[str], subject: str, body: str, cc: list[str] | None,
-                        bcc: list[str] | None) -> dict[str, Any]:
+async def scripted_send(
+    to: list[str], subject: str, body: str, cc: list[str] | None, bcc: list[str] | None
+) -> dict[str, Any]:
     """Send an email.
 
     Args:
@@ -445,9 +480,12 @@ async def scripted_send(to: list[str], subject: str, body: str, cc: list[str] | 
         cc: Cc.
         bcc: Bcc.
     """
-    return ToolResponse("send_google_email", "GMail", "Sent Email",
-                        {"to": to, "subject": subject, "body": body, "cc": cc,
-                         "bcc": bcc}).to_dict()
+    return ToolResponse(
+        "send_google_email",
+        "GMail",
+        "Sent Email",
+        {"to": to, "subject": subject, "body": body, "cc": cc, "bcc": bcc},
+    ).to_dict()
 
 
 def gated(*tools: Any) -> list[Any]:
@@ -458,14 +496,20 @@ def gated(*tools: Any) -> list[Any]:
 
 
 async def test_a_card_never_takes_the_focus_from_someone_typing(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     release.clear()
-    model = ScriptedModel([
-        [function_call("look_up", {"query": "x"}, call_id="l1")],
-        [function_call("post_note", {"title": HTML, "tags": ["a", "b"], "pinned": True},
-                       call_id="n1")],
-        [assistant_message("Here is what you asked.")],
-    ])
+    model = ScriptedModel(
+        [
+            [function_call("look_up", {"query": "x"}, call_id="l1")],
+            [
+                function_call(
+                    "post_note", {"title": HTML, "tags": ["a", "b"], "pinned": True}, call_id="n1"
+                )
+            ],
+            [assistant_message("Here is what you asked.")],
+        ]
+    )
     hook = scripted(model, [look_up, *gated(post_note)])
     async with serve(ui_settings(), hooks=(hook,)) as live:
         await open_ui(page, live.http)
@@ -477,14 +521,14 @@ async def test_a_card_never_takes_the_focus_from_someone_typing(
         release.set()
         card = approval_card(page, "pending")
         await card.wait_for()
-        await expect(page.locator("#announcer")).to_have_text(
-            "Approval needed: running post note")
+        await expect(page.locator("#announcer")).to_have_text("Approval needed: running post note")
         assert await active(page) == "prompt"
         assert await page.input_value("#prompt") == "actually, one more"
 
         # Any other tool: its name and every argument, nested ones as JSON, all as text.
-        assert await card.locator(".approval-title").inner_text() == \
-            "Switchboard wants to run a tool"
+        assert (
+            await card.locator(".approval-title").inner_text() == "Switchboard wants to run a tool"
+        )
         assert "post_note" in await card.locator(".approval-tool").inner_text()
         labels = await card.locator(".approval-args dt").all_inner_texts()
         values = await card.locator(".approval-args dd").all_inner_texts()
@@ -499,32 +543,43 @@ async def test_a_card_never_takes_the_focus_from_someone_typing(
         await page.keyboard.press("Enter")
         record = approval_card(page, "superseded")
         await expect(record.locator(".approval-outcome")).to_have_text(
-            "Cancelled — you moved on, nothing was run")
+            "Cancelled — you moved on, nothing was run"
+        )
         await wait_turns_ended(page, 2)
 
 
 async def test_an_email_body_is_plain_text_whole_and_cc_bcc_show(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
-    arguments = {"to": ["bob@example.com", "ann@example.com", "joe@example.com"],
-                 "subject": f"Plans {HTML}", "body": LONG_BODY,
-                 "cc": ["carol@example.com"], "bcc": ["dave@example.com"]}
-    model = ScriptedModel([
-        [function_call("send_google_email", arguments, call_id="e1")],
-        [assistant_message("Sent.")],
-    ])
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
+    arguments = {
+        "to": ["bob@example.com", "ann@example.com", "joe@example.com"],
+        "subject": f"Plans {HTML}",
+        "body": LONG_BODY,
+        "cc": ["carol@example.com"],
+        "bcc": ["dave@example.com"],
+    }
+    model = ScriptedModel(
+        [
+            [function_call("send_google_email", arguments, call_id="e1")],
+            [assistant_message("Sent.")],
+        ]
+    )
     async with serve(ui_settings(), hooks=(scripted(model, gated(scripted_send)),)) as live:
         await open_ui(page, live.http)
         await send(page, "email them")
         card = approval_card(page, "pending")
         await card.wait_for()
         await expect(page.locator("#announcer")).to_have_text(
-            "Approval needed: send an email to bob@example.com and 2 others")
+            "Approval needed: send an email to bob@example.com and 2 others"
+        )
         await expect(card.locator(".approval-fields dd").first).to_have_text("me@example.com")
         assert await fields(card) == {
             "From": "me@example.com",
             "To": "bob@example.com, ann@example.com, joe@example.com",
-            "Cc": "carol@example.com", "Bcc": "dave@example.com",
-            "Subject": f"Plans {HTML}"}
+            "Cc": "carol@example.com",
+            "Bcc": "dave@example.com",
+            "Subject": f"Plans {HTML}",
+        }
         body = card.locator(".approval-body")
         # Never rendered: the Markdown and the markup are the text they are, every line.
         assert await body.locator("p").text_content() == LONG_BODY
@@ -535,10 +590,15 @@ async def test_an_email_body_is_plain_text_whole_and_cc_bcc_show(
         more = card.get_by_role("button", name="Show the whole message")
         await more.click()
         assert await body.evaluate("el => el.scrollHeight <= el.clientHeight + 1")
-        assert await card.get_by_role("button", name="Show less").get_attribute(
-            "aria-expanded") == "true"
+        assert (
+            await card.get_by_role("button", name="Show less").get_attribute("aria-expanded")
+            == "true"
+        )
 
         await approve(page)
         await wait_turns_ended(page, 1)
-        assert await body_items(page) == ["approval:send_google_email",
-                                          "card:send_google_email", "text"]
+        assert await body_items(page) == [
+            "approval:send_google_email",
+            "card:send_google_email",
+            "text",
+        ]

@@ -31,17 +31,40 @@ RESPONSES: dict[str, ToolResponse] = {
     "tab": OpenTabResponse("Web", "https://example.com/tab"),
     "window": OpenWindowResponse("Web", "https://example.com/window"),
     "error": ErrorResponse("Web", "the quota is used up for today"),
-    "reply": ToolResponse("reply_to_google_email", "GMail", "Sent Reply",
-                          {"to": ["ann@example.com"], "cc": [], "bcc": [], "subject": "Re: Lunch",
-                           "body": "Sounds good!", "in_reply_to": "abc", "thread_id": "t1"}),
-    "diff": ToolResponse("rap_result", "Remote", "Edited app/greet.py", "patched",
-                         display_as=[{"type": "diff",
-                                      "content": {"path": "app/greet.py", "patch": PATCH}},
-                                     {"type": "text", "content": "patched"}]),
-    "link": ToolResponse("doc_link", "Docs", "A document", {"url": "https://example.com/doc"},
-                         display_as=[{"type": "hologram", "content": "?"},
-                                     {"type": "link", "content": {"url": "https://example.com/doc",
-                                                                  "title": "The guide"}}]),
+    "reply": ToolResponse(
+        "reply_to_google_email",
+        "GMail",
+        "Sent Reply",
+        {
+            "to": ["ann@example.com"],
+            "cc": [],
+            "bcc": [],
+            "subject": "Re: Lunch",
+            "body": "Sounds good!",
+            "in_reply_to": "abc",
+            "thread_id": "t1",
+        },
+    ),
+    "diff": ToolResponse(
+        "rap_result",
+        "Remote",
+        "Edited app/greet.py",
+        "patched",
+        display_as=[
+            {"type": "diff", "content": {"path": "app/greet.py", "patch": PATCH}},
+            {"type": "text", "content": "patched"},
+        ],
+    ),
+    "link": ToolResponse(
+        "doc_link",
+        "Docs",
+        "A document",
+        {"url": "https://example.com/doc"},
+        display_as=[
+            {"type": "hologram", "content": "?"},
+            {"type": "link", "content": {"url": "https://example.com/doc", "title": "The guide"}},
+        ],
+    ),
     "json": ToolResponse("inventory", "Shop", "Inventory", {"apples": 3, "pears": 0}),
 }
 
@@ -57,12 +80,15 @@ async def show(kind: str) -> dict[str, Any]:
 
 
 async def test_every_other_card_type_renders(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     kinds = list(RESPONSES)
-    model = ScriptedModel([
-        [function_call("show", {"kind": kind}, call_id=f"c-{kind}") for kind in kinds],
-        [assistant_message("Here they are.")],
-    ])
+    model = ScriptedModel(
+        [
+            [function_call("show", {"kind": kind}, call_id=f"c-{kind}") for kind in kinds],
+            [assistant_message("Here they are.")],
+        ]
+    )
     async with serve(ui_settings(), hooks=(scripted(model, [show]),)) as live:
         await open_ui(page, live.http)
         await send(page, "show me every card")
@@ -79,8 +105,10 @@ async def test_every_other_card_type_renders(
     google = page.locator(".card-connect_google_account")
     assert await google.get_by_role("button", name="Connect Google").is_visible()
 
-    for kind, url in (("open_tab", "https://example.com/tab"),
-                      ("open_window", "https://example.com/window")):
+    for kind, url in (
+        ("open_tab", "https://example.com/tab"),
+        ("open_window", "https://example.com/window"),
+    ):
         link = page.locator(f".card-{kind} a.button")
         assert await link.get_attribute("href") == url
         assert await link.get_attribute("rel") == "noopener noreferrer"

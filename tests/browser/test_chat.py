@@ -21,21 +21,29 @@ MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
 
 
 async def test_multi_agent_turn_shows_agents_cards_text_and_chips_in_order(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await open_ui(page, live.http)
     await send(page, MULTI_AGENT)
     # The send waits for the person, right after its (now waiting) progress row.
     await approval_card(page, "pending").wait_for()
     assert await body_items(page) == [
-        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "tool:send_google_email",
+        "agent:Yelp",
+        "card:yelp_search_results",
+        "agent:GMail",
+        "tool:send_google_email",
         "approval:send_google_email",
     ]
     await approve(page)
     await wait_chips(page)
 
     assert await body_items(page) == [
-        "agent:Yelp", "card:yelp_search_results", "agent:GMail", "approval:send_google_email",
-        "card:send_google_email", "text",
+        "agent:Yelp",
+        "card:yelp_search_results",
+        "agent:GMail",
+        "approval:send_google_email",
+        "card:send_google_email",
+        "text",
     ]
     events = await rest_events(live, chat_id_of(page))
     final = next(e["text"] for e in events if e["type"] == "llm_response")
@@ -54,8 +62,10 @@ async def test_multi_agent_turn_shows_agents_cards_text_and_chips_in_order(
     assert await first.locator("h4").inner_text() == "Umi Sushi Bar"
     assert await first.locator(".stars").get_attribute("aria-label") == "Rated 4.4 out of 5"
     assert await first.locator(".price").inner_text() == "$$$"
-    assert await first.locator("h4 a").get_attribute("href") == \
-        "https://www.yelp.com/biz/umi-sushi-bar-boston"
+    assert (
+        await first.locator("h4 a").get_attribute("href")
+        == "https://www.yelp.com/biz/umi-sushi-bar-boston"
+    )
     sent = page.locator(".card-send_google_email")
     assert "Email sent" in await sent.inner_text()
     assert "bob@example.com" in await sent.locator(".fields").inner_text()
@@ -69,7 +79,8 @@ async def test_multi_agent_turn_shows_agents_cards_text_and_chips_in_order(
 
 
 async def test_the_streaming_message_is_a_polite_live_region_while_it_streams(
-        ui_settings, page: Page) -> None:
+    ui_settings, page: Page
+) -> None:
     from tests.ws.conftest import serve
 
     async with serve(ui_settings(offline_delta_delay=0.04)) as server:
@@ -119,7 +130,8 @@ async def test_citations_link_to_the_cited_sources(live: LiveServer, page: Page)
 
 
 async def test_keyboard_only_enter_sends_and_shift_enter_adds_a_line(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await open_ui(page, live.http)
     # Tab from the top of the page to the message box.
     for _ in range(40):
@@ -134,14 +146,18 @@ async def test_keyboard_only_enter_sends_and_shift_enter_adds_a_line(
     assert await page.input_value("#prompt") == "what's in my inbox\nand the newest one"
     await page.keyboard.press("Enter")
     await wait_chips(page)
-    assert await page.locator("#transcript .message.user").inner_text() == \
-        "what's in my inbox\nand the newest one"
+    assert (
+        await page.locator("#transcript .message.user").inner_text()
+        == "what's in my inbox\nand the newest one"
+    )
     assert await page.input_value("#prompt") == ""
 
     # A chip is reachable and works from the keyboard too.
     for _ in range(60):
-        if await page.evaluate("() => document.activeElement?.classList.contains('chip')"
-                               " && !!document.activeElement.closest('.turn')"):
+        if await page.evaluate(
+            "() => document.activeElement?.classList.contains('chip')"
+            " && !!document.activeElement.closest('.turn')"
+        ):
             break
         await page.keyboard.press("Tab")
     else:

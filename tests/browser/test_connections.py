@@ -18,7 +18,8 @@ async def connectors(live: LiveServer) -> dict[str, dict[str, Any]]:
 
 
 async def test_a_demo_account_connects_from_its_card_and_the_question_is_asked_again(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     async with live.client() as http:
         (await http.delete("/api/connectors/gmail")).raise_for_status()
     assert (await connectors(live))["gmail"]["connected"] is False
@@ -39,12 +40,15 @@ async def test_a_demo_account_connects_from_its_card_and_the_question_is_asked_a
 
 
 async def test_the_connections_panel_lists_modes_and_connects_and_disconnects(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await open_ui(page, live.http)
     await page.get_by_role("button", name="Connections").click()
     panel = page.locator("#connections-dialog")
     await panel.locator(".connector").first.wait_for()
-    names = await panel.locator(".connector").evaluate_all("els => els.map(e => e.dataset.connector)")
+    names = await panel.locator(".connector").evaluate_all(
+        "els => els.map(e => e.dataset.connector)"
+    )
     assert sorted(names) == sorted(await connectors(live))
 
     gmail = panel.locator(".connector[data-connector=gmail]")

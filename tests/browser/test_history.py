@@ -18,9 +18,14 @@ PROMPTS = [
     "search the web for python asyncio",
 ]
 CARDS = {
-    "google_email_inbox", "google_email_message", "plaid_accounts_response",
-    "plaid_transactions_response", "plaid_spending_summary", "yelp_search_results",
-    "yelp_reviews", "google_search_results",
+    "google_email_inbox",
+    "google_email_message",
+    "plaid_accounts_response",
+    "plaid_transactions_response",
+    "plaid_spending_summary",
+    "yelp_search_results",
+    "yelp_reviews",
+    "google_search_results",
 }
 
 
@@ -29,14 +34,18 @@ async def transcript_html(page: Page) -> str:
 
 
 async def test_an_old_chat_opened_from_the_sidebar_looks_exactly_as_it_did_live(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await open_ui(page, live.http)
     for turn, prompt in enumerate(PROMPTS, 1):
         await send(page, prompt)
         await wait_chips(page, turns=turn)
     old_chat = chat_id_of(page)
-    shown = set(await page.eval_on_selector_all(
-        "#transcript .card", "els => els.map(el => el.dataset.responseType)"))
+    shown = set(
+        await page.eval_on_selector_all(
+            "#transcript .card", "els => els.map(el => el.dataset.responseType)"
+        )
+    )
     assert shown >= CARDS
     live_html = await transcript_html(page)
 
@@ -50,14 +59,19 @@ async def test_an_old_chat_opened_from_the_sidebar_looks_exactly_as_it_did_live(
 
     # The sidebar lists both, newest first, with their titles.
     links = page.locator("#chat-list a.chat-link")
-    await page.wait_for_function("() => document.querySelectorAll('#chat-list a.chat-link').length === 2")
-    assert [await links.nth(i).get_attribute("data-chat-id") for i in range(2)] == \
-        [new_chat, old_chat]
+    await page.wait_for_function(
+        "() => document.querySelectorAll('#chat-list a.chat-link').length === 2"
+    )
+    assert [await links.nth(i).get_attribute("data-chat-id") for i in range(2)] == [
+        new_chat,
+        old_chat,
+    ]
     assert await links.nth(0).get_attribute("aria-current") == "page"
 
     await links.nth(1).click()
     await page.wait_for_function(
-        "n => document.querySelectorAll('#transcript .turn').length === n", arg=len(PROMPTS))
+        "n => document.querySelectorAll('#transcript .turn').length === n", arg=len(PROMPTS)
+    )
     await page.wait_for_function("() => !document.getElementById('transcript').ariaBusy")
     assert chat_id_of(page) == old_chat
     assert await transcript_html(page) == live_html
@@ -66,7 +80,8 @@ async def test_an_old_chat_opened_from_the_sidebar_looks_exactly_as_it_did_live(
     # A reload renders the same history again.
     await page.reload()
     await page.wait_for_function(
-        "n => document.querySelectorAll('#transcript .turn').length === n", arg=len(PROMPTS))
+        "n => document.querySelectorAll('#transcript .turn').length === n", arg=len(PROMPTS)
+    )
     assert await transcript_html(page) == live_html
 
 

@@ -18,7 +18,8 @@ PHONE = {"width": 390, "height": 844}
 
 async def overflow(page: Page) -> dict[str, object]:
     """How far the page and the conversation run past the phone's width (0: not at all)."""
-    return await page.evaluate("""w => {
+    return await page.evaluate(
+        """w => {
         const scroller = document.getElementById('scroller');
         const wide = [...document.querySelectorAll(
                 '#transcript .card, #transcript .approval, #transcript .approval button, '
@@ -26,7 +27,9 @@ async def overflow(page: Page) -> dict[str, object]:
             .filter(el => el.getBoundingClientRect().right > w + 0.5).map(el => el.className);
         return {page: document.documentElement.scrollWidth,
                 scroller: scroller.scrollWidth - scroller.clientWidth, wide};
-    }""", PHONE["width"])
+    }""",
+        PHONE["width"],
+    )
 
 
 async def test_phone_width_layout(live: LiveServer, browser: Browser) -> None:
@@ -50,9 +53,14 @@ async def test_phone_width_layout(live: LiveServer, browser: Browser) -> None:
         await card.get_by_role("button", name="Back").click()
         await approve(page)
         await wait_chips(page)
-        assert await body_items(page) == ["agent:Yelp", "card:yelp_search_results", "agent:GMail",
-                                          "approval:send_google_email", "card:send_google_email",
-                                          "text"]
+        assert await body_items(page) == [
+            "agent:Yelp",
+            "card:yelp_search_results",
+            "agent:GMail",
+            "approval:send_google_email",
+            "card:send_google_email",
+            "text",
+        ]
         assert await overflow(page) == {"page": PHONE["width"], "scroller": 0, "wide": []}
         composer = await page.locator("#composer").bounding_box()
         assert composer is not None and composer["y"] + composer["height"] <= PHONE["height"]
@@ -71,7 +79,8 @@ async def test_phone_width_layout(live: LiveServer, browser: Browser) -> None:
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 async def test_light_and_dark_follow_the_system(
-        live: LiveServer, browser: Browser, scheme: str) -> None:
+    live: LiveServer, browser: Browser, scheme: str
+) -> None:
     context = await browser.new_context(color_scheme=scheme, bypass_csp=True)
     try:
         page = await context.new_page()
@@ -93,7 +102,8 @@ async def test_light_and_dark_follow_the_system(
 
 
 async def test_token_mode_asks_for_a_token_and_keeps_it_in_the_browser(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     async with serve(ui_settings(auth_mode="token")) as live:
         _, token = await UserRepository(live.services.db).create_user("ann")
         await page.goto(live.http + "/")

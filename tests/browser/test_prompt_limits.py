@@ -61,7 +61,8 @@ async def stored_prompts(live: LiveServer) -> list[str]:
 
 
 async def test_the_counter_appears_near_the_limit_and_send_waits_past_it(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     await open_ui(page, live.http)
     assert await page.get_attribute("body", "data-max-prompt-chars") == str(LIMIT)
     prompt = page.locator("#prompt")
@@ -82,8 +83,9 @@ async def test_the_counter_appears_near_the_limit_and_send_waits_past_it(
     await expect(send_button).to_be_enabled()
 
     await prompt.fill(EMOJI * (LIMIT + 1))
-    too_many = ("1 character too many: a message can be at most 32,000 characters. "
-                "Shorten it to send it.")
+    too_many = (
+        "1 character too many: a message can be at most 32,000 characters. Shorten it to send it."
+    )
     await expect(counter).to_have_text(too_many)
     await expect(counter).to_have_attribute("data-state", "over")
     await expect(send_button).to_be_disabled()
@@ -109,19 +111,20 @@ async def test_the_counter_appears_near_the_limit_and_send_waits_past_it(
     assert await stored_prompts(live) == []
 
 
-async def test_the_limit_is_the_servers(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+async def test_the_limit_is_the_servers(ui_settings: Callable[..., Settings], page: Page) -> None:
     async with serve(ui_settings(max_prompt_chars=100)) as live:
         await open_ui(page, live.http)
         await page.locator("#prompt").fill(EMOJI * 95)
         await expect(page.locator("#prompt-count")).to_have_text(
-            "5 characters left (the limit is 100)")
+            "5 characters left (the limit is 100)"
+        )
         await page.locator("#prompt").fill(EMOJI * 101)
         await expect(page.locator("#send")).to_be_disabled()
 
 
 async def test_a_prompt_refused_as_too_big_is_not_sent_again_and_the_page_says_why(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     # A server whose frame limit is below its prompt limit: the settings refuse that pair
     # at start-up, so model_copy (no validation) stands in for an older or misconfigured
     # server. The page believes 32,000 characters are fine; the server closes with 1009.
@@ -134,8 +137,10 @@ async def test_a_prompt_refused_as_too_big_is_not_sent_again_and_the_page_says_w
         await send(page, text)
         error = page.locator("#composer-error")
         await expect(error).to_contain_text("Not sent: this message is too long for the server")
-        await expect(error).to_contain_text(f"it takes {frames.prompt_bytes[0]:,} bytes as "
-                                            "sent, and the server accepts at most 2,048 bytes")
+        await expect(error).to_contain_text(
+            f"it takes {frames.prompt_bytes[0]:,} bytes as "
+            "sent, and the server accepts at most 2,048 bytes"
+        )
         # Nothing lost: the text is back in the box, no "Sending…" left in the conversation.
         assert await page.locator("#prompt").input_value() == text
         assert await page.locator("#transcript .message.user").count() == 0
@@ -218,7 +223,8 @@ async def resetting_proxy(target_port: int, limit: int) -> AsyncIterator[Resetti
 
 
 async def test_a_prompt_the_connection_keeps_closing_on_is_not_sent_forever(
-        live: LiveServer, page: Page) -> None:
+    live: LiveServer, page: Page
+) -> None:
     frames = Frames()
     frames.watch(page)
     # Legal for the server, too much for the proxy: random CJK, so that the socket's
@@ -230,7 +236,8 @@ async def test_a_prompt_the_connection_keeps_closing_on_is_not_sent_forever(
         await send(page, text)
         error = page.locator("#composer-error")
         await expect(error).to_contain_text(
-            "Not sent: the connection closed each time this message was sent (3 times)")
+            "Not sent: the connection closed each time this message was sent (3 times)"
+        )
         assert frames.prompts == [text] * 3
         assert proxy.resets == 3
         assert await page.locator("#prompt").input_value() == text

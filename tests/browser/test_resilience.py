@@ -31,7 +31,8 @@ PROMPT = "search the web for python asyncio"
 
 async def streamed_text(page: Page) -> str:
     return await page.eval_on_selector(
-        "#transcript .message.assistant.streaming .markdown", "el => el.textContent")
+        "#transcript .message.assistant.streaming .markdown", "el => el.textContent"
+    )
 
 
 async def wait_streaming(page: Page, at_least: int = 20) -> str:
@@ -39,7 +40,9 @@ async def wait_streaming(page: Page, at_least: int = 20) -> str:
         """n => {
             const el = document.querySelector('#transcript .message.assistant.streaming .markdown');
             return el && el.textContent.length >= n;
-        }""", arg=at_least)
+        }""",
+        arg=at_least,
+    )
     return await streamed_text(page)
 
 
@@ -49,8 +52,11 @@ def words(text: str) -> str:
 
 
 async def final_rendered(page: Page) -> str:
-    return words(await page.eval_on_selector("#transcript .message.assistant .markdown",
-                                             "el => el.textContent"))
+    return words(
+        await page.eval_on_selector(
+            "#transcript .message.assistant .markdown", "el => el.textContent"
+        )
+    )
 
 
 async def observations(page: Page) -> list[str]:
@@ -58,7 +64,8 @@ async def observations(page: Page) -> list[str]:
 
 
 async def test_stop_cancels_the_turn_and_history_shows_it_the_same(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     async with serve(ui_settings(offline_delta_delay=SLOW)) as live:
         await open_ui(page, live.http)
         await send(page, PROMPT)
@@ -92,7 +99,8 @@ async def test_stop_cancels_the_turn_and_history_shows_it_the_same(
 
 
 async def test_a_reload_mid_turn_resumes_the_running_turn(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
     await page.add_init_script(RECORD_STREAMING)
     async with serve(ui_settings(offline_delta_delay=SLOW)) as live:
         await open_ui(page, live.http)
@@ -106,8 +114,7 @@ async def test_a_reload_mid_turn_resumes_the_running_turn(
         assert await assistant_texts(page) == [final]
         assert await page.locator("#transcript .turn").count() == 1
         assert await page.locator("#transcript .message.user").count() == 1
-        assert await body_items(page) == [
-            "agent:Search", "card:google_search_results", "text"]
+        assert await body_items(page) == ["agent:Search", "card:google_search_results", "text"]
         rendered = await final_rendered(page)
         seen = await observations(page)
         # After the reload the page drew the text so far at once (the server's snapshot),
@@ -120,10 +127,13 @@ async def test_a_reload_mid_turn_resumes_the_running_turn(
 
 @pytest.mark.parametrize("outage", ["mid_turn", "whole_turn"])
 async def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(
-        ui_settings: Callable[..., Settings], page: Page, outage: str) -> None:
+    ui_settings: Callable[..., Settings], page: Page, outage: str
+) -> None:
     await page.add_init_script(RECORD_STREAMING)
-    async with serve(ui_settings(offline_delta_delay=SLOW)) as live, \
-            dropping_proxy(live.port) as proxy:
+    async with (
+        serve(ui_settings(offline_delta_delay=SLOW)) as live,
+        dropping_proxy(live.port) as proxy,
+    ):
         await open_ui(page, proxy.http)
         await send(page, PROMPT)
         before = await wait_streaming(page)
@@ -146,8 +156,10 @@ async def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(
                 # a turn that has not ended yet sends at least its end_of_stream.
                 await watcher.send({"type": "ping"})
                 if "end_of_stream" not in [e["type"] for e in await watcher.until("pong")]:
-                    while (await watcher.recv())["type"] not in ("llm_response_delta",
-                                                                "end_of_stream"):
+                    while (await watcher.recv())["type"] not in (
+                        "llm_response_delta",
+                        "end_of_stream",
+                    ):
                         pass
         proxy.refusing = False
         await retry_now(page)
@@ -170,9 +182,12 @@ async def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(
 
 
 async def test_a_prompt_typed_while_offline_is_sent_once_the_connection_is_back(
-        ui_settings: Callable[..., Settings], page: Page) -> None:
-    async with serve(ui_settings(offline_delta_delay=0.002)) as live, \
-            dropping_proxy(live.port) as proxy:
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
+    async with (
+        serve(ui_settings(offline_delta_delay=0.002)) as live,
+        dropping_proxy(live.port) as proxy,
+    ):
         await open_ui(page, proxy.http)
         await send(page, "what are my account balances")
         await wait_chips(page)
@@ -189,7 +204,10 @@ async def test_a_prompt_typed_while_offline_is_sent_once_the_connection_is_back(
         await retry_now(page)
         await wait_chips(page, turns=2)
         assert await pending.count() == 0
-        prompts = [e["text"] for e in await rest_events(live, chat_id_of(page))
-                   if e["type"] == "user_prompt"]
+        prompts = [
+            e["text"]
+            for e in await rest_events(live, chat_id_of(page))
+            if e["type"] == "user_prompt"
+        ]
         assert prompts == ["what are my account balances", "show my transactions from last week"]
         assert await page.locator("#transcript .turn").count() == 2

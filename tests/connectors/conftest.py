@@ -46,15 +46,24 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         await client.aclose()
 
 
-def make_context(settings: Settings, accounts: AccountRepository | None,
-                 http: httpx.AsyncClient | None) -> ChatContext:
+def make_context(
+    settings: Settings, accounts: AccountRepository | None, http: httpx.AsyncClient | None
+) -> ChatContext:
     user_id = accounts.user_id if accounts is not None else "nobody"
-    return ChatContext(user_id=user_id, chat_id="chat-1", turn_id="turn-1", settings=settings,
-                       demo=DemoStore().for_user(user_id), accounts=accounts, http=http)
+    return ChatContext(
+        user_id=user_id,
+        chat_id="chat-1",
+        turn_id="turn-1",
+        settings=settings,
+        demo=DemoStore().for_user(user_id),
+        accounts=accounts,
+        http=http,
+    )
 
 
-async def invoke(connector: str, tool: str, context: ChatContext,
-                 **arguments: Any) -> dict[str, Any]:
+async def invoke(
+    connector: str, tool: str, context: ChatContext, **arguments: Any
+) -> dict[str, Any]:
     return await call_tool(BUILTINS[connector], tool, context, arguments)
 
 
@@ -98,31 +107,66 @@ async def searxng() -> AsyncIterator[FakeSearxng]:
 
 
 def gmail_settings(fake: FakeGoogle, **overrides: Any) -> Settings:
-    return Settings(**{"connector_modes": {"gmail": "live"}, "google_client_id": fake.client_id,
-                       "google_client_secret": fake.client_secret,
-                       "google_auth_url": f"{fake.base_url}/o/oauth2/v2/auth",
-                       "google_oauth_base_url": fake.base_url, "gmail_base_url": fake.base_url,
-                       **FAST, **overrides})
+    return Settings(
+        **{
+            "connector_modes": {"gmail": "live"},
+            "google_client_id": fake.client_id,
+            "google_client_secret": fake.client_secret,
+            "google_auth_url": f"{fake.base_url}/o/oauth2/v2/auth",
+            "google_oauth_base_url": fake.base_url,
+            "gmail_base_url": fake.base_url,
+            **FAST,
+            **overrides,
+        }
+    )
 
 
 def plaid_settings(fake: FakePlaid, **overrides: Any) -> Settings:
-    return Settings(**{"connector_modes": {"plaid": "live"}, "plaid_client_id": fake.client_id,
-                       "plaid_secret": fake.secret, "plaid_base_url": fake.base_url,
-                       **FAST, **overrides})
+    return Settings(
+        **{
+            "connector_modes": {"plaid": "live"},
+            "plaid_client_id": fake.client_id,
+            "plaid_secret": fake.secret,
+            "plaid_base_url": fake.base_url,
+            **FAST,
+            **overrides,
+        }
+    )
 
 
 def yelp_settings(fake: FakeYelp, **overrides: Any) -> Settings:
-    return Settings(**{"connector_modes": {"yelp": "live"}, "yelp_api_key": fake.api_key,
-                       "yelp_base_url": fake.base_url, **FAST, **overrides})
+    return Settings(
+        **{
+            "connector_modes": {"yelp": "live"},
+            "yelp_api_key": fake.api_key,
+            "yelp_base_url": fake.base_url,
+            **FAST,
+            **overrides,
+        }
+    )
 
 
 def google_search_settings(fake: FakeGoogleSearch, **overrides: Any) -> Settings:
-    return Settings(**{"connector_modes": {"search": "live"}, "search_provider": "google",
-                       "google_search_api_key": fake.api_key,
-                       "google_search_engine_id": fake.engine_id,
-                       "google_search_base_url": fake.base_url, **FAST, **overrides})
+    return Settings(
+        **{
+            "connector_modes": {"search": "live"},
+            "search_provider": "google",
+            "google_search_api_key": fake.api_key,
+            "google_search_engine_id": fake.engine_id,
+            "google_search_base_url": fake.base_url,
+            **FAST,
+            **overrides,
+        }
+    )
 
 
 def searxng_settings(fake: FakeSearxng, **overrides: Any) -> Settings:
-    return Settings(**{"connector_modes": {"search": "live"}, "search_provider": "searxng",
-                       "searxng_base_url": fake.base_url, **FAST, **overrides})
+    return Settings(
+        **{
+            "connector_modes": {"search": "live"},
+            "search_provider": "searxng",
+            "searxng_base_url": fake.base_url,
+            **FAST,
+            **overrides,
+        }
+    )

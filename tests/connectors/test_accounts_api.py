@@ -31,9 +31,17 @@ BINDING = "sb_oauth"
 @pytest.fixture
 def settings_for(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        return load_settings(**{"database_url": database_url, "data_dir": tmp_path / "data",
-                                "secret_key": Fernet.generate_key().decode(),
-                                "auth_mode": "token", **FAST, **overrides})
+        return load_settings(
+            **{
+                "database_url": database_url,
+                "data_dir": tmp_path / "data",
+                "secret_key": Fernet.generate_key().decode(),
+                "auth_mode": "token",
+                **FAST,
+                **overrides,
+            }
+        )
+
     return make
 
 
@@ -74,17 +82,25 @@ def connector(listing: dict[str, Any], name: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- demo
 
+
 async def test_listing_shows_every_connector_connected_in_demo(
-        settings_for: Callable[..., Settings], tokens: dict[str, str]) -> None:
+    settings_for: Callable[..., Settings], tokens: dict[str, str]
+) -> None:
     async with serve(settings_for()) as server, browser(server, tokens["alice"]) as client:
         listing = (await client.get("/api/connectors")).json()
         assert [c["name"] for c in listing["connectors"]] == ["gmail", "plaid", "yelp", "search"]
         gmail = connector(listing, "gmail")
         assert gmail == {
-            "name": "gmail", "display_name": "Gmail", "agent_name": "GMail", "mode": "demo",
-            "needs_account": True, "connected": True,
-            "account": {"mode": "demo", "email": "me@example.com"}, "connected_at": None,
-            "tools": gmail["tools"]}
+            "name": "gmail",
+            "display_name": "Gmail",
+            "agent_name": "GMail",
+            "mode": "demo",
+            "needs_account": True,
+            "connected": True,
+            "account": {"mode": "demo", "email": "me@example.com"},
+            "connected_at": None,
+            "tools": gmail["tools"],
+        }
         assert {"name": "send_google_email", "description": "Sending an email"} in gmail["tools"]
         yelp = connector(listing, "yelp")
         assert yelp["needs_account"] is False and yelp["connected"] is True
@@ -97,9 +113,13 @@ async def test_listing_shows_every_connector_connected_in_demo(
 
 
 async def test_demo_disconnect_and_connect_are_per_user(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database) -> None:
-    async with serve(settings_for()) as server, browser(server, tokens["alice"]) as alice, \
-            browser(server, tokens["bob"]) as bob:
+    settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database
+) -> None:
+    async with (
+        serve(settings_for()) as server,
+        browser(server, tokens["alice"]) as alice,
+        browser(server, tokens["bob"]) as bob,
+    ):
         gone = await alice.delete("/api/connectors/plaid")
         assert gone.status_code == 200
         assert gone.json()["status"] == "disconnected"
@@ -116,18 +136,21 @@ async def test_demo_disconnect_and_connect_are_per_user(
         server_keys = await alice.delete("/api/connectors/search")
         assert server_keys.status_code == 400
         assert server_keys.json()["error"]["message"] == (
-            "search has no per-user account to disconnect: it uses the server's keys")
+            "search has no per-user account to disconnect: it uses the server's keys"
+        )
         assert (await alice.post("/api/connectors/search/connect")).json()["status"] == "connected"
         unknown = await alice.post("/api/connectors/telegram/connect")
         assert unknown.status_code == 404
         assert unknown.json()["error"]["message"] == (
-            "no connector named 'telegram'; GET /api/connectors lists them")
+            "no connector named 'telegram'; GET /api/connectors lists them"
+        )
         wrong_method = await alice.get("/api/connectors/gmail/connect")
         assert wrong_method.status_code == 405
     assert len(await raw_rows(db)) == 1  # alice's plaid row only
 
 
 # ----------------------------------------------------------------------------- google oauth
+
 
 @pytest.fixture
 async def google_server() -> AsyncIterator[FakeGoogle]:
@@ -139,10 +162,14 @@ async def google_server() -> AsyncIterator[FakeGoogle]:
 
 
 def gmail_live(settings_for: Callable[..., Settings], fake: FakeGoogle) -> Settings:
-    return settings_for(connector_modes={"gmail": "live"}, google_client_id=fake.client_id,
-                        google_client_secret=fake.client_secret,
-                        google_auth_url=f"{fake.base_url}/o/oauth2/v2/auth",
-                        google_oauth_base_url=fake.base_url, gmail_base_url=fake.base_url)
+    return settings_for(
+        connector_modes={"gmail": "live"},
+        google_client_id=fake.client_id,
+        google_client_secret=fake.client_secret,
+        google_auth_url=f"{fake.base_url}/o/oauth2/v2/auth",
+        google_oauth_base_url=fake.base_url,
+        gmail_base_url=fake.base_url,
+    )
 
 
 async def google_consents(url: str) -> str:
@@ -153,12 +180,12 @@ async def google_consents(url: str) -> str:
     return consent.headers["location"]
 
 
-async def start_oauth(client: httpx.AsyncClient, fake: FakeGoogle,
-                      token: str | None = None) -> str:
+async def start_oauth(client: httpx.AsyncClient, fake: FakeGoogle, token: str | None = None) -> str:
     """POST connect (with ``token`` as a Bearer header, as the UI does, when given), then
     let the fake Google consent; returns our callback URL."""
-    started = await client.post("/api/connectors/gmail/connect",
-                                headers=bearer(token) if token else None)
+    started = await client.post(
+        "/api/connectors/gmail/connect", headers=bearer(token) if token else None
+    )
     assert started.status_code == 200 and started.json()["status"] == "redirect"
     return await google_consents(started.json()["url"])
 
@@ -170,17 +197,27 @@ async def user_id(db: Database, name: str) -> str:
 
 
 async def test_google_oauth_connects_gmail_end_to_end(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            browser(server, tokens["alice"]) as alice:
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with (
+        serve(gmail_live(settings_for, google_server)) as server,
+        browser(server, tokens["alice"]) as alice,
+    ):
         assert connector((await alice.get("/api/connectors")).json(), "gmail") == {
             **connector((await alice.get("/api/connectors")).json(), "gmail"),
-            "mode": "live", "connected": False, "account": None}
+            "mode": "live",
+            "connected": False,
+            "account": None,
+        }
         started = await alice.post("/api/connectors/gmail/connect")
         url = urlsplit(started.json()["url"])
         query = {key: values[0] for key, values in parse_qs(url.query).items()}
-        assert f"{url.scheme}://{url.netloc}{url.path}" == f"{google_server.base_url}/o/oauth2/v2/auth"
+        assert (
+            f"{url.scheme}://{url.netloc}{url.path}" == f"{google_server.base_url}/o/oauth2/v2/auth"
+        )
         assert query["client_id"] == google_server.client_id
         assert query["redirect_uri"] == f"{server.http}{CALLBACK}"
         assert query["response_type"] == "code" and query["access_type"] == "offline"
@@ -198,8 +235,11 @@ async def test_google_oauth_connects_gmail_end_to_end(
 
         state = connector((await alice.get("/api/connectors")).json(), "gmail")
         assert state["connected"] is True
-        assert state["account"] == {"mode": "live", "email": google_server.email,
-                                    "scopes": sorted(SCOPES)}
+        assert state["account"] == {
+            "mode": "live",
+            "email": google_server.email,
+            "scopes": sorted(SCOPES),
+        }
 
         (row,) = await raw_rows(db)
         access = next(iter(google_server.access_tokens))
@@ -225,11 +265,17 @@ async def test_google_oauth_connects_gmail_end_to_end(
 
 
 async def test_the_callback_refuses_other_users_bad_states_and_replays(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            browser(server, tokens["alice"]) as alice, browser(server, tokens["bob"]) as bob, \
-            browser(server, None) as anonymous:
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with (
+        serve(gmail_live(settings_for, google_server)) as server,
+        browser(server, tokens["alice"]) as alice,
+        browser(server, tokens["bob"]) as bob,
+        browser(server, None) as anonymous,
+    ):
         callback = await start_oauth(alice, google_server)
 
         stolen = await bob.get(callback)  # alice's sign-in landing in bob's browser
@@ -240,8 +286,9 @@ async def test_the_callback_refuses_other_users_bad_states_and_replays(
 
         parts = urlsplit(callback)
         query = parse_qs(parts.query)
-        tampered = await alice.get(CALLBACK, params={"code": query["code"][0],
-                                                     "state": query["state"][0][:-4] + "AAAA"})
+        tampered = await alice.get(
+            CALLBACK, params={"code": query["code"][0], "state": query["state"][0][:-4] + "AAAA"}
+        )
         assert tampered.status_code == 400 and "invalid or has expired" in tampered.text
         no_state = await alice.get(CALLBACK, params={"code": "x"})
         assert no_state.status_code == 400
@@ -254,17 +301,22 @@ async def test_the_callback_refuses_other_users_bad_states_and_replays(
 
 
 async def test_the_bundled_ui_connects_gmail_in_token_mode(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            ui_browser(server) as page:
-        started = await page.post("/api/connectors/gmail/connect",
-                                  headers=bearer(tokens["alice"]))
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with serve(gmail_live(settings_for, google_server)) as server, ui_browser(server) as page:
+        started = await page.post("/api/connectors/gmail/connect", headers=bearer(tokens["alice"]))
         assert started.status_code == 200, started.text
         name, _, attributes = started.headers["set-cookie"].partition(";")
         assert name.startswith(f"{BINDING}=")
         assert {part.strip().lower() for part in attributes.split(";")} >= {
-            "httponly", "samesite=lax", f"path={CALLBACK}", "max-age=600"}
+            "httponly",
+            "samesite=lax",
+            f"path={CALLBACK}",
+            "max-age=600",
+        }
         assert "secure" not in attributes.lower()  # plain http here
         nonce = page.cookies[BINDING]
         assert nonce not in started.json()["url"]  # the state seals only its hash
@@ -286,10 +338,16 @@ async def test_the_bundled_ui_connects_gmail_in_token_mode(
 
 
 async def test_another_browser_cannot_finish_a_ui_flow(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            ui_browser(server) as page, ui_browser(server) as elsewhere:
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with (
+        serve(gmail_live(settings_for, google_server)) as server,
+        ui_browser(server) as page,
+        ui_browser(server) as elsewhere,
+    ):
         callback = await start_oauth(page, google_server, tokens["alice"])
 
         # The state is alice's and valid, but this browser neither signed in nor started it.
@@ -307,10 +365,16 @@ async def test_another_browser_cannot_finish_a_ui_flow(
 
 
 async def test_a_binding_cookie_only_finishes_its_own_flow(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            ui_browser(server) as alices, ui_browser(server) as bobs:
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with (
+        serve(gmail_live(settings_for, google_server)) as server,
+        ui_browser(server) as alices,
+        ui_browser(server) as bobs,
+    ):
         # Bob starts a flow of his own, so his browser holds a genuine binding cookie...
         await start_oauth(bobs, google_server, tokens["bob"])
         bob_nonce = bobs.cookies[BINDING]
@@ -321,8 +385,7 @@ async def test_a_binding_cookie_only_finishes_its_own_flow(
         refused = await bobs.get(callback)
         assert refused.request.headers["cookie"] == f"{BINDING}={bob_nonce}"
         assert refused.status_code == 401
-        async with httpx.AsyncClient(base_url=server.http,
-                                     cookies={BINDING: "forged"}) as forger:
+        async with httpx.AsyncClient(base_url=server.http, cookies={BINDING: "forged"}) as forger:
             assert (await forger.get(callback)).status_code == 401
         assert await raw_rows(db) == []
 
@@ -332,10 +395,15 @@ async def test_a_binding_cookie_only_finishes_its_own_flow(
 
 
 async def test_denied_or_partial_consent_connects_nothing(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        google_server: FakeGoogle) -> None:
-    async with serve(gmail_live(settings_for, google_server)) as server, \
-            browser(server, tokens["alice"]) as alice:
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    google_server: FakeGoogle,
+) -> None:
+    async with (
+        serve(gmail_live(settings_for, google_server)) as server,
+        browser(server, tokens["alice"]) as alice,
+    ):
         google_server.deny = True
         denied = await alice.get(await start_oauth(alice, google_server))
         assert denied.status_code == 400 and "'access_denied'" in denied.text
@@ -350,6 +418,7 @@ async def test_denied_or_partial_consent_connects_nothing(
 
 # ----------------------------------------------------------------------------- plaid link
 
+
 @pytest.fixture
 async def plaid_fake() -> AsyncIterator[FakePlaid]:
     from tests.fakes.fake_service import serve_fake
@@ -361,19 +430,30 @@ async def plaid_fake() -> AsyncIterator[FakePlaid]:
 
 async def sandbox_public_token(fake: FakePlaid, institution_id: str) -> str:
     async with httpx.AsyncClient() as client:
-        created = await client.post(f"{fake.base_url}/sandbox/public_token/create",
-                                    json={"client_id": fake.client_id, "secret": fake.secret,
-                                          "institution_id": institution_id,
-                                          "initial_products": ["transactions"]})
+        created = await client.post(
+            f"{fake.base_url}/sandbox/public_token/create",
+            json={
+                "client_id": fake.client_id,
+                "secret": fake.secret,
+                "institution_id": institution_id,
+                "initial_products": ["transactions"],
+            },
+        )
     return str(created.json()["public_token"])
 
 
 async def test_plaid_link_connects_a_bank_end_to_end(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        plaid_fake: FakePlaid) -> None:
-    settings = settings_for(connector_modes={"plaid": "live"},
-                            plaid_client_id=plaid_fake.client_id,
-                            plaid_secret=plaid_fake.secret, plaid_base_url=plaid_fake.base_url)
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    plaid_fake: FakePlaid,
+) -> None:
+    settings = settings_for(
+        connector_modes={"plaid": "live"},
+        plaid_client_id=plaid_fake.client_id,
+        plaid_secret=plaid_fake.secret,
+        plaid_base_url=plaid_fake.base_url,
+    )
     async with serve(settings) as server, browser(server, tokens["alice"]) as alice:
         started = await alice.post("/api/connectors/plaid/connect")
         assert started.json()["status"] == "link_token"
@@ -384,12 +464,19 @@ async def test_plaid_link_connects_a_bank_end_to_end(
         assert user_id == (await UserRepository(db).get_by_name("alice")).id  # type: ignore[union-attr]
 
         public_token = await sandbox_public_token(plaid_fake, "ins_109508")
-        linked = await alice.post("/api/connectors/plaid/exchange", json={
-            "public_token": public_token,
-            "institution": {"name": "First Platypus Bank", "institution_id": "ins_109508"}})
+        linked = await alice.post(
+            "/api/connectors/plaid/exchange",
+            json={
+                "public_token": public_token,
+                "institution": {"name": "First Platypus Bank", "institution_id": "ins_109508"},
+            },
+        )
         assert linked.status_code == 200, linked.text
         assert linked.json()["connector"]["account"] == {
-            "mode": "live", "institutions": ["First Platypus Bank"], "items": 1}
+            "mode": "live",
+            "institutions": ["First Platypus Bank"],
+            "items": 1,
+        }
 
         (row,) = await raw_rows(db)
         (access,) = plaid_fake.items
@@ -409,15 +496,22 @@ async def test_plaid_link_connects_a_bank_end_to_end(
 
 
 async def test_plaid_exchange_rejects_bad_requests_and_keeps_what_exists(
-        settings_for: Callable[..., Settings], tokens: dict[str, str], db: Database,
-        plaid_fake: FakePlaid) -> None:
-    settings = settings_for(connector_modes={"plaid": "live"},
-                            plaid_client_id=plaid_fake.client_id,
-                            plaid_secret=plaid_fake.secret, plaid_base_url=plaid_fake.base_url)
+    settings_for: Callable[..., Settings],
+    tokens: dict[str, str],
+    db: Database,
+    plaid_fake: FakePlaid,
+) -> None:
+    settings = settings_for(
+        connector_modes={"plaid": "live"},
+        plaid_client_id=plaid_fake.client_id,
+        plaid_secret=plaid_fake.secret,
+        plaid_base_url=plaid_fake.base_url,
+    )
     async with serve(settings) as server, browser(server, tokens["alice"]) as alice:
         token = await sandbox_public_token(plaid_fake, "ins_109509")
-        assert (await alice.post("/api/connectors/plaid/exchange",
-                                 json={"public_token": token})).status_code == 200
+        assert (
+            await alice.post("/api/connectors/plaid/exchange", json={"public_token": token})
+        ).status_code == 200
         before = await raw_rows(db)
 
         cases = [
@@ -428,8 +522,11 @@ async def test_plaid_exchange_rejects_bad_requests_and_keeps_what_exists(
             (b'{"public_token": "x", "extra": 1}', "extra: Extra inputs are not permitted"),
         ]
         for body, message in cases:
-            answer = await alice.post("/api/connectors/plaid/exchange", content=body,
-                                      headers={"Content-Type": "application/json"})
+            answer = await alice.post(
+                "/api/connectors/plaid/exchange",
+                content=body,
+                headers={"Content-Type": "application/json"},
+            )
             assert answer.status_code == 400, body
             assert answer.json()["error"]["code"] == "invalid_request"
             assert answer.json()["error"]["message"].startswith(message), answer.json()
@@ -437,14 +534,17 @@ async def test_plaid_exchange_rejects_bad_requests_and_keeps_what_exists(
         assert reused.status_code == 400
         assert reused.json()["error"]["message"] == (
             "Plaid did not accept this public token (expired or already used); open Plaid "
-            "Link again")
+            "Link again"
+        )
         assert await raw_rows(db) == before  # the linked bank is untouched
 
 
 async def test_plaid_exchange_in_demo_mode_is_refused(
-        settings_for: Callable[..., Settings], tokens: dict[str, str]) -> None:
+    settings_for: Callable[..., Settings], tokens: dict[str, str]
+) -> None:
     async with serve(settings_for()) as server, browser(server, tokens["alice"]) as alice:
-        answer = await alice.post("/api/connectors/plaid/exchange",
-                                  json={"public_token": "public-sandbox-x"})
+        answer = await alice.post(
+            "/api/connectors/plaid/exchange", json={"public_token": "public-sandbox-x"}
+        )
     assert answer.status_code == 400
     assert "plaid runs in demo mode" in answer.json()["error"]["message"]

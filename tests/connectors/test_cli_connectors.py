@@ -16,8 +16,9 @@ from connectors.scaffold import files_for, names_for
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_list_shows_each_connector_with_its_mode(monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_shows_each_connector_with_its_mode(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_CONNECTOR_MODES", "yelp=live")
     monkeypatch.setenv("SWITCHBOARD_YELP_API_KEY", "cli-test-key-123456")
     assert main(["connectors", "list"]) == 0
@@ -32,17 +33,21 @@ def test_list_shows_each_connector_with_its_mode(monkeypatch: pytest.MonkeyPatch
 
 
 def test_live_mode_without_its_keys_stops_with_the_variable_named(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_CONNECTOR_MODES", "plaid=live")
     monkeypatch.delenv("SWITCHBOARD_PLAID_SECRET", raising=False)
     monkeypatch.setenv("SWITCHBOARD_PLAID_CLIENT_ID", "abc")
     assert main(["connectors", "list"]) == 2
-    assert ("SWITCHBOARD_PLAID_SECRET must be set when plaid runs in live mode"
-            in capsys.readouterr().err)
+    assert (
+        "SWITCHBOARD_PLAID_SECRET must be set when plaid runs in live mode"
+        in capsys.readouterr().err
+    )
 
 
 def test_new_refuses_bad_names_and_existing_directories(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for bad in ("Weather", "w", "1abc", "has-dash", "gmail"):
         assert main(["connectors", "new", bad, "--dir", str(tmp_path)]) == 1, bad
         assert capsys.readouterr().err.startswith("switchboard: ")
@@ -55,23 +60,36 @@ def test_new_refuses_bad_names_and_existing_directories(
 def test_the_scaffold_has_the_layout_of_the_builtins() -> None:
     files = files_for(names_for("bird_watch"))
     assert set(files) == {
-        "pyproject.toml", "README.md", "switchboard_bird_watch/__init__.py",
-        "switchboard_bird_watch/agent.py", "switchboard_bird_watch/tools.py",
-        "switchboard_bird_watch/client.py", "switchboard_bird_watch/demo.py",
-        "tests/test_contract.py", "tests/test_demo.py"}
+        "pyproject.toml",
+        "README.md",
+        "switchboard_bird_watch/__init__.py",
+        "switchboard_bird_watch/agent.py",
+        "switchboard_bird_watch/tools.py",
+        "switchboard_bird_watch/client.py",
+        "switchboard_bird_watch/demo.py",
+        "tests/test_contract.py",
+        "tests/test_demo.py",
+    }
     assert 'bird_watch = "switchboard_bird_watch:connector"' in files["pyproject.toml"]
     assert "class TestBirdWatchContract(ConnectorContract)" in files["tests/test_contract.py"]
     assert not any("[[" in text for text in files.values())
 
 
-def test_a_new_connector_s_tests_pass_at_once(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_new_connector_s_tests_pass_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["connectors", "new", "recipes", "--dir", str(tmp_path)]) == 0
     root = tmp_path / "switchboard-recipes"
     assert f"created {root}" in capsys.readouterr().out
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env = {k: v for k, v in env.items() if not k.startswith("SWITCHBOARD_")}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                         cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "6 passed" in run.stdout and "skipped" not in run.stdout, run.stdout

@@ -22,8 +22,13 @@ class TestGmailContract(ConnectorContract):
         "google_email_search": {"query": "budget", "max_results": 5},
         "google_email_search_from_email": {"email": "alice.chen@example.com"},
         "read_google_email": {"message_id": FIRST_THREAD},
-        "send_google_email": {"to": ["bob@example.com"], "subject": "Hello", "body": "Hi Bob",
-                              "cc": None, "bcc": None},
+        "send_google_email": {
+            "to": ["bob@example.com"],
+            "subject": "Hello",
+            "body": "Hi Bob",
+            "cc": None,
+            "bcc": None,
+        },
         "reply_to_google_email": {"message_id": FIRST_THREAD, "body": "Thanks!"},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
@@ -33,8 +38,11 @@ class TestGmailContract(ConnectorContract):
         "gmail_base_url": "{base_url}",
     }
     live_credentials: ClassVar[dict[str, Any] | None] = {
-        "access_token": "ya29.contract-access-token", "refresh_token": "1//contract-refresh",
-        "expires_at": 4_102_444_800.0, "email": "me@example.com"}
+        "access_token": "ya29.contract-access-token",
+        "refresh_token": "1//contract-refresh",
+        "expires_at": 4_102_444_800.0,
+        "email": "me@example.com",
+    }
 
 
 class TestPlaidContract(ConnectorContract):
@@ -45,37 +53,61 @@ class TestPlaidContract(ConnectorContract):
         "get_spending_summary_at_plaid": {"days": 30},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "plaid_client_id": "contract-plaid-client", "plaid_secret": "contract-plaid-secret",
-        "plaid_base_url": "{base_url}"}
-    live_credentials: ClassVar[dict[str, Any] | None] = {"items": [{
-        "item_id": "item-contract", "access_token": "access-sandbox-contract-token",
-        "institution": {"name": "Contract Bank", "institution_id": "ins_1"},
-        "cursor": "", "transactions": {}}]}
+        "plaid_client_id": "contract-plaid-client",
+        "plaid_secret": "contract-plaid-secret",
+        "plaid_base_url": "{base_url}",
+    }
+    live_credentials: ClassVar[dict[str, Any] | None] = {
+        "items": [
+            {
+                "item_id": "item-contract",
+                "access_token": "access-sandbox-contract-token",
+                "institution": {"name": "Contract Bank", "institution_id": "ins_1"},
+                "cursor": "",
+                "transactions": {},
+            }
+        ]
+    }
 
 
 class TestYelpContract(ConnectorContract):
     connector: ClassVar[Connector] = yelp
     sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {
         "resolve_user_location": {"hint": None},
-        "search_businesses_at_yelp": {"term": "sushi", "location": "Boston, MA",
-                                      "latitude": None, "longitude": None, "price": None,
-                                      "open_now": False, "sort_by": "best_match", "limit": 5},
+        "search_businesses_at_yelp": {
+            "term": "sushi",
+            "location": "Boston, MA",
+            "latitude": None,
+            "longitude": None,
+            "price": None,
+            "open_now": False,
+            "sort_by": "best_match",
+            "limit": 5,
+        },
         "get_business_reviews_at_yelp": {"business_id": "umi-sushi-bar-boston"},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "yelp_api_key": "contract-yelp-api-key", "yelp_base_url": "{base_url}",
-        "yelp_default_location": "Boston, MA"}
+        "yelp_api_key": "contract-yelp-api-key",
+        "yelp_base_url": "{base_url}",
+        "yelp_default_location": "Boston, MA",
+    }
 
 
 class TestGoogleSearchContract(ConnectorContract):
     connector: ClassVar[Connector] = search
     sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {
-        "search_google": {"query": "python asyncio", "num_results": 3}}
+        "search_google": {"query": "python asyncio", "num_results": 3}
+    }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "search_provider": "google", "google_search_api_key": "contract-google-key",
-        "google_search_engine_id": "contract-cx", "google_search_base_url": "{base_url}"}
+        "search_provider": "google",
+        "google_search_api_key": "contract-google-key",
+        "google_search_engine_id": "contract-cx",
+        "google_search_base_url": "{base_url}",
+    }
 
 
 class TestSearxngContract(TestGoogleSearchContract):
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "search_provider": "searxng", "searxng_base_url": "{base_url}"}
+        "search_provider": "searxng",
+        "searxng_base_url": "{base_url}",
+    }

@@ -17,14 +17,23 @@ from connectors.testing import ConnectorContract
 from connectors.tooling import ToolError, connector_tool
 
 
-def plugin(tool: Any, response_types: tuple[str, ...], needs_account: bool = False,
-           descriptions: dict[str, str] | None = None) -> Connector:
+def plugin(
+    tool: Any,
+    response_types: tuple[str, ...],
+    needs_account: bool = False,
+    descriptions: dict[str, str] | None = None,
+) -> Connector:
     return Connector(
-        name="flawed", agent_name="Flawed", display_name="Flawed",
+        name="flawed",
+        agent_name="Flawed",
+        display_name="Flawed",
         build_agent=lambda settings: Agent[ChatContext](
-            name="Flawed", handoff_description="Checks flawed things.", tools=[tool]),
+            name="Flawed", handoff_description="Checks flawed things.", tools=[tool]
+        ),
         tool_descriptions=descriptions if descriptions is not None else {tool.name: "Checking"},
-        response_types=response_types, needs_account=needs_account)
+        response_types=response_types,
+        needs_account=needs_account,
+    )
 
 
 @connector_tool(agent_name="Flawed")
@@ -56,8 +65,9 @@ async def leaky(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse
     """
     key = ctx.context.settings.connector_options.get("flawed", {}).get("api_key", "")
     if ctx.context.settings.connector_mode("flawed") == "live":
-        http = ServiceHttp.for_settings(shared_client(ctx.context.http, "Flawed"), "Flawed",
-                                        ctx.context.settings)
+        http = ServiceHttp.for_settings(
+            shared_client(ctx.context.http, "Flawed"), "Flawed", ctx.context.settings
+        )
         base = ctx.context.settings.connector_options["flawed"]["base_url"]
         response = await http.send("GET", f"{base}/x")
         raise ToolError(f"HTTP {response.status_code} with key {key}")
@@ -69,20 +79,24 @@ class UndeclaredContract(ConnectorContract):
 
 
 class MissingDescriptionContract(ConnectorContract):
-    connector: ClassVar[Connector] = plugin(ignores_accounts, ("flawed_result", "error"),
-                                            descriptions={})
+    connector: ClassVar[Connector] = plugin(
+        ignores_accounts, ("flawed_result", "error"), descriptions={}
+    )
 
 
 class IgnoresAccountsContract(ConnectorContract):
     connector: ClassVar[Connector] = plugin(
-        ignores_accounts, ("flawed_result", "account_needed", "error"), needs_account=True)
+        ignores_accounts, ("flawed_result", "account_needed", "error"), needs_account=True
+    )
 
 
 class LeakyContract(ConnectorContract):
     connector: ClassVar[Connector] = plugin(leaky, ("flawed_result", "account_needed", "error"))
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "connector_options": {"flawed": {"base_url": "{base_url}",
-                                         "api_key": "flawed-secret-key-42"}}}
+        "connector_options": {
+            "flawed": {"base_url": "{base_url}", "api_key": "flawed-secret-key-42"}
+        }
+    }
 
 
 async def test_an_undeclared_response_type_fails() -> None:

@@ -19,8 +19,7 @@ from websocket.protocol import validate_server_event
 @pytest.fixture
 async def demo_server(database_url: str, tmp_path: Path) -> AsyncIterator[LiveServer]:
     # Local auth, no keys: what `make run` starts.
-    async with serve(load_settings(database_url=database_url, data_dir=tmp_path / "data")) \
-            as live:
+    async with serve(load_settings(database_url=database_url, data_dir=tmp_path / "data")) as live:
         yield live
 
 
@@ -63,8 +62,7 @@ async def test_gmail_sends_what_yelp_found(demo_server: LiveServer) -> None:
 
 
 async def test_plaid_balances_then_an_email(demo_server: LiveServer) -> None:
-    events = await turn(demo_server, "show my account balances and email them to "
-                                     "dana@example.com")
+    events = await turn(demo_server, "show my account balances and email them to dana@example.com")
     check_order(events)
     assert agents(events) == ["Plaid", "GMail"]
     balances, sent = outputs(events)
@@ -75,22 +73,23 @@ async def test_plaid_balances_then_an_email(demo_server: LiveServer) -> None:
 
 
 async def test_yelp_near_me_hides_the_location_then_search_cites(demo_server: LiveServer) -> None:
-    events = await turn(demo_server, "find coffee near me and search the web for how to "
-                                     "make cold brew")
+    events = await turn(
+        demo_server, "find coffee near me and search the web for how to make cold brew"
+    )
     check_order(events)
     assert agents(events) == ["Yelp", "Search"]
     called = [e["name"] for e in events if e["type"] == "tool_call"]
     assert called == ["resolve_user_location", "search_businesses_at_yelp", "search_google"]
     shown = outputs(events)
-    assert [o["response_type"] for o in shown] == ["yelp_search_results",
-                                                  "google_search_results"]
+    assert [o["response_type"] for o in shown] == ["yelp_search_results", "google_search_results"]
     assert all(b["location"]["city"] == "Boston" for b in shown[0]["response"])
     assert shown[1]["content_chunks"][0]["id"] == "1"
 
 
 async def test_search_results_emailed_with_their_links(demo_server: LiveServer) -> None:
-    events = await turn(demo_server, "search the web for python asyncio and email the links "
-                                     "to bob@example.com")
+    events = await turn(
+        demo_server, "search the web for python asyncio and email the links to bob@example.com"
+    )
     check_order(events)
     assert agents(events) == ["Search", "GMail"]
     results, sent = outputs(events)
@@ -99,7 +98,8 @@ async def test_search_results_emailed_with_their_links(demo_server: LiveServer) 
 
 
 async def test_a_disconnected_demo_connector_shows_the_connect_card(
-        demo_server: LiveServer) -> None:
+    demo_server: LiveServer,
+) -> None:
     async with httpx.AsyncClient(base_url=demo_server.http) as client:
         first = await turn(demo_server, "what's in my inbox?")
         assert outputs(first)[0]["response_type"] == "google_email_inbox"

@@ -26,10 +26,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "switchboard-weathe
 if str(EXAMPLE) not in sys.path:  # what `pip install -e examples/switchboard-weather` does
     sys.path.insert(0, str(EXAMPLE))
 
-POINTS = [EntryPoint(name="weather", value="switchboard_weather:connector",
-                     group=ENTRY_POINT_GROUP),
-          EntryPoint(name="broken", value="switchboard_missing:connector",
-                     group=ENTRY_POINT_GROUP)]
+POINTS = [
+    EntryPoint(name="weather", value="switchboard_weather:connector", group=ENTRY_POINT_GROUP),
+    EntryPoint(name="broken", value="switchboard_missing:connector", group=ENTRY_POINT_GROUP),
+]
 CONNECTORS = load_connectors(Settings(), points=POINTS)
 WEATHER = CONNECTORS[-1]
 
@@ -42,10 +42,11 @@ def test_the_plugin_registers_after_the_builtins_and_a_broken_one_is_skipped() -
 class TestWeatherContract(ConnectorContract):
     connector: ClassVar[Connector] = WEATHER
     sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {
-        "get_weather_forecast": {"city": "Boston", "days": 3}}
+        "get_weather_forecast": {"city": "Boston", "days": 3}
+    }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "connector_options": {"weather": {"base_url": "{base_url}",
-                                          "geocoding_url": "{base_url}"}}}
+        "connector_options": {"weather": {"base_url": "{base_url}", "geocoding_url": "{base_url}"}}
+    }
 
 
 @pytest.fixture
@@ -55,39 +56,61 @@ async def open_meteo() -> AsyncIterator[FakeOpenMeteo]:
         yield fake
 
 
-async def test_live_forecast_from_open_meteo(open_meteo: FakeOpenMeteo,
-                                             http: httpx.AsyncClient) -> None:
-    settings = Settings(connector_modes={"weather": "live"}, connector_options={
-        "weather": {"base_url": open_meteo.base_url, "geocoding_url": open_meteo.base_url}})
-    output = await call_tool(WEATHER, "get_weather_forecast",
-                             make_context(settings, None, http),
-                             {"city": "Portland, Oregon", "days": 4})
+async def test_live_forecast_from_open_meteo(
+    open_meteo: FakeOpenMeteo, http: httpx.AsyncClient
+) -> None:
+    settings = Settings(
+        connector_modes={"weather": "live"},
+        connector_options={
+            "weather": {"base_url": open_meteo.base_url, "geocoding_url": open_meteo.base_url}
+        },
+    )
+    output = await call_tool(
+        WEATHER,
+        "get_weather_forecast",
+        make_context(settings, None, http),
+        {"city": "Portland, Oregon", "days": 4},
+    )
     assert output["response_type"] == "weather_forecast"
     forecast = output["response"]
     assert forecast["place"] == "Portland, Oregon, United States"
-    assert [d["summary"] for d in forecast["days"]] == ["Light rain", "Overcast", "Clear sky",
-                                                        "Thunderstorm"]
+    assert [d["summary"] for d in forecast["days"]] == [
+        "Light rain",
+        "Overcast",
+        "Clear sky",
+        "Thunderstorm",
+    ]
     assert forecast["days"][0] | {"date": None} == {
-        "date": None, "summary": "Light rain", "high_c": 14.2, "low_c": 7.1,
-        "precipitation_chance": 85}
+        "date": None,
+        "summary": "Light rain",
+        "high_c": 14.2,
+        "low_c": 7.1,
+        "precipitation_chance": 85,
+    }
     (lookup,) = open_meteo.calls("/v1/search")
     assert lookup.param("name") == "Portland, Oregon"
     (asked,) = open_meteo.calls("/v1/forecast")
     assert (asked.param("latitude"), asked.param("forecast_days")) == ("45.52345", "4")
 
-    unknown = await call_tool(WEATHER, "get_weather_forecast",
-                              make_context(settings, None, http), {"city": "Xyzzy", "days": 2})
+    unknown = await call_tool(
+        WEATHER,
+        "get_weather_forecast",
+        make_context(settings, None, http),
+        {"city": "Xyzzy", "days": 2},
+    )
     assert unknown["error_message"].startswith(
-        "Error: Open-Meteo does not know a place called 'Xyzzy'")
+        "Error: Open-Meteo does not know a place called 'Xyzzy'"
+    )
 
 
 async def test_the_offline_model_hands_off_to_the_plugin() -> None:
     settings = Settings()
-    result = Runner.run_streamed(build_orchestrator(settings, CONNECTORS),
-                                 input="ask Weather for the forecast in Chicago",
-                                 context=make_context(settings, None, None),
-                                 run_config=RunConfig(model_provider=OfflineModelProvider(),
-                                                      tracing_disabled=True))
+    result = Runner.run_streamed(
+        build_orchestrator(settings, CONNECTORS),
+        input="ask Weather for the forecast in Chicago",
+        context=make_context(settings, None, None),
+        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+    )
     outputs = []
     async for event in result.stream_events():
         if event.type == "run_item_stream_event" and event.name == "tool_output":

@@ -19,11 +19,11 @@ from tests.fakes.gmail_api import SCOPES, FakeGoogle
 LIST = "/gmail/v1/users/me/messages"
 
 
-async def connect(google: FakeGoogle, accounts: AccountRepository,
-                  expires_in: float = 3599) -> dict[str, Any]:
+async def connect(
+    google: FakeGoogle, accounts: AccountRepository, expires_in: float = 3599
+) -> dict[str, Any]:
     tokens = google.issue_tokens(True, " ".join(SCOPES))
-    credentials = oauth.live_credentials(tokens, google.email,
-                                         now=time.time() - 3599 + expires_in)
+    credentials = oauth.live_credentials(tokens, google.email, now=time.time() - 3599 + expires_in)
     await accounts.connect("gmail", credentials, {"mode": "live", "email": google.email})
     return credentials
 
@@ -33,7 +33,8 @@ def by_subject(messages: list[dict[str, Any]], subject: str) -> dict[str, Any]:
 
 
 async def test_inbox_pages_through_the_listing_and_decodes_every_body(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=10)
@@ -46,8 +47,24 @@ async def test_inbox_pages_through_the_listing_and_decodes_every_body(
     assert all(r.param("labelIds") == "INBOX" for r in pages)
     dates = [m["date"] for m in inbox]
     assert dates == sorted(dates, reverse=True)
-    assert all(list(m) == ["subject", "from", "to", "markdown", "text", "unread", "id",
-                           "thread_id", "reply_to_id", "cc", "bcc", "date"] for m in inbox)
+    assert all(
+        list(m)
+        == [
+            "subject",
+            "from",
+            "to",
+            "markdown",
+            "text",
+            "unread",
+            "id",
+            "thread_id",
+            "reply_to_id",
+            "cc",
+            "bcc",
+            "date",
+        ]
+        for m in inbox
+    )
 
     shipped = by_subject(inbox, "Your order has shipped")  # HTML only
     assert "Order #58213 is on its way" in shipped["text"]
@@ -67,19 +84,21 @@ async def test_inbox_pages_through_the_listing_and_decodes_every_body(
 
 
 async def test_search_passes_gmail_syntax_and_read_opens_one_message(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     context = make_context(gmail_settings(google), accounts, http)
-    found = await invoke("gmail", "google_email_search", context, query="from:dana",
-                         max_results=5)
+    found = await invoke("gmail", "google_email_search", context, query="from:dana", max_results=5)
     assert [m["subject"] for m in found["response"]] == ["Q3 budget review"]
     assert google.calls(LIST)[-1].param("q") == "from:dana"
-    sender = await invoke("gmail", "google_email_search_from_email", context,
-                          email="raj@example.com")
+    sender = await invoke(
+        "gmail", "google_email_search_from_email", context, email="raj@example.com"
+    )
     assert [m["from"] for m in sender["response"]] == ["Raj Singh <raj@example.com>"]
 
-    opened = await invoke("gmail", "read_google_email", context,
-                          message_id=found["response"][0]["id"])
+    opened = await invoke(
+        "gmail", "read_google_email", context, message_id=found["response"][0]["id"]
+    )
     assert opened["response_type"] == "google_email_message"
     assert opened["display_as"][0]["content"].startswith("**Q3 budget review**")
     missing = await invoke("gmail", "read_google_email", context, message_id="18f0000000000999")
@@ -88,17 +107,28 @@ async def test_search_passes_gmail_syntax_and_read_opens_one_message(
     assert "is not a Gmail message id" in nonsense["error_message"]
 
 
-async def test_send_builds_an_rfc_2822_message(google: FakeGoogle, accounts: AccountRepository,
-                                               http: Any) -> None:
+async def test_send_builds_an_rfc_2822_message(
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     context = make_context(gmail_settings(google), accounts, http)
-    output = await invoke("gmail", "send_google_email", context,
-                          to=["bob@example.com"], subject="Sushi tonight — 7:30?",
-                          body="Hi Bob,\n\n1. Oishii Sushi\n2. O Ya\n\nCheers",
-                          cc=["carol@example.org"], bcc=["dave@example.net"])
-    assert output["response"] == {"to": ["bob@example.com"], "cc": ["carol@example.org"],
-                                  "bcc": ["dave@example.net"], "subject": "Sushi tonight — 7:30?",
-                                  "body": "Hi Bob,\n\n1. Oishii Sushi\n2. O Ya\n\nCheers"}
+    output = await invoke(
+        "gmail",
+        "send_google_email",
+        context,
+        to=["bob@example.com"],
+        subject="Sushi tonight — 7:30?",
+        body="Hi Bob,\n\n1. Oishii Sushi\n2. O Ya\n\nCheers",
+        cc=["carol@example.org"],
+        bcc=["dave@example.net"],
+    )
+    assert output["response"] == {
+        "to": ["bob@example.com"],
+        "cc": ["carol@example.org"],
+        "bcc": ["dave@example.net"],
+        "subject": "Sushi tonight — 7:30?",
+        "body": "Hi Bob,\n\n1. Oishii Sushi\n2. O Ya\n\nCheers",
+    }
     (sent,) = google.sent()
     raw = sent.raw
     assert b"\r\n" in raw  # RFC 2822 line ends
@@ -110,21 +140,34 @@ async def test_send_builds_an_rfc_2822_message(google: FakeGoogle, accounts: Acc
     body = message.get_payload(decode=True)
     assert isinstance(body, bytes) and "1. Oishii Sushi" in body.decode("utf-8")
 
-    injected = await invoke("gmail", "send_google_email", context, to=["bob@example.com"],
-                            subject="Hi\r\nBcc: everyone@example.com", body="x", cc=None,
-                            bcc=None)
+    injected = await invoke(
+        "gmail",
+        "send_google_email",
+        context,
+        to=["bob@example.com"],
+        subject="Hi\r\nBcc: everyone@example.com",
+        body="x",
+        cc=None,
+        bcc=None,
+    )
     assert injected["error_message"] == "Error: the subject must be a single line"
     assert len(google.sent()) == 1  # nothing else went out
 
 
 async def test_reply_stays_in_the_thread_with_threading_headers(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     context = make_context(gmail_settings(google), accounts, http)
     inbox = (await invoke("gmail", "google_email_inbox", context, max_results=10))["response"]
     original = by_subject(inbox, "Re: Project Atlas: launch checklist")
-    output = await invoke("gmail", "reply_to_google_email", context,
-                          message_id=original["id"], body="Rollback plan is in the doc.")
+    output = await invoke(
+        "gmail",
+        "reply_to_google_email",
+        context,
+        message_id=original["id"],
+        body="Rollback plan is in the doc.",
+    )
     assert output["response"]["to"] == ["Raj Singh <raj@example.com>"]
     assert output["response"]["subject"] == "Re: Project Atlas: launch checklist"
     assert output["response"]["thread_id"] == original["thread_id"]
@@ -140,7 +183,8 @@ async def test_reply_stays_in_the_thread_with_threading_headers(
 
 
 async def test_a_401_refreshes_the_token_once_and_saves_it(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     before = await connect(google, accounts)
     google.expire_access_tokens()
     context = make_context(gmail_settings(google), accounts, http)
@@ -159,7 +203,8 @@ async def test_a_401_refreshes_the_token_once_and_saves_it(
 
 
 async def test_an_expired_token_is_refreshed_before_the_call(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts, expires_in=-10)
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=1)
@@ -171,7 +216,8 @@ async def test_an_expired_token_is_refreshed_before_the_call(
 
 
 async def test_a_revoked_grant_disconnects_and_shows_the_connect_card(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     google.expire_access_tokens()
     google.revoke_refresh_tokens()
@@ -183,10 +229,19 @@ async def test_a_revoked_grant_disconnects_and_shows_the_connect_card(
 
 
 async def test_not_connected_shows_the_connect_card_without_calling_google(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     context = make_context(gmail_settings(google), accounts, http)
-    output = await invoke("gmail", "send_google_email", context, to=["bob@example.com"],
-                          subject="x", body="y", cc=None, bcc=None)
+    output = await invoke(
+        "gmail",
+        "send_google_email",
+        context,
+        to=["bob@example.com"],
+        subject="x",
+        body="y",
+        cc=None,
+        bcc=None,
+    )
     assert output["response_type"] == "google_account_needed"
     # A demo row (from demo mode) does not count as a live account.
     await accounts.connect("gmail", {"mode": "demo", "connected": True}, {"mode": "demo"})
@@ -195,13 +250,25 @@ async def test_not_connected_shows_the_connect_card_without_calling_google(
     assert google.requests == []
 
 
-async def test_429_is_retried_after_retry_after(google: FakeGoogle, accounts: AccountRepository,
-                                                http: Any) -> None:
+async def test_429_is_retried_after_retry_after(
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
-    google.script(LIST, Answer(429, {"error": {"code": 429, "message": "Too many requests",
-                                               "status": "RESOURCE_EXHAUSTED"}},
-                               {"Retry-After": "0"}),
-                  Answer(503, "backend error", {"Retry-After": "0"}))
+    google.script(
+        LIST,
+        Answer(
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "message": "Too many requests",
+                    "status": "RESOURCE_EXHAUSTED",
+                }
+            },
+            {"Retry-After": "0"},
+        ),
+        Answer(503, "backend error", {"Retry-After": "0"}),
+    )
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=3)
     assert output["response_type"] == "google_email_inbox" and len(output["response"]) == 3
@@ -209,74 +276,115 @@ async def test_429_is_retried_after_retry_after(google: FakeGoogle, accounts: Ac
 
 
 async def test_a_long_retry_after_fails_at_once_with_when_to_retry(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
-    google.script(LIST, Answer(429, {"error": {"code": 429, "message": "Quota exceeded",
-                                               "status": "RESOURCE_EXHAUSTED"}},
-                               {"Retry-After": "120"}))
+    google.script(
+        LIST,
+        Answer(
+            429,
+            {"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}},
+            {"Retry-After": "120"},
+        ),
+    )
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=3)
     assert output["response_type"] == "error"
-    assert output["error_message"] == ("Error: Gmail is rate limiting requests: Quota "
-                                       "exceeded; try again in 120 seconds")
+    assert output["error_message"] == (
+        "Error: Gmail is rate limiting requests: Quota exceeded; try again in 120 seconds"
+    )
     assert len(google.calls(LIST)) == 1
     assert output["debug_info"] == {"service": "Gmail", "status": 429}
 
 
 async def test_persistent_5xx_becomes_an_error_card_after_the_retries(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
-    google.script(LIST, *[Answer(503, {"error": {"code": 503, "message": "Backend Error",
-                                                 "status": "UNAVAILABLE"}})] * 3)
+    google.script(
+        LIST,
+        *[
+            Answer(
+                503, {"error": {"code": 503, "message": "Backend Error", "status": "UNAVAILABLE"}}
+            )
+        ]
+        * 3,
+    )
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=3)
-    assert output["error_message"] == ("Error: Gmail is having trouble (HTTP 503): Backend "
-                                       "Error; try again later")
+    assert output["error_message"] == (
+        "Error: Gmail is having trouble (HTTP 503): Backend Error; try again later"
+    )
     assert len(google.calls(LIST)) == 3  # the first attempt and two retries
 
 
-async def test_a_send_is_never_repeated_after_a_5xx(google: FakeGoogle,
-                                                    accounts: AccountRepository,
-                                                    http: Any) -> None:
+async def test_a_send_is_never_repeated_after_a_5xx(
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
-    google.script(f"{LIST}/send", Answer(503, {"error": {"code": 503, "message": "Backend Error",
-                                                         "status": "UNAVAILABLE"}}))
+    google.script(
+        f"{LIST}/send",
+        Answer(503, {"error": {"code": 503, "message": "Backend Error", "status": "UNAVAILABLE"}}),
+    )
     context = make_context(gmail_settings(google), accounts, http)
-    output = await invoke("gmail", "send_google_email", context, to=["bob@example.com"],
-                          subject="Once", body="Only once", cc=None, bcc=None)
+    output = await invoke(
+        "gmail",
+        "send_google_email",
+        context,
+        to=["bob@example.com"],
+        subject="Once",
+        body="Only once",
+        cc=None,
+        bcc=None,
+    )
     assert output["response_type"] == "error" and "HTTP 503" in output["error_message"]
     assert len(google.calls(f"{LIST}/send")) == 1  # Gmail may have sent it: not twice
 
 
-async def test_a_timeout_becomes_an_error_card(google: FakeGoogle, accounts: AccountRepository,
-                                               http: Any) -> None:
+async def test_a_timeout_becomes_an_error_card(
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     await connect(google, accounts)
     google.script(LIST, Answer(200, {}, delay=1.0))
-    context = make_context(gmail_settings(google, http_timeout=0.2, http_retries=0),
-                           accounts, http)
+    context = make_context(gmail_settings(google, http_timeout=0.2, http_retries=0), accounts, http)
     output = await invoke("gmail", "google_email_inbox", context, max_results=3)
-    assert output["error_message"] == ("Error: Gmail did not answer within 0.2 seconds; try "
-                                       "again in a moment")
+    assert output["error_message"] == (
+        "Error: Gmail did not answer within 0.2 seconds; try again in a moment"
+    )
 
 
 async def test_an_unreachable_service_and_secrets_in_errors(
-        google: FakeGoogle, accounts: AccountRepository, http: Any) -> None:
+    google: FakeGoogle, accounts: AccountRepository, http: Any
+) -> None:
     credentials = await connect(google, accounts)
     token = credentials["access_token"]
-    google.script(LIST, Answer(400, {"error": {"code": 400, "message":
-                                               f"Invalid query near token {token}",
-                                               "status": "INVALID_ARGUMENT"}}))
+    google.script(
+        LIST,
+        Answer(
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": f"Invalid query near token {token}",
+                    "status": "INVALID_ARGUMENT",
+                }
+            },
+        ),
+    )
     context = make_context(gmail_settings(google), accounts, http)
     output = await invoke("gmail", "google_email_search", context, query="(", max_results=3)
-    assert output["error_message"] == ("Error: Gmail rejected the request (HTTP 400): Invalid "
-                                       "query near token [redacted]")
+    assert output["error_message"] == (
+        "Error: Gmail rejected the request (HTTP 400): Invalid query near token [redacted]"
+    )
     assert token not in json.dumps(output) and google.client_secret not in json.dumps(output)
 
-    offline = make_context(gmail_settings(google, gmail_base_url=closed_port_url(),
-                                          http_retries=1), accounts, http)
+    offline = make_context(
+        gmail_settings(google, gmail_base_url=closed_port_url(), http_retries=1), accounts, http
+    )
     unreachable = await invoke("gmail", "google_email_inbox", offline, max_results=3)
-    assert unreachable["error_message"] == ("Error: could not reach Gmail (the connection "
-                                            "failed); try again later")
+    assert unreachable["error_message"] == (
+        "Error: could not reach Gmail (the connection failed); try again later"
+    )
     assert unreachable["debug_info"]["attempts"] == 2
 
 

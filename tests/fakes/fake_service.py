@@ -44,8 +44,12 @@ class Answer:
     def response(self) -> Response:
         if isinstance(self.body, dict | list):
             return JSONResponse(self.body, status_code=self.status, headers=self.headers)
-        return Response(self.body or b"", status_code=self.status, headers=self.headers,
-                        media_type="text/plain" if self.body else None)
+        return Response(
+            self.body or b"",
+            status_code=self.status,
+            headers=self.headers,
+            media_type="text/plain" if self.body else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,15 @@ class FakeService:
             query: dict[str, list[str]] = {}
             for key, value in request.query_params.multi_items():
                 query.setdefault(key, []).append(value)
-            self.requests.append(Recorded(request.method, request.url.path, query,
-                                          {k.lower(): v for k, v in request.headers.items()},
-                                          body))
+            self.requests.append(
+                Recorded(
+                    request.method,
+                    request.url.path,
+                    query,
+                    {k.lower(): v for k, v in request.headers.items()},
+                    body,
+                )
+            )
             for prefix in sorted(self._scripts, key=len, reverse=True):
                 queue = self._scripts[prefix]
                 if request.url.path.startswith(prefix) and queue:
@@ -109,8 +119,12 @@ class FakeService:
         return handle
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route(path, self._wrap(endpoint), methods=methods)
-                                 for path, endpoint, methods in self.routes()])
+        return Starlette(
+            routes=[
+                Route(path, self._wrap(endpoint), methods=methods)
+                for path, endpoint, methods in self.routes()
+            ]
+        )
 
 
 @asynccontextmanager
@@ -120,8 +134,9 @@ async def serve_fake(fake: FakeService) -> AsyncIterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        fake.app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     await wait_started(lambda: server.started, task, what=f"the fake {type(fake).__name__}")

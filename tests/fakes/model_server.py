@@ -167,10 +167,12 @@ class FakeModelServer:
     # -- the app ---------------------------------------------------------------------
 
     def app(self) -> Starlette:
-        return Starlette(routes=[
-            Route("/v1/responses", self._responses, methods=["POST"]),
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            ]
+        )
 
     async def _take(self, request: Request) -> tuple[Recorded, Step | dict[str, Any]] | Response:
         try:
@@ -181,7 +183,10 @@ class FakeModelServer:
             return _error(400, "invalid_request", "body is not a JSON object")
         recorded = Recorded(request.url.path, dict(request.headers), body)
         self.requests.append(recorded)
-        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+        if (
+            self.api_key is not None
+            and request.headers.get("authorization") != f"Bearer {self.api_key}"
+        ):
             return _error(401, "invalid_api_key", "Incorrect API key provided.")
         if not isinstance(body.get("model"), str) or not body["model"]:
             return _error(400, "invalid_request", "model is required")
@@ -207,8 +212,10 @@ class FakeModelServer:
         if isinstance(step, Fail):
             message = step.message
             if step.echo_request:
-                message += (f" (authorization: {recorded.headers.get('authorization')}; "
-                            f"request: {json.dumps(recorded.body)})")
+                message += (
+                    f" (authorization: {recorded.headers.get('authorization')}; "
+                    f"request: {json.dumps(recorded.body)})"
+                )
             return _error(step.status, step.code, message, step.headers)
         body = recorded.body
         if kind == "responses":
@@ -229,17 +236,24 @@ class FakeModelServer:
         return f"{prefix}_{next(self._ids):04d}"
 
 
-def _error(status: int, code: str | None, message: str,
-           headers: dict[str, str] | None = None) -> JSONResponse:
-    kind = {400: "invalid_request_error", 401: "invalid_request_error",
-            404: "not_found", 429: "too_many_requests"}.get(status, "server_error")
-    return JSONResponse({"error": {"type": kind, "code": code, "param": None,
-                                   "message": message}},
-                        status_code=status, headers=headers)
+def _error(
+    status: int, code: str | None, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    kind = {
+        400: "invalid_request_error",
+        401: "invalid_request_error",
+        404: "not_found",
+        429: "too_many_requests",
+    }.get(status, "server_error")
+    return JSONResponse(
+        {"error": {"type": kind, "code": code, "param": None, "message": message}},
+        status_code=status,
+        headers=headers,
+    )
 
 
 def _pieces(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 class _Broken(Exception):
@@ -259,35 +273,64 @@ class _ResponsesWriter:
         self.items: list[dict[str, Any]] = []
         for item in step.items:
             if isinstance(item, Say):
-                self.items.append({"id": server.new_id("msg"), "type": "message",
-                                   "status": "completed", "role": "assistant",
-                                   "content": [_text_part(item.text)]})
+                self.items.append(
+                    {
+                        "id": server.new_id("msg"),
+                        "type": "message",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [_text_part(item.text)],
+                    }
+                )
             else:
-                self.items.append({"id": server.new_id("fc"), "type": "function_call",
-                                   "status": "completed", "name": item.name,
-                                   "call_id": item.call_id or server.new_id("call"),
-                                   "arguments": item.arguments_json})
+                self.items.append(
+                    {
+                        "id": server.new_id("fc"),
+                        "type": "function_call",
+                        "status": "completed",
+                        "name": item.name,
+                        "call_id": item.call_id or server.new_id("call"),
+                        "arguments": item.arguments_json,
+                    }
+                )
 
-    def _response(self, status: str, output: list[dict[str, Any]],
-                  usage: dict[str, Any] | None, error: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
+    def _response(
+        self,
+        status: str,
+        output: list[dict[str, Any]],
+        usage: dict[str, Any] | None,
+        error: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         return {
-            "id": self.response_id, "object": "response", "created_at": 1_700_000_000,
-            "status": status, "model": self.body.get("model"), "output": output,
-            "usage": usage, "error": error, "incomplete_details": None,
-            "instructions": self.body.get("instructions"), "metadata": {},
-            "parallel_tool_calls": True, "temperature": 1.0, "top_p": 1.0,
+            "id": self.response_id,
+            "object": "response",
+            "created_at": 1_700_000_000,
+            "status": status,
+            "model": self.body.get("model"),
+            "output": output,
+            "usage": usage,
+            "error": error,
+            "incomplete_details": None,
+            "instructions": self.body.get("instructions"),
+            "metadata": {},
+            "parallel_tool_calls": True,
+            "temperature": 1.0,
+            "top_p": 1.0,
             "tool_choice": self.body.get("tool_choice", "auto"),
-            "tools": self.body.get("tools", []), "text": {"format": {"type": "text"}},
+            "tools": self.body.get("tools", []),
+            "text": {"format": {"type": "text"}},
             "previous_response_id": self.body.get("previous_response_id"),
         }
 
     def _usage(self) -> dict[str, Any]:
         step = self.step
-        return {"input_tokens": step.input_tokens, "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": step.output_tokens,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": step.input_tokens + step.output_tokens}
+        return {
+            "input_tokens": step.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": step.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": step.input_tokens + step.output_tokens,
+        }
 
     def whole(self) -> dict[str, Any]:
         return self._response("completed", self.items, self._usage())
@@ -299,59 +342,155 @@ class _ResponsesWriter:
 
     def _events(self) -> Iterator[tuple[bool, str]]:
         """(is a delta, SSE text) for the whole response."""
-        yield False, self._event({"type": "response.created",
-                                  "response": self._response("in_progress", [], None)})
-        yield False, self._event({"type": "response.in_progress",
-                                  "response": self._response("in_progress", [], None)})
+        yield (
+            False,
+            self._event(
+                {"type": "response.created", "response": self._response("in_progress", [], None)}
+            ),
+        )
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.in_progress",
+                    "response": self._response("in_progress", [], None),
+                }
+            ),
+        )
         for index, (item, source) in enumerate(zip(self.items, self.step.items, strict=True)):
             if item["type"] == "message":
                 yield from self._message_events(index, item, source)
             else:
                 yield from self._call_events(index, item)
-        yield False, self._event({"type": "response.completed",
-                                  "response": self._response("completed", self.items,
-                                                             self._usage())})
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.completed",
+                    "response": self._response("completed", self.items, self._usage()),
+                }
+            ),
+        )
 
-    def _message_events(self, index: int, item: dict[str, Any],
-                        source: Say | Call) -> Iterator[tuple[bool, str]]:
+    def _message_events(
+        self, index: int, item: dict[str, Any], source: Say | Call
+    ) -> Iterator[tuple[bool, str]]:
         assert isinstance(source, Say)
         where = {"item_id": item["id"], "output_index": index}
-        yield False, self._event({"type": "response.output_item.added", "output_index": index,
-                                  "item": {**item, "status": "in_progress", "content": []}})
-        yield False, self._event({"type": "response.content_part.added", **where,
-                                  "content_index": 0, "part": _text_part("")})
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            ),
+        )
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.content_part.added",
+                    **where,
+                    "content_index": 0,
+                    "part": _text_part(""),
+                }
+            ),
+        )
         for delta in _pieces(source.text, source.chunk):
-            yield True, self._event({"type": "response.output_text.delta", **where,
-                                     "content_index": 0, "delta": delta, "logprobs": []})
-        yield False, self._event({"type": "response.output_text.done", **where,
-                                  "content_index": 0, "text": source.text, "logprobs": []})
-        yield False, self._event({"type": "response.content_part.done", **where,
-                                  "content_index": 0, "part": _text_part(source.text)})
-        yield False, self._event({"type": "response.output_item.done", "output_index": index,
-                                  "item": item})
+            yield (
+                True,
+                self._event(
+                    {
+                        "type": "response.output_text.delta",
+                        **where,
+                        "content_index": 0,
+                        "delta": delta,
+                        "logprobs": [],
+                    }
+                ),
+            )
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.output_text.done",
+                    **where,
+                    "content_index": 0,
+                    "text": source.text,
+                    "logprobs": [],
+                }
+            ),
+        )
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.content_part.done",
+                    **where,
+                    "content_index": 0,
+                    "part": _text_part(source.text),
+                }
+            ),
+        )
+        yield (
+            False,
+            self._event({"type": "response.output_item.done", "output_index": index, "item": item}),
+        )
 
     def _call_events(self, index: int, item: dict[str, Any]) -> Iterator[tuple[bool, str]]:
         where = {"item_id": item["id"], "output_index": index}
-        yield False, self._event({"type": "response.output_item.added", "output_index": index,
-                                  "item": {**item, "status": "in_progress", "arguments": ""}})
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            ),
+        )
         for delta in _pieces(item["arguments"], max(1, len(item["arguments"]) // 3 + 1)):
-            yield True, self._event({"type": "response.function_call_arguments.delta", **where,
-                                     "delta": delta})
-        yield False, self._event({"type": "response.function_call_arguments.done", **where,
-                                  "name": item["name"], "arguments": item["arguments"]})
-        yield False, self._event({"type": "response.output_item.done", "output_index": index,
-                                  "item": item})
+            yield (
+                True,
+                self._event(
+                    {"type": "response.function_call_arguments.delta", **where, "delta": delta}
+                ),
+            )
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **where,
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                }
+            ),
+        )
+        yield (
+            False,
+            self._event({"type": "response.output_item.done", "output_index": index, "item": item}),
+        )
 
     def _break(self) -> Iterator[str]:
         step = self.step
         if step.break_with == "failed":
             error = {"code": step.error_code, "message": "The model failed mid-stream."}
-            yield self._event({"type": "response.failed",
-                               "response": self._response("failed", [], None, error)})
+            yield self._event(
+                {"type": "response.failed", "response": self._response("failed", [], None, error)}
+            )
             yield "data: [DONE]\n\n"
         elif step.break_with == "error_event":
-            yield self._event({"type": "error", "code": step.error_code,
-                               "message": "The model failed mid-stream.", "param": None})
+            yield self._event(
+                {
+                    "type": "error",
+                    "code": step.error_code,
+                    "message": "The model failed mid-stream.",
+                    "param": None,
+                }
+            )
             yield "data: [DONE]\n\n"
 
     async def stream(self) -> AsyncIterator[str]:
@@ -390,14 +529,20 @@ class _ChatWriter:
         self.body = body
         self.step = step
         self.completion_id = server.new_id("chatcmpl")
-        self.calls = [(item, item.call_id or server.new_id("call")) for item in step.items
-                      if isinstance(item, Call)]
+        self.calls = [
+            (item, item.call_id or server.new_id("call"))
+            for item in step.items
+            if isinstance(item, Call)
+        ]
         self.text = "".join(item.text for item in step.items if isinstance(item, Say))
 
     def _usage(self) -> dict[str, int]:
         step = self.step
-        return {"prompt_tokens": step.input_tokens, "completion_tokens": step.output_tokens,
-                "total_tokens": step.input_tokens + step.output_tokens}
+        return {
+            "prompt_tokens": step.input_tokens,
+            "completion_tokens": step.output_tokens,
+            "total_tokens": step.input_tokens + step.output_tokens,
+        }
 
     def _finish_reason(self) -> str:
         return "tool_calls" if self.calls else "stop"
@@ -406,20 +551,39 @@ class _ChatWriter:
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.calls:
             message["tool_calls"] = [
-                {"id": call_id, "type": "function",
-                 "function": {"name": call.name, "arguments": call.arguments_json}}
-                for call, call_id in self.calls]
-        return {"id": self.completion_id, "object": "chat.completion", "created": 1_700_000_000,
-                "model": self.body.get("model"),
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": self._finish_reason()}],
-                "usage": self._usage()}
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json},
+                }
+                for call, call_id in self.calls
+            ]
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": self.body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": self._finish_reason(),
+                }
+            ],
+            "usage": self._usage(),
+        }
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
-        payload = {"id": self.completion_id, "object": "chat.completion.chunk",
-                   "created": 1_700_000_000, "model": self.body.get("model"),
-                   "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                "finish_reason": finish_reason}]}
+        payload = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": self.body.get("model"),
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
         return f"data: {json.dumps(payload)}\n\n"
 
     def _events(self) -> Iterator[tuple[bool, str]]:
@@ -429,24 +593,51 @@ class _ChatWriter:
                 for delta in _pieces(item.text, item.chunk):
                     yield True, self._chunk({"content": delta})
         for index, (call, call_id) in enumerate(self.calls):
-            yield False, self._chunk({"tool_calls": [
-                {"index": index, "id": call_id, "type": "function",
-                 "function": {"name": call.name, "arguments": ""}}]})
+            yield (
+                False,
+                self._chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                ),
+            )
             arguments = call.arguments_json
             for piece in _pieces(arguments, max(1, len(arguments) // 3 + 1)):
-                yield True, self._chunk({"tool_calls": [
-                    {"index": index, "function": {"arguments": piece}}]})
+                yield (
+                    True,
+                    self._chunk(
+                        {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                    ),
+                )
         yield False, self._chunk({}, self._finish_reason())
         if (self.body.get("stream_options") or {}).get("include_usage"):
-            usage = {"id": self.completion_id, "object": "chat.completion.chunk",
-                     "created": 1_700_000_000, "model": self.body.get("model"),
-                     "choices": [], "usage": self._usage()}
+            usage = {
+                "id": self.completion_id,
+                "object": "chat.completion.chunk",
+                "created": 1_700_000_000,
+                "model": self.body.get("model"),
+                "choices": [],
+                "usage": self._usage(),
+            }
             yield False, f"data: {json.dumps(usage)}\n\n"
 
     def _break(self) -> list[str]:
         if self.step.break_with in ("failed", "error_event"):
-            error = {"error": {"message": "The model failed mid-stream.", "type": "server_error",
-                               "code": self.step.error_code, "param": None}}
+            error = {
+                "error": {
+                    "message": "The model failed mid-stream.",
+                    "type": "server_error",
+                    "code": self.step.error_code,
+                    "param": None,
+                }
+            }
             return [f"data: {json.dumps(error)}\n\n"]
         return []
 
@@ -468,16 +659,18 @@ class _ChatWriter:
 
 
 @asynccontextmanager
-async def running_model_server(server: FakeModelServer | None = None
-                               ) -> AsyncIterator[FakeModelServer]:
+async def running_model_server(
+    server: FakeModelServer | None = None,
+) -> AsyncIterator[FakeModelServer]:
     """Serve ``server`` with uvicorn on a free loopback port for the block."""
     server = server or FakeModelServer()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     server.port = sock.getsockname()[1]
-    config = uvicorn.Config(server.app(), log_level="critical", lifespan="off",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        server.app(), log_level="critical", lifespan="off", timeout_graceful_shutdown=1
+    )
     uv = uvicorn.Server(config)
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     await wait_started(lambda: uv.started, task, what="the fake model server")

@@ -29,14 +29,49 @@ from starlette.responses import JSONResponse, Response
 from tests.fakes.fake_service import Endpoint, FakeService
 
 INSTITUTIONS = {
-    "ins_109508": ("First Platypus Bank", [
-        ("plaid-checking", "Plaid Checking", "Plaid Gold Standard 0% Interest Checking",
-         "depository", "checking", "0000", 110.0, 100.0, None),
-        ("plaid-credit", "Plaid Credit Card", "Plaid Diamond 12.5% APR Interest Credit Card",
-         "credit", "credit card", "3333", 410.0, None, 2000.0)]),
-    "ins_109509": ("Tartan Bank", [
-        ("tartan-savings", "Tartan Savings", "Tartan Bank High Yield Savings",
-         "depository", "savings", "1111", 5320.5, 5320.5, None)]),
+    "ins_109508": (
+        "First Platypus Bank",
+        [
+            (
+                "plaid-checking",
+                "Plaid Checking",
+                "Plaid Gold Standard 0% Interest Checking",
+                "depository",
+                "checking",
+                "0000",
+                110.0,
+                100.0,
+                None,
+            ),
+            (
+                "plaid-credit",
+                "Plaid Credit Card",
+                "Plaid Diamond 12.5% APR Interest Credit Card",
+                "credit",
+                "credit card",
+                "3333",
+                410.0,
+                None,
+                2000.0,
+            ),
+        ],
+    ),
+    "ins_109509": (
+        "Tartan Bank",
+        [
+            (
+                "tartan-savings",
+                "Tartan Savings",
+                "Tartan Bank High Yield Savings",
+                "depository",
+                "savings",
+                "1111",
+                5320.5,
+                5320.5,
+                None,
+            )
+        ],
+    ),
 }
 MERCHANTS = (
     ("Starbucks", "FOOD_AND_DRINK", "FOOD_AND_DRINK_COFFEE", 4.33),
@@ -48,13 +83,21 @@ MERCHANTS = (
 )
 
 
-def _error(code: str, message: str, error_type: str = "INVALID_INPUT",
-           status: int = 400) -> JSONResponse:
-    return JSONResponse({"display_message": None, "documentation_url":
-                         f"https://plaid.com/docs/errors/#{code.lower()}",
-                         "error_code": code, "error_message": message,
-                         "error_type": error_type, "request_id": "req-fake",
-                         "suggested_action": None}, status)
+def _error(
+    code: str, message: str, error_type: str = "INVALID_INPUT", status: int = 400
+) -> JSONResponse:
+    return JSONResponse(
+        {
+            "display_message": None,
+            "documentation_url": f"https://plaid.com/docs/errors/#{code.lower()}",
+            "error_code": code,
+            "error_message": message,
+            "error_type": error_type,
+            "request_id": "req-fake",
+            "suggested_action": None,
+        },
+        status,
+    )
 
 
 @dataclass
@@ -86,21 +129,49 @@ class FakePlaid(FakeService):
 
     # ------------------------------------------------------------------ transactions
 
-    def transaction(self, item: FakeItem, account: str, day: date, name: str, amount: float,
-                    primary: str, detailed: str, pending: bool = False,
-                    legacy: list[str] | None = None) -> dict[str, Any]:
+    def transaction(
+        self,
+        item: FakeItem,
+        account: str,
+        day: date,
+        name: str,
+        amount: float,
+        primary: str,
+        detailed: str,
+        pending: bool = False,
+        legacy: list[str] | None = None,
+    ) -> dict[str, Any]:
         return {
-            "account_id": item.account_ids[account], "account_owner": None, "amount": amount,
-            "authorized_date": day.isoformat(), "authorized_datetime": None,
-            "category": legacy, "category_id": None, "check_number": None,
-            "counterparties": [], "date": day.isoformat(), "datetime": None,
-            "iso_currency_code": "USD", "location": {"city": None, "region": None},
-            "logo_url": None, "merchant_entity_id": None, "merchant_name": name, "name": name,
-            "payment_channel": "in store", "pending": pending, "pending_transaction_id": None,
-            "personal_finance_category": {"primary": primary, "detailed": detailed,
-                                          "confidence_level": "VERY_HIGH"},
-            "transaction_code": None, "transaction_id": self._new("txn"),
-            "transaction_type": "place", "unofficial_currency_code": None, "website": None,
+            "account_id": item.account_ids[account],
+            "account_owner": None,
+            "amount": amount,
+            "authorized_date": day.isoformat(),
+            "authorized_datetime": None,
+            "category": legacy,
+            "category_id": None,
+            "check_number": None,
+            "counterparties": [],
+            "date": day.isoformat(),
+            "datetime": None,
+            "iso_currency_code": "USD",
+            "location": {"city": None, "region": None},
+            "logo_url": None,
+            "merchant_entity_id": None,
+            "merchant_name": name,
+            "name": name,
+            "payment_channel": "in store",
+            "pending": pending,
+            "pending_transaction_id": None,
+            "personal_finance_category": {
+                "primary": primary,
+                "detailed": detailed,
+                "confidence_level": "VERY_HIGH",
+            },
+            "transaction_code": None,
+            "transaction_id": self._new("txn"),
+            "transaction_type": "place",
+            "unofficial_currency_code": None,
+            "website": None,
         }
 
     def _history(self, item: FakeItem) -> None:
@@ -110,12 +181,35 @@ class FakePlaid(FakeService):
         for offset in range(0, 90, 3):
             name, primary, detailed, amount = MERCHANTS[rng.randrange(len(MERCHANTS))]
             account = list(item.account_ids)[offset % len(item.account_ids)]
-            item.log.append(("added", self.transaction(
-                item, account, today - timedelta(days=offset), name, amount, primary, detailed,
-                pending=offset == 0)))
-        item.log.append(("added", self.transaction(
-            item, first, today - timedelta(days=14), "ACME PAYROLL", -2500.0, "INCOME",
-            "INCOME_WAGES")))
+            item.log.append(
+                (
+                    "added",
+                    self.transaction(
+                        item,
+                        account,
+                        today - timedelta(days=offset),
+                        name,
+                        amount,
+                        primary,
+                        detailed,
+                        pending=offset == 0,
+                    ),
+                )
+            )
+        item.log.append(
+            (
+                "added",
+                self.transaction(
+                    item,
+                    first,
+                    today - timedelta(days=14),
+                    "ACME PAYROLL",
+                    -2500.0,
+                    "INCOME",
+                    "INCOME_WAGES",
+                ),
+            )
+        )
 
     def change(self, access_token: str, kind: str, transaction: dict[str, Any]) -> None:
         self.items[access_token].log.append((kind, transaction))
@@ -144,12 +238,18 @@ class FakePlaid(FakeService):
     def _item(self, body: dict[str, Any]) -> FakeItem | Response:
         item = self.items.get(str(body.get("access_token")))
         if item is None:
-            return _error("INVALID_ACCESS_TOKEN", "provided access token is in an invalid format "
-                          "or has been revoked")
+            return _error(
+                "INVALID_ACCESS_TOKEN",
+                "provided access token is in an invalid format or has been revoked",
+            )
         if item.broken:
-            return _error("ITEM_LOGIN_REQUIRED", "the login details of this item have changed "
-                          "(credentials, MFA, or required user action) and a user login is "
-                          "required to update this information.", "ITEM_ERROR")
+            return _error(
+                "ITEM_LOGIN_REQUIRED",
+                "the login details of this item have changed "
+                "(credentials, MFA, or required user action) and a user login is "
+                "required to update this information.",
+                "ITEM_ERROR",
+            )
         return item
 
     async def link_token_create(self, request: Request) -> Response:
@@ -157,8 +257,9 @@ class FakePlaid(FakeService):
         if isinstance(body, Response):
             return body
         user = body.get("user") or {}
-        missing = [name for name in ("client_name", "country_codes", "language")
-                   if not body.get(name)]
+        missing = [
+            name for name in ("client_name", "country_codes", "language") if not body.get(name)
+        ]
         if not user.get("client_user_id"):
             missing.append("user.client_user_id")
         if missing:
@@ -166,8 +267,9 @@ class FakePlaid(FakeService):
         token = f"link-sandbox-{self._new('tok')}"
         self.link_tokens[token] = str(user["client_user_id"])
         expiration = (datetime.now(UTC) + timedelta(hours=4)).isoformat().replace("+00:00", "Z")
-        return JSONResponse({"expiration": expiration, "link_token": token,
-                             "request_id": "req-fake"})
+        return JSONResponse(
+            {"expiration": expiration, "link_token": token, "request_id": "req-fake"}
+        )
 
     async def sandbox_public_token(self, request: Request) -> Response:
         body = await self._body(request)
@@ -186,16 +288,23 @@ class FakePlaid(FakeService):
             return body
         institution = self.public_tokens.pop(str(body.get("public_token")), None)
         if institution is None:
-            return _error("INVALID_PUBLIC_TOKEN", "provided public token is expired. Public "
-                          "tokens expire 30 minutes after creation at which point they can no "
-                          "longer be exchanged")
+            return _error(
+                "INVALID_PUBLIC_TOKEN",
+                "provided public token is expired. Public "
+                "tokens expire 30 minutes after creation at which point they can no "
+                "longer be exchanged",
+            )
         access = f"access-sandbox-{self._new('acc')}"
-        item = FakeItem(self._new("item"), institution,
-                        {key: self._new("acct") for key, *_ in INSTITUTIONS[institution][1]})
+        item = FakeItem(
+            self._new("item"),
+            institution,
+            {key: self._new("acct") for key, *_ in INSTITUTIONS[institution][1]},
+        )
         self._history(item)
         self.items[access] = item
-        return JSONResponse({"access_token": access, "item_id": item.item_id,
-                             "request_id": "req-fake"})
+        return JSONResponse(
+            {"access_token": access, "item_id": item.item_id, "request_id": "req-fake"}
+        )
 
     async def balance(self, request: Request) -> Response:
         body = await self._body(request)
@@ -205,19 +314,42 @@ class FakePlaid(FakeService):
         if isinstance(item, Response):
             return item
         accounts = []
-        for key, name, official, kind, subtype, mask, current, available, limit in \
-                INSTITUTIONS[item.institution_id][1]:
-            accounts.append({"account_id": item.account_ids[key],
-                             "balances": {"available": available, "current": current,
-                                          "iso_currency_code": "USD", "limit": limit,
-                                          "unofficial_currency_code": None},
-                             "mask": mask, "name": name, "official_name": official,
-                             "subtype": subtype, "type": kind})
-        return JSONResponse({"accounts": accounts, "item": {
-            "available_products": ["balance"], "billed_products": ["transactions"],
-            "consent_expiration_time": None, "error": None,
-            "institution_id": item.institution_id, "item_id": item.item_id,
-            "update_type": "background", "webhook": ""}, "request_id": "req-fake"})
+        for key, name, official, kind, subtype, mask, current, available, limit in INSTITUTIONS[
+            item.institution_id
+        ][1]:
+            accounts.append(
+                {
+                    "account_id": item.account_ids[key],
+                    "balances": {
+                        "available": available,
+                        "current": current,
+                        "iso_currency_code": "USD",
+                        "limit": limit,
+                        "unofficial_currency_code": None,
+                    },
+                    "mask": mask,
+                    "name": name,
+                    "official_name": official,
+                    "subtype": subtype,
+                    "type": kind,
+                }
+            )
+        return JSONResponse(
+            {
+                "accounts": accounts,
+                "item": {
+                    "available_products": ["balance"],
+                    "billed_products": ["transactions"],
+                    "consent_expiration_time": None,
+                    "error": None,
+                    "institution_id": item.institution_id,
+                    "item_id": item.item_id,
+                    "update_type": "background",
+                    "webhook": "",
+                },
+                "request_id": "req-fake",
+            }
+        )
 
     async def sync(self, request: Request) -> Response:
         body = await self._body(request)
@@ -236,21 +368,32 @@ class FakePlaid(FakeService):
             return _error("INVALID_FIELD", "count must be between 1 and 500")
         if position and self.mutate_during_pagination:
             self.mutate_during_pagination -= 1
-            return _error("TRANSACTIONS_SYNC_MUTATION_DURING_PAGINATION", "Underlying "
-                          "transaction data changed since last page was fetched. Please "
-                          "restart pagination from last update.", "TRANSACTION_ERROR")
-        page = item.log[position: position + min(count, self.page_cap)]
+            return _error(
+                "TRANSACTIONS_SYNC_MUTATION_DURING_PAGINATION",
+                "Underlying "
+                "transaction data changed since last page was fetched. Please "
+                "restart pagination from last update.",
+                "TRANSACTION_ERROR",
+            )
+        page = item.log[position : position + min(count, self.page_cap)]
         end = position + len(page)
         buckets: dict[str, list[Any]] = {"added": [], "modified": [], "removed": []}
         for kind, txn in page:
-            buckets[kind].append({"account_id": txn["account_id"],
-                                  "transaction_id": txn["transaction_id"]}
-                                 if kind == "removed" else txn)
-        return JSONResponse({**buckets, "accounts": [],
-                             "next_cursor": base64.b64encode(f"v1:{end}".encode()).decode(),
-                             "has_more": end < len(item.log),
-                             "transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
-                             "request_id": "req-fake"})
+            buckets[kind].append(
+                {"account_id": txn["account_id"], "transaction_id": txn["transaction_id"]}
+                if kind == "removed"
+                else txn
+            )
+        return JSONResponse(
+            {
+                **buckets,
+                "accounts": [],
+                "next_cursor": base64.b64encode(f"v1:{end}".encode()).decode(),
+                "has_more": end < len(item.log),
+                "transactions_update_status": "HISTORICAL_UPDATE_COMPLETE",
+                "request_id": "req-fake",
+            }
+        )
 
     async def remove(self, request: Request) -> Response:
         body = await self._body(request)

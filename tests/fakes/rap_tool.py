@@ -29,24 +29,43 @@ from starlette.responses import JSONResponse, Response
 
 from tests.fakes.fake_service import FakeService
 
-DIFF = ("--- app/greet.py\n+++ app/greet.py\n@@ -1,2 +1,2 @@\n def greet():\n"
-        "-    return 'hi'\n+    return 'hello'\n")
+DIFF = (
+    "--- app/greet.py\n+++ app/greet.py\n@@ -1,2 +1,2 @@\n def greet():\n"
+    "-    return 'hi'\n+    return 'hello'\n"
+)
 
 TOOLS = [
     # What each operation declares decides whether a call waits for approval: a write
     # asks, a read does not, and an operation that says nothing asks too.
-    {"name": "edit_file", "description": "Replace a file's content in the repository.",
-     "side_effect": True,
-     "inputSchema": {"type": "object",
-                     "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                     "required": ["path", "content"]}},
-    {"name": "lookup", "description": "Look a term up in the team's notes.",
-     "side_effect": False,
-     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}},
-                     "required": ["query"]}},
-    {"name": "watch_repo", "description": "Subscribe to pushes to a repository.",
-     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string"}},
-                     "required": ["repo"]}},
+    {
+        "name": "edit_file",
+        "description": "Replace a file's content in the repository.",
+        "side_effect": True,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+    {
+        "name": "lookup",
+        "description": "Look a term up in the team's notes.",
+        "side_effect": False,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "watch_repo",
+        "description": "Subscribe to pushes to a repository.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"repo": {"type": "string"}},
+            "required": ["repo"],
+        },
+    },
 ]
 
 
@@ -90,8 +109,9 @@ def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
     stamp = parts.get("t", "")
     if not stamp.isdigit() or abs(time.time() - int(stamp)) > 300:
         return False
-    return hmac.compare_digest(signature(secret, body, int(stamp)).split("v1=")[1],
-                               parts.get("v1", ""))
+    return hmac.compare_digest(
+        signature(secret, body, int(stamp)).split("v1=")[1], parts.get("v1", "")
+    )
 
 
 class RapToolServer(FakeService):
@@ -109,17 +129,23 @@ class RapToolServer(FakeService):
         self._client = httpx.AsyncClient(timeout=10)
 
     def routes(self) -> list[tuple[str, Any, list[str]]]:
-        return [("/.well-known/rap-toolset", self._toolset, ["GET"]),
-                ("/invoke", self._invoke, ["POST"]),
-                ("/close_thread", self._close_thread, ["POST"])]
+        return [
+            ("/.well-known/rap-toolset", self._toolset, ["GET"]),
+            ("/invoke", self._invoke, ["POST"]),
+            ("/close_thread", self._close_thread, ["POST"]),
+        ]
 
     def on(self, operation: str, *steps: Result | Silence) -> None:
         """What the next invocations of ``operation`` get (the last step repeats)."""
         self.scripts.setdefault(operation, []).extend(steps)
 
     def toolset(self) -> dict[str, Any]:
-        return {"name": self.name, "description": "Notes and repository tools of the team",
-                "endpoint": f"{self.base_url}/invoke", "tools": TOOLS}
+        return {
+            "name": self.name,
+            "description": "Notes and repository tools of the team",
+            "endpoint": f"{self.base_url}/invoke",
+            "tools": TOOLS,
+        }
 
     async def wait_deliveries(self, count: int, within: float = 10) -> list[Delivery]:
         async with asyncio.timeout(within):
@@ -149,7 +175,8 @@ class RapToolServer(FakeService):
         self.invoked.set()
         if self.secret is not None:
             self.invocation_signed.append(
-                signature_ok(self.secret, body, request.headers.get("x-switchboard-signature")))
+                signature_ok(self.secret, body, request.headers.get("x-switchboard-signature"))
+            )
         steps = self.scripts.get(invocation["operation"]) or [Result(f"echo {invocation}")]
         step = steps.pop(0) if len(steps) > 1 else steps[0]
         if isinstance(step, Result):
@@ -160,10 +187,12 @@ class RapToolServer(FakeService):
 
     async def _answer(self, invocation: dict[str, Any], step: Result) -> None:
         await asyncio.sleep(step.delay)
-        message: dict[str, Any] = {"type": step.kind,
-                                   "group_id": step.group_id or invocation["group_id"],
-                                   "id": step.id or invocation["id"],
-                                   "call_id": invocation.get("call_id")}
+        message: dict[str, Any] = {
+            "type": step.kind,
+            "group_id": step.group_id or invocation["group_id"],
+            "id": step.id or invocation["id"],
+            "call_id": invocation.get("call_id"),
+        }
         if step.kind == "oauth":
             message["auth_url"] = step.auth_url
         else:
@@ -179,12 +208,12 @@ class RapToolServer(FakeService):
                 headers["X-Switchboard-Signature"] = signature("not-the-shared-secret!!", body)
             elif self.secret is not None and step.signature != "none":
                 headers["X-Switchboard-Signature"] = signature(self.secret, body)
-            answer = await self._client.post(invocation["callback_url"], content=body,
-                                             headers=headers)
+            answer = await self._client.post(
+                invocation["callback_url"], content=body, headers=headers
+            )
             try:
                 parsed = answer.json()
             except ValueError:
                 parsed = answer.text
             self.deliveries.append(Delivery(answer.status_code, parsed))
             self.delivered.set()
-

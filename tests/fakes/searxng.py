@@ -19,8 +19,12 @@ from starlette.responses import JSONResponse, Response
 from tests.fakes.fake_service import Endpoint, FakeService
 
 INDEX = [
-    (f"Sourdough tip {n}", f"https://bread.example.com/tips/{n}",
-     f"Tip {n}: a lively starter and a long, cool proof.") for n in range(1, 13)
+    (
+        f"Sourdough tip {n}",
+        f"https://bread.example.com/tips/{n}",
+        f"Tip {n}: a lively starter and a long, cool proof.",
+    )
+    for n in range(1, 13)
 ]
 
 
@@ -35,25 +39,48 @@ class FakeSearxng(FakeService):
     async def search(self, request: Request) -> Response:
         query = request.query_params
         if query.get("format") != "json" or not self.json_enabled:
-            return Response("<html><body>403 Forbidden</body></html>", 403,
-                            media_type="text/html")
+            return Response("<html><body>403 Forbidden</body></html>", 403, media_type="text/html")
         page = int(query.get("pageno", "1"))
         words = query.get("q", "").lower().split()
-        hits = [entry for entry in INDEX
-                if any(word in (entry[0] + " " + entry[2]).lower() for word in words)]
+        hits = [
+            entry
+            for entry in INDEX
+            if any(word in (entry[0] + " " + entry[2]).lower() for word in words)
+        ]
         start = (page - 1) * self.per_page
-        chunk = hits[start: start + self.per_page]
+        chunk = hits[start : start + self.per_page]
         if page > 1 and chunk:
             chunk = [hits[start - 1], *chunk]  # an engine repeating the previous page's last
-        results = [{"url": url, "title": title, "content": content, "engine": "duckduckgo",
-                    "parsed_url": list(urlparse(url)), "template": "default.html",
-                    "engines": ["duckduckgo", "brave"], "positions": [n + 1], "score": 1.5,
-                    "category": "general", "publishedDate": None, "thumbnail": "",
-                    "priority": ""}
-                   for n, (title, url, content) in enumerate(chunk)]
-        return JSONResponse({"query": query.get("q"), "number_of_results": 0,
-                             "results": results, "answers": [], "corrections": [],
-                             "infoboxes": [], "suggestions": [], "unresponsive_engines": []})
+        results = [
+            {
+                "url": url,
+                "title": title,
+                "content": content,
+                "engine": "duckduckgo",
+                "parsed_url": list(urlparse(url)),
+                "template": "default.html",
+                "engines": ["duckduckgo", "brave"],
+                "positions": [n + 1],
+                "score": 1.5,
+                "category": "general",
+                "publishedDate": None,
+                "thumbnail": "",
+                "priority": "",
+            }
+            for n, (title, url, content) in enumerate(chunk)
+        ]
+        return JSONResponse(
+            {
+                "query": query.get("q"),
+                "number_of_results": 0,
+                "results": results,
+                "answers": [],
+                "corrections": [],
+                "infoboxes": [],
+                "suggestions": [],
+                "unresponsive_engines": [],
+            }
+        )
 
     def routes(self) -> list[tuple[str, Endpoint, list[str]]]:
         return [("/search", self.search, ["GET"])]

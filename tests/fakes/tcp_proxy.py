@@ -65,8 +65,9 @@ class TcpProxy:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    async def _serve(self, client_reader: asyncio.StreamReader,
-                     client_writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._pipes.add(task)
@@ -75,10 +76,12 @@ class TcpProxy:
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(*self.upstream), CONNECT_TIMEOUT)
+                asyncio.open_connection(*self.upstream), CONNECT_TIMEOUT
+            )
             self._writers.add(upstream_writer)
-            await asyncio.gather(_pump(client_reader, upstream_writer),
-                                 _pump(upstream_reader, client_writer))
+            await asyncio.gather(
+                _pump(client_reader, upstream_writer), _pump(upstream_reader, client_writer)
+            )
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
             pass
         finally:

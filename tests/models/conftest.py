@@ -39,20 +39,26 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def model_settings(make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
-                   fake_model: FakeModelServer, provider: str,
-                   monkeypatch: pytest.MonkeyPatch) -> Callable[..., Settings]:
+def model_settings(
+    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+    fake_model: FakeModelServer,
+    provider: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[..., Settings]:
     """``make_settings`` with every model pointed at ``fake_model`` over ``provider``."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     if provider == "openai":
         monkeypatch.setenv("OPENAI_BASE_URL", fake_model.base_url())
 
     def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {"model": model_spec(provider, fake_model),
-                                  "model_api_key": API_KEY, "model_timeout": 5,
-                                  "model_call_timeout": 20, "suggest_timeout": 5}
+        values: dict[str, Any] = {
+            "model": model_spec(provider, fake_model),
+            "model_api_key": API_KEY,
+            "model_timeout": 5,
+            "model_call_timeout": 20,
+            "suggest_timeout": 5,
+        }
         values.update(overrides)
         return make_settings(**values)
 
     return make
-

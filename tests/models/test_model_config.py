@@ -31,53 +31,69 @@ from connectors.instructions import CONNECTOR_RULES, connector_instructions, con
 # ----------------------------------------------------------------------------- specs
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("offline", ModelSpec("offline")),
-    (" Offline ", ModelSpec("offline")),
-    ("openai:gpt-4.1-mini", ModelSpec("openai", "gpt-4.1-mini")),
-    ("responses:openai/gpt-oss-20b@http://localhost:8000/v1",
-     ModelSpec("responses", "openai/gpt-oss-20b", "http://localhost:8000/v1")),
-    ("chat:qwen2.5:7b@http://127.0.0.1:11434/v1/",
-     ModelSpec("chat", "qwen2.5:7b", "http://127.0.0.1:11434/v1")),
-    ("CHAT:hf.co/org/model:Q4_K_M@https://gpu.internal:8443/v1",
-     ModelSpec("chat", "hf.co/org/model:Q4_K_M", "https://gpu.internal:8443/v1")),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("offline", ModelSpec("offline")),
+        (" Offline ", ModelSpec("offline")),
+        ("openai:gpt-4.1-mini", ModelSpec("openai", "gpt-4.1-mini")),
+        (
+            "responses:openai/gpt-oss-20b@http://localhost:8000/v1",
+            ModelSpec("responses", "openai/gpt-oss-20b", "http://localhost:8000/v1"),
+        ),
+        (
+            "chat:qwen2.5:7b@http://127.0.0.1:11434/v1/",
+            ModelSpec("chat", "qwen2.5:7b", "http://127.0.0.1:11434/v1"),
+        ),
+        (
+            "CHAT:hf.co/org/model:Q4_K_M@https://gpu.internal:8443/v1",
+            ModelSpec("chat", "hf.co/org/model:Q4_K_M", "https://gpu.internal:8443/v1"),
+        ),
+    ],
+)
 def test_model_specs_parse(text: str, expected: ModelSpec) -> None:
     assert parse_model_spec(text) == expected
     assert parse_model_spec(str(expected)) == expected  # str() round-trips
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("gpt-4o", "expected offline, openai:MODEL"),
-    ("ollama:llama3@http://x/v1", "expected offline, openai:MODEL"),
-    ("chat:llama3", "needs a base URL"),
-    ("chat:llama3@localhost:11434/v1", "must start with http:// or https://"),
-    ("chat:@http://localhost/v1", "model name is missing"),
-    ("responses:my model@http://localhost/v1", "is not a model name"),
-    ("openai:gpt-4o@https://example.org/v1", "takes no base URL"),
-    ("chat:m@http://user:pw@localhost/v1", "must not carry credentials"),
-    ("chat:m@http://localhost:99999999/v1", "invalid port"),
-    ("chat:m@http://localhost/v1?x=1", "query or fragment"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("gpt-4o", "expected offline, openai:MODEL"),
+        ("ollama:llama3@http://x/v1", "expected offline, openai:MODEL"),
+        ("chat:llama3", "needs a base URL"),
+        ("chat:llama3@localhost:11434/v1", "must start with http:// or https://"),
+        ("chat:@http://localhost/v1", "model name is missing"),
+        ("responses:my model@http://localhost/v1", "is not a model name"),
+        ("openai:gpt-4o@https://example.org/v1", "takes no base URL"),
+        ("chat:m@http://user:pw@localhost/v1", "must not carry credentials"),
+        ("chat:m@http://localhost:99999999/v1", "invalid port"),
+        ("chat:m@http://localhost/v1?x=1", "query or fragment"),
+    ],
+)
 def test_bad_model_specs_say_what_was_expected(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says.replace("(", r"\(")):
         parse_model_spec(text)
 
 
-@pytest.mark.parametrize(("overrides", "variable"), [
-    ({"model": "gpt-4o"}, "SWITCHBOARD_MODEL"),
-    ({"connector_model": "chat:small"}, "SWITCHBOARD_CONNECTOR_MODEL"),
-    ({"suggest_model": "tiny"}, "SWITCHBOARD_SUGGEST_MODEL"),
-    ({"model_timeout": 0}, "SWITCHBOARD_MODEL_TIMEOUT"),
-    ({"model_call_timeout": -1}, "SWITCHBOARD_MODEL_CALL_TIMEOUT"),
-    ({"model_max_retries": 11}, "SWITCHBOARD_MODEL_MAX_RETRIES"),
-    ({"suggest_timeout": 0}, "SWITCHBOARD_SUGGEST_TIMEOUT"),
-    ({"timezone": "Mars/Olympus_Mons"}, "SWITCHBOARD_TIMEZONE"),
-    ({"locale": "en US"}, "SWITCHBOARD_LOCALE"),
-    ({"tracing": "sometimes"}, "SWITCHBOARD_TRACING"),
-])
-def test_bad_model_settings_fail_naming_the_variable(overrides: dict[str, Any],
-                                                     variable: str) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "variable"),
+    [
+        ({"model": "gpt-4o"}, "SWITCHBOARD_MODEL"),
+        ({"connector_model": "chat:small"}, "SWITCHBOARD_CONNECTOR_MODEL"),
+        ({"suggest_model": "tiny"}, "SWITCHBOARD_SUGGEST_MODEL"),
+        ({"model_timeout": 0}, "SWITCHBOARD_MODEL_TIMEOUT"),
+        ({"model_call_timeout": -1}, "SWITCHBOARD_MODEL_CALL_TIMEOUT"),
+        ({"model_max_retries": 11}, "SWITCHBOARD_MODEL_MAX_RETRIES"),
+        ({"suggest_timeout": 0}, "SWITCHBOARD_SUGGEST_TIMEOUT"),
+        ({"timezone": "Mars/Olympus_Mons"}, "SWITCHBOARD_TIMEZONE"),
+        ({"locale": "en US"}, "SWITCHBOARD_LOCALE"),
+        ({"tracing": "sometimes"}, "SWITCHBOARD_TRACING"),
+    ],
+)
+def test_bad_model_settings_fail_naming_the_variable(
+    overrides: dict[str, Any], variable: str
+) -> None:
     with pytest.raises(SettingsError, match=variable):
         load_settings(**overrides)
 
@@ -110,14 +126,22 @@ def test_the_default_is_the_offline_model_with_nothing_around_it() -> None:
     assert models.suggest is None and models.suggestions_enabled
     assert models.model_settings == ModelSettings()  # no timeout task, no retry wrapper
     config = models.run_config()
-    assert config.tracing_disabled is True and config.model_provider.get_model(None) is models.orchestrator
+    assert (
+        config.tracing_disabled is True
+        and config.model_provider.get_model(None) is models.orchestrator
+    )
 
 
 async def test_real_models_use_the_sdk_classes_with_our_timeouts_and_no_client_retries() -> None:
     base = "http://127.0.0.1:9/v1"
-    settings = load_settings(model=f"responses:big@{base}", connector_model=f"chat:small@{base}",
-                             suggest_model="off", model_timeout=7, model_call_timeout=90,
-                             model_max_retries=3)
+    settings = load_settings(
+        model=f"responses:big@{base}",
+        connector_model=f"chat:small@{base}",
+        suggest_model="off",
+        model_timeout=7,
+        model_call_timeout=90,
+        model_max_retries=3,
+    )
     models = build_models(settings, environ={"OPENAI_API_KEY": "sk-env"})
     try:
         assert isinstance(models.orchestrator, OpenAIResponsesModel)
@@ -154,22 +178,30 @@ async def test_a_keyless_local_server_gets_a_placeholder_and_tracing_is_opt_in()
 
 
 def _context(attempt: int = 1, **normalized: Any) -> RetryPolicyContext:
-    return RetryPolicyContext(error=RuntimeError("x"), attempt=attempt, max_retries=3,
-                              stream=True, normalized=ModelRetryNormalizedError(**normalized))
+    return RetryPolicyContext(
+        error=RuntimeError("x"),
+        attempt=attempt,
+        max_retries=3,
+        stream=True,
+        normalized=ModelRetryNormalizedError(**normalized),
+    )
 
 
-@pytest.mark.parametrize(("normalized", "retry"), [
-    ({"status_code": 429}, True),
-    ({"status_code": 500}, True),
-    ({"status_code": 503}, True),
-    ({"status_code": 408}, True),
-    ({"is_network_error": True}, True),
-    ({"is_timeout": True}, True),
-    ({"status_code": 400}, False),
-    ({"status_code": 401}, False),
-    ({"status_code": 404}, False),
-    ({}, False),
-])
+@pytest.mark.parametrize(
+    ("normalized", "retry"),
+    [
+        ({"status_code": 429}, True),
+        ({"status_code": 500}, True),
+        ({"status_code": 503}, True),
+        ({"status_code": 408}, True),
+        ({"is_network_error": True}, True),
+        ({"is_timeout": True}, True),
+        ({"status_code": 400}, False),
+        ({"status_code": 401}, False),
+        ({"status_code": 404}, False),
+        ({}, False),
+    ],
+)
 def test_only_transient_failures_are_retried(normalized: dict[str, Any], retry: bool) -> None:
     assert transient_retry_policy(_context(**normalized)).retry is retry
 
@@ -189,43 +221,69 @@ def test_backoff_grows_is_capped_and_honours_retry_after() -> None:
 _REQUEST = httpx2.Request("POST", "http://127.0.0.1:9/v1/responses")
 
 
-def _status(cls: type[openai.APIStatusError], status: int, code: str | None = None,
-            message: str = "boom") -> openai.APIStatusError:
+def _status(
+    cls: type[openai.APIStatusError], status: int, code: str | None = None, message: str = "boom"
+) -> openai.APIStatusError:
     response = httpx2.Response(status, request=_REQUEST, headers={"x-request-id": "req_123"})
-    return cls(f"Error code: {status} - {message}", response=response,
-               body={"code": code, "message": message, "type": "x"})
+    return cls(
+        f"Error code: {status} - {message}",
+        response=response,
+        body={"code": code, "message": message, "type": "x"},
+    )
 
 
-@pytest.mark.parametrize(("exc", "code", "retryable"), [
-    (_status(openai.RateLimitError, 429, "rate_limit_exceeded"), "rate_limited", True),
-    (_status(openai.InternalServerError, 503), "model_unavailable", True),
-    (_status(openai.APIStatusError, 408), "model_unavailable", True),
-    (_status(openai.BadRequestError, 400), "model_error", False),
-    (_status(openai.AuthenticationError, 401), "model_error", False),
-    (_status(openai.NotFoundError, 404), "model_error", False),
-    (openai.APITimeoutError(request=_REQUEST), "model_unavailable", True),
-    (openai.APIConnectionError(request=_REQUEST), "model_unavailable", True),
-    (ModelTimeoutError(30), "model_unavailable", True),
-    (openai.APIError("x", request=_REQUEST, body={"code": "server_error"}),
-     "model_unavailable", True),
-    (openai.APIError("x", request=_REQUEST, body={"code": "rate_limit_exceeded"}),
-     "rate_limited", True),
-    (ModelBehaviorError("Responses stream ended with terminal event `response.failed`. "
-                        "status=failed; error=ResponseError(code='server_error', message='x')."),
-     "model_unavailable", True),
-    (ModelBehaviorError("Responses stream ended with terminal event `error`. "
-                        "code=invalid_prompt; message=x."), "model_error", True),
-    (ModelBehaviorError("Responses stream ended with terminal event `response.incomplete`."),
-     "model_error", False),
-    (ModelBehaviorError("Tool lookup not found in agent Yelp"), "model_error", True),
-    (MaxTurnsExceeded("Max turns (12) exceeded"), "model_error", False),
-    (RuntimeError("a bug"), "model_error", True),
-])
+@pytest.mark.parametrize(
+    ("exc", "code", "retryable"),
+    [
+        (_status(openai.RateLimitError, 429, "rate_limit_exceeded"), "rate_limited", True),
+        (_status(openai.InternalServerError, 503), "model_unavailable", True),
+        (_status(openai.APIStatusError, 408), "model_unavailable", True),
+        (_status(openai.BadRequestError, 400), "model_error", False),
+        (_status(openai.AuthenticationError, 401), "model_error", False),
+        (_status(openai.NotFoundError, 404), "model_error", False),
+        (openai.APITimeoutError(request=_REQUEST), "model_unavailable", True),
+        (openai.APIConnectionError(request=_REQUEST), "model_unavailable", True),
+        (ModelTimeoutError(30), "model_unavailable", True),
+        (
+            openai.APIError("x", request=_REQUEST, body={"code": "server_error"}),
+            "model_unavailable",
+            True,
+        ),
+        (
+            openai.APIError("x", request=_REQUEST, body={"code": "rate_limit_exceeded"}),
+            "rate_limited",
+            True,
+        ),
+        (
+            ModelBehaviorError(
+                "Responses stream ended with terminal event `response.failed`. "
+                "status=failed; error=ResponseError(code='server_error', message='x')."
+            ),
+            "model_unavailable",
+            True,
+        ),
+        (
+            ModelBehaviorError(
+                "Responses stream ended with terminal event `error`. "
+                "code=invalid_prompt; message=x."
+            ),
+            "model_error",
+            True,
+        ),
+        (
+            ModelBehaviorError("Responses stream ended with terminal event `response.incomplete`."),
+            "model_error",
+            False,
+        ),
+        (ModelBehaviorError("Tool lookup not found in agent Yelp"), "model_error", True),
+        (MaxTurnsExceeded("Max turns (12) exceeded"), "model_error", False),
+        (RuntimeError("a bug"), "model_error", True),
+    ],
+)
 def test_model_errors_are_classified(exc: BaseException, code: str, retryable: bool) -> None:
     failure = classify_model_error(exc)
     assert (failure.code, failure.retryable) == (code, retryable)
-    assert failure.payload() == {"code": code, "message": failure.message,
-                                 "retryable": retryable}
+    assert failure.payload() == {"code": code, "message": failure.message, "retryable": retryable}
     assert "boom" not in failure.message  # never the provider's own text
 
 
@@ -236,10 +294,13 @@ def test_wrapped_provider_errors_keep_their_facts() -> None:
     except RuntimeError as exc:
         failure = classify_model_error(exc)
     assert failure.code == "model_error" and "too long for the model" in failure.message
-    assert failure.log_fields(cause) == {"error_code": "model_error",
-                                         "error_type": "BadRequestError", "status": 400,
-                                         "provider_code": "context_length_exceeded",
-                                         "request_id": "req_123"}
+    assert failure.log_fields(cause) == {
+        "error_code": "model_error",
+        "error_type": "BadRequestError",
+        "status": 400,
+        "provider_code": "context_length_exceeded",
+        "request_id": "req_123",
+    }
     assert classify_model_error(RuntimeError("x")).provider_error is False
 
 
@@ -247,23 +308,37 @@ def test_wrapped_provider_errors_keep_their_facts() -> None:
 
 
 def test_suggestions_are_cleaned() -> None:
-    raw = ["  1. Show reviews for Oishii ", "- Email this list to Ana", "\"Find cheaper sushi\"",
-           "show reviews for oishii", "", "x" * 101, "find sushi in boston",
-           "What about tomorrow?", "One too many"]
+    raw = [
+        "  1. Show reviews for Oishii ",
+        "- Email this list to Ana",
+        '"Find cheaper sushi"',
+        "show reviews for oishii",
+        "",
+        "x" * 101,
+        "find sushi in boston",
+        "What about tomorrow?",
+        "One too many",
+    ]
     assert clean_suggestions(raw, "Find sushi in Boston") == [
-        "Show reviews for Oishii", "Email this list to Ana", "Find cheaper sushi",
-        "What about tomorrow?"]
+        "Show reviews for Oishii",
+        "Email this list to Ana",
+        "Find cheaper sushi",
+        "What about tomorrow?",
+    ]
     assert clean_suggestions([], "hi") == []
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("Sushi in Boston", "Sushi in Boston"),
-    ("  \"Sushi in Boston.\" ", "Sushi in Boston"),
-    ("Title: March spending!", "March spending"),
-    ("# Weekend   plans\n", "Weekend plans"),
-    ("", "Find sushi in Boston"),
-    ("a " * 50, ("a " * 29).strip() + "…"),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Sushi in Boston", "Sushi in Boston"),
+        ('  "Sushi in Boston." ', "Sushi in Boston"),
+        ("Title: March spending!", "March spending"),
+        ("# Weekend   plans\n", "Weekend plans"),
+        ("", "Find sushi in Boston"),
+        ("a " * 50, ("a " * 29).strip() + "…"),
+    ],
+)
 def test_titles_are_cleaned(raw: str, expected: str) -> None:
     assert clean_title(raw, "find sushi in Boston") == expected
 

@@ -36,10 +36,13 @@ def error_of(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_a_rate_limit_before_the_first_token_is_retried(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
-    fake_model.script(Fail(429, "rate_limit_exceeded", headers=FAST_RETRY),
-                      Fail(503, "server_error", headers=FAST_RETRY),
-                      Say("Hello! How can I help?"))
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        Fail(429, "rate_limit_exceeded", headers=FAST_RETRY),
+        Fail(503, "server_error", headers=FAST_RETRY),
+        Say("Hello! How can I help?"),
+    )
     fake_model.structured["FollowUps"] = {"prompts": []}
     fake_model.structured["ChatTitle"] = {"title": "Greeting"}
     async with serve(model_settings(model_max_retries=2)) as live:
@@ -48,12 +51,17 @@ async def test_a_rate_limit_before_the_first_token_is_retried(
     assert events[-2]["status"] == "completed"
     assert len(fake_model.turn_requests()) == 3
     # The SDK counts the failed attempts as requests (with no tokens).
-    assert events[-2]["usage"] == {"input_tokens": 100, "output_tokens": 10,
-                                   "total_tokens": 110, "requests": 3}
+    assert events[-2]["usage"] == {
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "total_tokens": 110,
+        "requests": 3,
+    }
 
 
 async def test_a_rate_limit_that_lasts_ends_the_turn_as_rate_limited(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(*[Fail(429, "rate_limit_exceeded", headers=FAST_RETRY)] * 2)
     async with serve(model_settings(model_max_retries=1)) as live:
         events = await one_turn(live)
@@ -65,7 +73,8 @@ async def test_a_rate_limit_that_lasts_ends_the_turn_as_rate_limited(
 
 
 async def test_server_errors_are_retried_with_backoff_then_model_unavailable(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     # No Retry-After: the policy's own backoff (0.5 s, jittered) separates the attempts.
     fake_model.script(Fail(500, "server_error"), Fail(502, None))
     async with serve(model_settings(model_max_retries=1)) as live:
@@ -78,8 +87,8 @@ async def test_server_errors_are_retried_with_backoff_then_model_unavailable(
 
 @pytest.mark.parametrize("status", [400, 404, 422])
 async def test_client_errors_are_model_errors_and_not_retried(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer,
-        status: int) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer, status: int
+) -> None:
     fake_model.script(Fail(status, "invalid_request_error"), Say("never sent"))
     async with serve(model_settings(model_max_retries=3)) as live:
         events = await one_turn(live)
@@ -90,7 +99,8 @@ async def test_client_errors_are_model_errors_and_not_retried(
 
 
 async def test_a_wrong_key_is_a_model_error_that_names_no_key(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     wrong = "sk-wrong-0000000000000000"
     fake_model.script(Say("never sent"))
     async with serve(model_settings(model_api_key=wrong)) as live:
@@ -103,11 +113,13 @@ async def test_a_wrong_key_is_a_model_error_that_names_no_key(
 
 @pytest.mark.parametrize("break_with", ["failed", "error_event", "disconnect"])
 async def test_a_failure_after_the_first_token_is_not_retried(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer,
-        break_with: str) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer, break_with: str
+) -> None:
     text = "Here is the first part of a long answer that never finishes."
-    fake_model.script(reply(Say(text, chunk=5), break_after=3, break_with=break_with),  # type: ignore[arg-type]
-                      Say("a retry would take this"))
+    fake_model.script(
+        reply(Say(text, chunk=5), break_after=3, break_with=break_with),  # type: ignore[arg-type]
+        Say("a retry would take this"),
+    )
     chat_id = uuid.uuid4().hex
     async with serve(model_settings(model_max_retries=3)) as live:
         async with open_client(live.ws_url(chat_id)) as client:
@@ -128,7 +140,8 @@ async def test_a_failure_after_the_first_token_is_not_retried(
 
 
 async def test_a_server_that_does_not_answer_in_time_is_retried(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Stall(1.5), Say("Sorry for the wait."))
     fake_model.structured["FollowUps"] = {"prompts": ["Thanks"]}
     fake_model.structured["ChatTitle"] = {"title": "Waiting"}
@@ -140,7 +153,8 @@ async def test_a_server_that_does_not_answer_in_time_is_retried(
 
 
 async def test_a_server_that_never_answers_is_model_unavailable(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Stall(1.5), Stall(1.5))
     async with serve(model_settings(model_timeout=0.3, model_max_retries=1)) as live:
         events = await one_turn(live)
@@ -151,9 +165,12 @@ async def test_a_server_that_never_answers_is_model_unavailable(
 
 
 async def test_a_stream_that_goes_silent_fails_without_a_retry(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
-    fake_model.script(reply(Say("Thinking about it", chunk=4), break_after=2, break_with="stall"),
-                      Say("a retry would take this"))
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        reply(Say("Thinking about it", chunk=4), break_after=2, break_with="stall"),
+        Say("a retry would take this"),
+    )
     async with serve(model_settings(model_timeout=0.4, model_max_retries=2)) as live:
         events = await one_turn(live)
     assert types(events) == ["user_prompt", "error", "end_of_stream"]
@@ -162,12 +179,13 @@ async def test_a_stream_that_goes_silent_fails_without_a_retry(
 
 
 async def test_a_call_longer_than_the_call_timeout_is_cut(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     # Every chunk comes quickly (no read timeout), but the whole answer takes too long.
-    fake_model.script(reply(Say("one two three four five six seven eight", chunk=4),
-                            delay=0.1))
-    async with serve(model_settings(model_timeout=5, model_call_timeout=0.8,
-                                    model_max_retries=0)) as live:
+    fake_model.script(reply(Say("one two three four five six seven eight", chunk=4), delay=0.1))
+    async with serve(
+        model_settings(model_timeout=5, model_call_timeout=0.8, model_max_retries=0)
+    ) as live:
         events = await one_turn(live)
     error = error_of(events)
     assert error["code"] == "model_unavailable" and "in time" in error["message"]
@@ -175,14 +193,20 @@ async def test_a_call_longer_than_the_call_timeout_is_cut(
     assert events[-1]["status"] == "failed"
 
 
-@pytest.mark.parametrize("failure", [
-    Fail(400, "invalid_request_error", "bad request", echo_request=True),
-    Fail(429, "rate_limit_exceeded", "slow down", headers=FAST_RETRY, echo_request=True),
-    Fail(500, "server_error", "boom", headers=FAST_RETRY, echo_request=True),
-])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        Fail(400, "invalid_request_error", "bad request", echo_request=True),
+        Fail(429, "rate_limit_exceeded", "slow down", headers=FAST_RETRY, echo_request=True),
+        Fail(500, "server_error", "boom", headers=FAST_RETRY, echo_request=True),
+    ],
+)
 async def test_no_key_or_request_body_in_events_or_logs(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer,
-        caplog: pytest.LogCaptureFixture, failure: Fail) -> None:
+    model_settings: Callable[..., Settings],
+    fake_model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+    failure: Fail,
+) -> None:
     caplog.set_level(logging.DEBUG)
     fake_model.script(failure, failure)
     async with serve(model_settings(model_max_retries=1)) as live:

@@ -23,7 +23,8 @@ PROMPT = "what's in my inbox?"
 
 
 async def test_failed_suggestions_send_none_and_the_title_falls_back(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("You have 3 unread emails."))
     fake_model.structured["FollowUps"] = Fail(500, "server_error")
     fake_model.structured["ChatTitle"] = Fail(400, "invalid_request_error")
@@ -36,12 +37,15 @@ async def test_failed_suggestions_send_none_and_the_title_falls_back(
     assert events[-2]["status"] == "completed"
     assert events[-1]["type"] == "suggested_prompts" and events[-1]["prompts"] == []
     assert title == offline_title(PROMPT)
-    assert sorted(r.structured_name or "" for r in fake_model.requests
-                  if r.structured_name) == ["ChatTitle", "FollowUps"]
+    assert sorted(r.structured_name or "" for r in fake_model.requests if r.structured_name) == [
+        "ChatTitle",
+        "FollowUps",
+    ]
 
 
 async def test_slow_suggestions_and_titles_are_abandoned(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("You have 3 unread emails."))
     fake_model.structured["FollowUps"] = Stall(2.0)
     fake_model.structured["ChatTitle"] = Stall(2.0)
@@ -56,7 +60,8 @@ async def test_slow_suggestions_and_titles_are_abandoned(
 
 
 async def test_a_new_prompt_cancels_pending_suggestions(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("You have 3 unread emails."), Say("The newest is from Ana."))
     fake_model.structured["FollowUps"] = Stall(3.0)
     fake_model.structured["ChatTitle"] = {"title": "Inbox check"}
@@ -76,8 +81,9 @@ async def test_a_new_prompt_cancels_pending_suggestions(
     assert title == "Inbox check"
 
 
-async def test_suggestions_switched_off(model_settings: Callable[..., Settings],
-                                        fake_model: FakeModelServer) -> None:
+async def test_suggestions_switched_off(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("You have 3 unread emails."))
     chat_id = uuid.uuid4().hex
     async with serve(model_settings(suggest_model="off")) as live:
@@ -99,34 +105,42 @@ async def test_suggestions_switched_off(model_settings: Callable[..., Settings],
 
 @pytest.mark.parametrize("provider", ["responses"])
 async def test_connector_agents_and_suggestions_can_use_other_models(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(
-        Call("transfer_to_gmail", {}),                # orchestrator: the large model
+        Call("transfer_to_gmail", {}),  # orchestrator: the large model
         Call("google_email_inbox", {}, call_id="c1"),  # GMail: the connector model
         Say("You have 3 unread emails."),
     )
     fake_model.structured["FollowUps"] = {"prompts": ["Show only unread"]}
     fake_model.structured["ChatTitle"] = {"title": "Inbox"}
     base = fake_model.base_url()
-    settings = model_settings(connector_model=f"chat:fake-small@{base}",
-                              suggest_model=f"responses:fake-tiny@{base}")
+    settings = model_settings(
+        connector_model=f"chat:fake-small@{base}", suggest_model=f"responses:fake-tiny@{base}"
+    )
     async with serve(settings) as live:
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
             events = await client.turn(PROMPT)
     assert events[-1]["prompts"] == ["Show only unread"]
-    sent = [(r.path.rsplit("/", 1)[-1], r.body["model"], r.structured_name)
-            for r in fake_model.requests]
-    assert sent[:3] == [("responses", "fake-large", None),
-                        ("completions", "fake-small", None),
-                        ("completions", "fake-small", None)]
-    assert sorted(sent[3:]) == [("responses", "fake-tiny", "ChatTitle"),
-                                ("responses", "fake-tiny", "FollowUps")]
+    sent = [
+        (r.path.rsplit("/", 1)[-1], r.body["model"], r.structured_name) for r in fake_model.requests
+    ]
+    assert sent[:3] == [
+        ("responses", "fake-large", None),
+        ("completions", "fake-small", None),
+        ("completions", "fake-small", None),
+    ]
+    assert sorted(sent[3:]) == [
+        ("responses", "fake-tiny", "ChatTitle"),
+        ("responses", "fake-tiny", "FollowUps"),
+    ]
     assert all(r.headers["authorization"] == f"Bearer {API_KEY}" for r in fake_model.requests)
 
 
 @pytest.mark.parametrize("provider", ["chat"])
 async def test_the_offline_model_can_suggest_for_a_real_one(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("Here you go."))
     chat_id = uuid.uuid4().hex
     async with serve(model_settings(suggest_model="offline")) as live:
@@ -140,7 +154,8 @@ async def test_the_offline_model_can_suggest_for_a_real_one(
 
 
 async def test_only_the_first_turn_titles_the_chat(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(Say("Hi!"), Say("Still here."))
     fake_model.structured["FollowUps"] = {"prompts": []}
     fake_model.structured["ChatTitle"] = {"title": "First words"}

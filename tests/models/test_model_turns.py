@@ -22,24 +22,35 @@ from tests.ws.test_turns import assert_turn_order
 
 PROMPT = "find sushi in Boston and email the list to bob@example.com"
 ANSWER = "I found 5 sushi places in Boston and emailed the list to bob@example.com."
-EMAIL = {"to": ["bob@example.com"], "subject": "Sushi in Boston",
-         "body": "Here are the sushi places I found in Boston."}
+EMAIL = {
+    "to": ["bob@example.com"],
+    "subject": "Sushi in Boston",
+    "body": "Here are the sushi places I found in Boston.",
+}
 
 
 def script_multi_agent_turn(fake: FakeModelServer) -> None:
     fake.script(
         Call("transfer_to_yelp", {}),
-        Call("search_businesses_at_yelp", {"term": "sushi", "location": "Boston, MA"},
-             call_id="call_yelp_1"),
+        Call(
+            "search_businesses_at_yelp",
+            {"term": "sushi", "location": "Boston, MA"},
+            call_id="call_yelp_1",
+        ),
         Call("transfer_to_gmail", {}),
         Call("send_google_email", EMAIL, call_id="call_mail_1"),
         # Paced like a real model: deltas that arrive together may share a frame.
         reply(Say(ANSWER, chunk=7), input_tokens=300, output_tokens=40, delay=0.005),
     )
-    fake.structured["FollowUps"] = {"prompts": ["Show reviews for the top pick",
-                                                "1. Find cheaper sushi", "",
-                                                "Show reviews for the top pick"]}
-    fake.structured["ChatTitle"] = {"title": "\"Sushi for Bob.\""}
+    fake.structured["FollowUps"] = {
+        "prompts": [
+            "Show reviews for the top pick",
+            "1. Find cheaper sushi",
+            "",
+            "Show reviews for the top pick",
+        ]
+    }
+    fake.structured["ChatTitle"] = {"title": '"Sushi for Bob."'}
 
 
 def instructions_of(request: Recorded) -> str:
@@ -59,6 +70,7 @@ def tool_names(request: Recorded) -> set[str]:
 
 async def wait_for_title(http: httpx.AsyncClient, chat_id: str) -> str:
     """The chat's title, once it has one: titles are made off the turn, after its end."""
+
     async def title() -> str | None:
         chats = (await http.get("/api/chats")).json()["chats"]
         return next((chat["title"] for chat in chats if chat["id"] == chat_id), None)
@@ -67,7 +79,8 @@ async def wait_for_title(http: httpx.AsyncClient, chat_id: str) -> str:
 
 
 async def test_a_multi_agent_turn_streams_like_the_offline_model(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     script_multi_agent_turn(fake_model)
     chat_id = uuid.uuid4().hex
     async with serve(model_settings()) as live:
@@ -80,15 +93,29 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
     assert_turn_order(events)
     kinds = [e["type"] for e in events if e["type"] != "llm_response_delta"]
     # The send waits for the person's approval (PROTOCOL §3a), then the turn goes on.
-    assert kinds == ["user_prompt", "handoff", "agent_updated", "tool_call", "tool_output",
-                     "handoff", "agent_updated", "tool_call", "approval_required",
-                     "approval_resolved", "tool_output", "llm_response", "end_of_stream",
-                     "suggested_prompts"]
+    assert kinds == [
+        "user_prompt",
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "tool_output",
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "approval_required",
+        "approval_resolved",
+        "tool_output",
+        "llm_response",
+        "end_of_stream",
+        "suggested_prompts",
+    ]
     by_type: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_type.setdefault(event["type"], []).append(event)
     assert [(h["from_agent"], h["to_agent"]) for h in by_type["handoff"]] == [
-        ("Switchboard", "Yelp"), ("Yelp", "GMail")]
+        ("Switchboard", "Yelp"),
+        ("Yelp", "GMail"),
+    ]
     search, send = by_type["tool_call"]
     assert search["name"] == "search_businesses_at_yelp" and search["call_id"] == "call_yelp_1"
     assert search["arguments"] == {"term": "sushi", "location": "Boston, MA"}
@@ -101,15 +128,24 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
     deltas = by_type["llm_response_delta"]
     assert len(deltas) > 3, "the answer was not streamed"
     assert "".join(d["delta"] for d in deltas) == ANSWER
-    assert by_type["llm_response"][0] == {**by_type["llm_response"][0], "text": ANSWER,
-                                          "current_agent": "GMail"}
-    usage = {"input_tokens": 4 * 100 + 300, "output_tokens": 4 * 10 + 40,
-             "total_tokens": 4 * 110 + 340, "requests": 5}
+    assert by_type["llm_response"][0] == {
+        **by_type["llm_response"][0],
+        "text": ANSWER,
+        "current_agent": "GMail",
+    }
+    usage = {
+        "input_tokens": 4 * 100 + 300,
+        "output_tokens": 4 * 10 + 40,
+        "total_tokens": 4 * 110 + 340,
+        "requests": 5,
+    }
     end = by_type["end_of_stream"][0]
     assert end["status"] == "completed" and end["usage"] == usage
     # The fake's suggestions, cleaned: numbering dropped, empties and duplicates removed.
-    assert by_type["suggested_prompts"][0]["prompts"] == ["Show reviews for the top pick",
-                                                          "Find cheaper sushi"]
+    assert by_type["suggested_prompts"][0]["prompts"] == [
+        "Show reviews for the top pick",
+        "Find cheaper sushi",
+    ]
     assert title == "Sushi for Bob"
 
     # Usage is stored with the turn and summed for the chat.
@@ -141,7 +177,8 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
 
 
 async def test_the_next_turn_sends_the_whole_conversation(
-        model_settings: Callable[..., Settings], fake_model: FakeModelServer) -> None:
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
     fake_model.script(
         Call("transfer_to_search", {}),
         Call("search_google", {"query": "python asyncio"}, call_id="call_search_1"),
@@ -160,9 +197,12 @@ async def test_the_next_turn_sends_the_whole_conversation(
     # last_agent is not kept between turns: it starts at the orchestrator again) and
     # carries everything said and done before, as full input, not previous_response_id.
     later = fake_model.turn_requests()[3]
-    for earlier in ("search the web for python asyncio", "call_search_1",
-                    "asyncio runs coroutines on an event loop [1].",
-                    "does it have task groups?"):
+    for earlier in (
+        "search the web for python asyncio",
+        "call_search_1",
+        "asyncio runs coroutines on an event loop [1].",
+        "does it have task groups?",
+    ):
         assert earlier in later.text, f"{earlier!r} missing from the next turn's request"
     assert "previous_response_id" not in later.body
     assert second[-3]["text"] == "Yes: asyncio.TaskGroup waits for all of its tasks [2]."

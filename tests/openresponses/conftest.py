@@ -24,8 +24,9 @@ def client_for(live: LiveServer, token: str = "sk-local-unused") -> AsyncOpenAI:
 
 
 @pytest.fixture
-async def offline(make_settings: Callable[..., Settings]  # noqa: F811 - the fixture
-                  ) -> AsyncIterator[LiveServer]:
+async def offline(
+    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+) -> AsyncIterator[LiveServer]:
     async with serve(make_settings(suggest_model="offline")) as live:
         yield live
 
@@ -37,14 +38,20 @@ async def fake_model() -> AsyncIterator[FakeModelServer]:
 
 
 @pytest.fixture
-def scripted(make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
-             fake_model: FakeModelServer) -> Callable[..., Any]:
+def scripted(
+    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+    fake_model: FakeModelServer,
+) -> Callable[..., Any]:
     """``serve`` with every agent on the fake model (suggestions and titles offline)."""
 
     def start(**overrides: Any) -> Any:
-        values: dict[str, Any] = {"model": f"responses:fake-large@{fake_model.base_url()}",
-                                  "suggest_model": "offline", "model_timeout": 5,
-                                  "model_call_timeout": 20, "model_max_retries": 0}
+        values: dict[str, Any] = {
+            "model": f"responses:fake-large@{fake_model.base_url()}",
+            "suggest_model": "offline",
+            "model_timeout": 5,
+            "model_call_timeout": 20,
+            "model_max_retries": 0,
+        }
         values.update(overrides)
         return serve(make_settings(**values))
 

@@ -26,18 +26,52 @@ from pydantic import BaseModel
 
 # ResponseResource.json "required".
 RESOURCE_FIELDS = (
-    "id", "object", "created_at", "completed_at", "status", "incomplete_details", "model",
-    "previous_response_id", "instructions", "output", "error", "tools", "tool_choice",
-    "truncation", "parallel_tool_calls", "text", "top_p", "presence_penalty",
-    "frequency_penalty", "top_logprobs", "temperature", "reasoning", "user", "usage",
-    "max_output_tokens", "max_tool_calls", "store", "background", "service_tier", "metadata",
-    "safety_identifier", "prompt_cache_key",
+    "id",
+    "object",
+    "created_at",
+    "completed_at",
+    "status",
+    "incomplete_details",
+    "model",
+    "previous_response_id",
+    "instructions",
+    "output",
+    "error",
+    "tools",
+    "tool_choice",
+    "truncation",
+    "parallel_tool_calls",
+    "text",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "temperature",
+    "reasoning",
+    "user",
+    "usage",
+    "max_output_tokens",
+    "max_tool_calls",
+    "store",
+    "background",
+    "service_tier",
+    "metadata",
+    "safety_identifier",
+    "prompt_cache_key",
 )
 LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 VENDOR_TYPE = re.compile(r"[a-z0-9_-]+:[a-z0-9_]+")
-APPROVAL_REQUEST_FIELDS = {"id", "type", "status", "approval_id", "call_id", "name",
-                           "arguments", "expires_at"}
+APPROVAL_REQUEST_FIELDS = {
+    "id",
+    "type",
+    "status",
+    "approval_id",
+    "call_id",
+    "name",
+    "arguments",
+    "expires_at",
+}
 
 
 def _event_classes() -> dict[str, type[BaseModel]]:
@@ -89,12 +123,25 @@ def _check_event(event: dict[str, Any]) -> None:
     if isinstance(item, dict) and is_vendor_item(item):
         check_vendor_item(item)
         # The envelope is the spec's; the item stands in as a core one for the type check.
-        event = {**event, "item": {"type": "message", "id": item["id"], "role": "assistant",
-                                   "status": item["status"], "content": []}}
+        event = {
+            **event,
+            "item": {
+                "type": "message",
+                "id": item["id"],
+                "role": "assistant",
+                "status": item["status"],
+                "content": [],
+            },
+        }
     response = event.get("response")
     if isinstance(response, dict):  # its vendor items are checked by check_resource
-        event = {**event, "response": {**response, "output": [
-            item for item in response["output"] if not is_vendor_item(item)]}}
+        event = {
+            **event,
+            "response": {
+                **response,
+                "output": [item for item in response["output"] if not is_vendor_item(item)],
+            },
+        }
     kind.model_validate(event)
 
 
@@ -120,10 +167,11 @@ def parse_sse(text: str) -> Stream:
         lines = [line for line in block.split("\n") if not line.startswith(":")]
         if not lines:
             continue  # a keep-alive comment
-        assert len(lines) == 2 and lines[0].startswith("event: ") \
-            and lines[1].startswith("data: "), block
-        event = json.loads(lines[1][len("data: "):])
-        assert lines[0][len("event: "):] == event["type"], "event: must match the type"
+        assert (
+            len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: ")
+        ), block
+        event = json.loads(lines[1][len("data: ") :])
+        assert lines[0][len("event: ") :] == event["type"], "event: must match the type"
         assert "id:" not in block.split("\n")[0]  # servers SHOULD NOT use the SSE id field
         events.append(event)
     return Stream(events)

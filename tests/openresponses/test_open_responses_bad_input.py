@@ -23,8 +23,9 @@ NUL = "\u0000"
 async def post(live: LiveServer, body: Any) -> httpx.Response:
     async with httpx.AsyncClient(base_url=live.http, timeout=30) as http:
         if isinstance(body, bytes):
-            return await http.post("/v1/responses", content=body,
-                                   headers={"Content-Type": "application/json"})
+            return await http.post(
+                "/v1/responses", content=body, headers={"Content-Type": "application/json"}
+            )
         return await http.post("/v1/responses", json=body)
 
 
@@ -45,15 +46,20 @@ async def chats_of(live: LiveServer) -> list[dict[str, Any]]:
 
 def nested(depth: int) -> bytes:
     # Valid JSON, deep inside a field the server would otherwise ignore.
-    return (b'{"model": "switchboard", "input": "hello", "extra": '
-            + b"[" * depth + b"]" * depth + b"}")
+    return (
+        b'{"model": "switchboard", "input": "hello", "extra": ' + b"[" * depth + b"]" * depth + b"}"
+    )
 
 
-@pytest.mark.parametrize("body", [
-    b"[" * 5000,  # what the fuzzer sent: unclosed, the decoder recursed until it gave up
-    b'{"a":' * 5000,
-    nested(200),  # parses, but nests far deeper than any request needs
-], ids=["unclosed-arrays", "unclosed-objects", "closed-200"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 5000,  # what the fuzzer sent: unclosed, the decoder recursed until it gave up
+        b'{"a":' * 5000,
+        nested(200),  # parses, but nests far deeper than any request needs
+    ],
+    ids=["unclosed-arrays", "unclosed-objects", "closed-200"],
+)
 async def test_deeply_nested_json_is_a_400(offline: LiveServer, body: bytes) -> None:
     answer = await post(offline, body)
     assert answer.status_code == 400, answer.text
@@ -69,18 +75,25 @@ async def test_nesting_within_the_limit_is_read(offline: LiveServer) -> None:
     assert answer.json()["status"] == "completed"
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    ({**OK, "input": f"hello{NUL}"}, "input"),
-    ({**OK, "input": [{"role": "user", "content": f"hi{NUL}there"}]}, "input[0].content"),
-    ({**OK, "input": [{"role": "user", "content": [{"type": "input_text", "text": NUL}]}]},
-     "input[0].content[0].text"),
-    ({**OK, "instructions": f"be brief{NUL}"}, "instructions"),
-    ({**OK, "previous_response_id": f"resp_{NUL}"}, "previous_response_id"),
-    ({**OK, "metadata": {"note": f"x{NUL}"}}, "metadata.note"),
-    ({**OK, "model": f"switch{NUL}board"}, "model"),
-], ids=["input", "message", "part", "instructions", "previous", "metadata", "model"])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({**OK, "input": f"hello{NUL}"}, "input"),
+        ({**OK, "input": [{"role": "user", "content": f"hi{NUL}there"}]}, "input[0].content"),
+        (
+            {**OK, "input": [{"role": "user", "content": [{"type": "input_text", "text": NUL}]}]},
+            "input[0].content[0].text",
+        ),
+        ({**OK, "instructions": f"be brief{NUL}"}, "instructions"),
+        ({**OK, "previous_response_id": f"resp_{NUL}"}, "previous_response_id"),
+        ({**OK, "metadata": {"note": f"x{NUL}"}}, "metadata.note"),
+        ({**OK, "model": f"switch{NUL}board"}, "model"),
+    ],
+    ids=["input", "message", "part", "instructions", "previous", "metadata", "model"],
+)
 async def test_nul_in_a_field_is_a_400_naming_it_and_writes_nothing(
-        offline: LiveServer, body: dict[str, Any], param: str) -> None:
+    offline: LiveServer, body: dict[str, Any], param: str
+) -> None:
     answer = await post(offline, body)
     assert answer.status_code == 400, answer.text
     error = error_of(answer)
@@ -89,13 +102,20 @@ async def test_nul_in_a_field_is_a_400_naming_it_and_writes_nothing(
     assert await chats_of(offline) == []
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    (b'{"model": "switchboard", "input": "hi \\ud800"}', "input"),
-    (b'{"model": "switchboard", "input": [{"role": "user", "content": "\\udfff"}]}',
-     "input[0].content"),
-], ids=["input", "message"])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b'{"model": "switchboard", "input": "hi \\ud800"}', "input"),
+        (
+            b'{"model": "switchboard", "input": [{"role": "user", "content": "\\udfff"}]}',
+            "input[0].content",
+        ),
+    ],
+    ids=["input", "message"],
+)
 async def test_an_unpaired_surrogate_is_a_400_and_writes_nothing(
-        offline: LiveServer, body: bytes, param: str) -> None:
+    offline: LiveServer, body: bytes, param: str
+) -> None:
     # Valid JSON, yet not Unicode text: no database column can take it.
     answer = await post(offline, body)
     assert answer.status_code == 400, answer.text

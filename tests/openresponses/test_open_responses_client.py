@@ -31,8 +31,10 @@ async def only_chat(live: LiveServer) -> dict[str, Any]:
 
 
 async def stream_raw(live: LiveServer, body: dict[str, Any]) -> str:
-    async with httpx.AsyncClient(base_url=live.http, timeout=30) as http, \
-            http.stream("POST", "/v1/responses", json={**body, "stream": True}) as answer:
+    async with (
+        httpx.AsyncClient(base_url=live.http, timeout=30) as http,
+        http.stream("POST", "/v1/responses", json={**body, "stream": True}) as answer,
+    ):
         assert answer.status_code == 200
         assert answer.headers["content-type"].startswith("text/event-stream")
         return "".join([chunk async for chunk in answer.aiter_text()])
@@ -48,9 +50,11 @@ def tool_names(request: Any) -> set[str]:
 
 # ----------------------------------------------------------------------------- basics
 
+
 async def test_a_text_response_is_a_turn_of_a_new_chat(offline: LiveServer) -> None:
     raw = await client_for(offline).responses.with_raw_response.create(
-        model="switchboard", input="hello")
+        model="switchboard", input="hello"
+    )
     body = raw.http_response.json()
     response = check_resource(body)
     assert response.status == "completed" and body["completed_at"] >= body["created_at"]
@@ -66,33 +70,46 @@ async def test_a_text_response_is_a_turn_of_a_new_chat(offline: LiveServer) -> N
     [turn] = chat["turns"]
     assert turn["prompt"] == "hello" and turn["status"] == "completed"
     assert turn["final_text"] == response.output_text
-    assert [e["type"] for e in chat["events"]] == ["user_prompt", "llm_response",
-                                                   "end_of_stream"]
-    assert (await client_for(offline).responses.retrieve(response.id)).output_text == \
-        response.output_text
+    assert [e["type"] for e in chat["events"]] == ["user_prompt", "llm_response", "end_of_stream"]
+    assert (
+        await client_for(offline).responses.retrieve(response.id)
+    ).output_text == response.output_text
 
 
 # The openai client builds an unknown item (switchboard:approval_request) as the closest
 # type it knows, keeping every field; its stream helper's snapshot then warns about it.
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
-        offline: LiveServer) -> None:
+    offline: LiveServer,
+) -> None:
     # The multi-agent prompt: Yelp, then an email, which waits for approval (§3a).
     stream = parse_sse(await stream_raw(offline, {"model": "switchboard", "input": MULTI}))
     check_stream(stream)
     final = stream.final
     assert final["status"] == "completed"
     assert [(item["type"], item.get("name")) for item in final["output"]] == [
-        ("function_call", "search_businesses_at_yelp"), ("function_call_output", None),
-        ("switchboard:approval_request", "send_google_email")]
-    approve = [{"type": "switchboard:approval_response", "approve": True,
-                "approval_id": final["output"][-1]["approval_id"]}]
-    resumed = parse_sse(await stream_raw(offline, {
-        "model": "switchboard", "previous_response_id": final["id"], "input": approve}))
+        ("function_call", "search_businesses_at_yelp"),
+        ("function_call_output", None),
+        ("switchboard:approval_request", "send_google_email"),
+    ]
+    approve = [
+        {
+            "type": "switchboard:approval_response",
+            "approve": True,
+            "approval_id": final["output"][-1]["approval_id"],
+        }
+    ]
+    resumed = parse_sse(
+        await stream_raw(
+            offline, {"model": "switchboard", "previous_response_id": final["id"], "input": approve}
+        )
+    )
     check_stream(resumed)
     assert [(item["type"], item.get("name")) for item in resumed.final["output"]] == [
-        ("function_call", "send_google_email"), ("function_call_output", None),
-        ("message", None)]
+        ("function_call", "send_google_email"),
+        ("function_call_output", None),
+        ("message", None),
+    ]
     assert "response.output_text.delta" in resumed.types
 
     # The openai client's own stream accumulator agrees with what was sent, both times.
@@ -104,21 +121,25 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
     assert [item.type for item in paused.output] == [item["type"] for item in final["output"]]
     asked = paused.output[-1].model_extra or {}
     async with client.responses.stream(
-            model="switchboard", previous_response_id=paused.id,
-            input=[{**approve[0], "approval_id": asked["approval_id"]}],  # type: ignore[list-item]
+        model="switchboard",
+        previous_response_id=paused.id,
+        input=[{**approve[0], "approval_id": asked["approval_id"]}],  # type: ignore[list-item]
     ) as helper:
         seen = [event.type async for event in helper]
         rebuilt = await helper.get_final_response()
     assert seen == resumed.types
     assert rebuilt.output_text == resumed.final["output"][-1]["content"][0]["text"]
     assert [item.type for item in rebuilt.output] == [
-        item["type"] for item in resumed.final["output"]]
+        item["type"] for item in resumed.final["output"]
+    ]
 
 
 async def test_tool_calls_are_function_call_items_with_what_the_model_read(
-        offline: LiveServer) -> None:
-    response = await client_for(offline).responses.create(model="switchboard",
-                                                          input="search the web for asyncio")
+    offline: LiveServer,
+) -> None:
+    response = await client_for(offline).responses.create(
+        model="switchboard", input="search the web for asyncio"
+    )
     call, output, answer = response.output
     assert call.type == "function_call" and call.name == "search_google"
     assert call.status == "completed" and json.loads(call.arguments)
@@ -131,27 +152,35 @@ async def test_tool_calls_are_function_call_items_with_what_the_model_read(
     assert json.loads(call.arguments) == tool_call["arguments"]
     # The adapter of issue 2 gives exactly the function_call_output the model read,
     # with the content_chunks as numbered citations and no debug_info.
-    assert output.output == to_function_call_output(call.call_id, tool_output["output"])[
-        "output"]
+    assert output.output == to_function_call_output(call.call_id, tool_output["output"])["output"]
     assert "(cite as [n])" in output.output and "[1] " in output.output
 
 
 # ----------------------------------------------------------------------------- the model's view
 
+
 async def test_instructions_reach_every_agent_for_this_response_only(
-        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
-    fake_model.script(Call("transfer_to_yelp", {}),
-                      Call("search_businesses_at_yelp", {"term": "sushi", "location": "Boston, MA"}),
-                      Say("Voici trois restaurants de sushis."),
-                      Say("De rien."))
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        Call("transfer_to_yelp", {}),
+        Call("search_businesses_at_yelp", {"term": "sushi", "location": "Boston, MA"}),
+        Say("Voici trois restaurants de sushis."),
+        Say("De rien."),
+    )
     async with scripted() as live:
         client = client_for(live)
         first = await client.responses.create(
-            model="switchboard", instructions="Always answer in French.",
-            input=[{"role": "system", "content": "The user is vegetarian."},
-                   {"role": "user", "content": "find sushi in Boston"}])
-        second = await client.responses.create(model="switchboard", input="thanks",
-                                                previous_response_id=first.id)
+            model="switchboard",
+            instructions="Always answer in French.",
+            input=[
+                {"role": "system", "content": "The user is vegetarian."},
+                {"role": "user", "content": "find sushi in Boston"},
+            ],
+        )
+        second = await client.responses.create(
+            model="switchboard", input="thanks", previous_response_id=first.id
+        )
     requests = fake_model.turn_requests()
     assert len(requests) == 4
     for request in requests[:3]:  # the orchestrator, then Yelp twice: every agent
@@ -166,23 +195,32 @@ async def test_instructions_reach_every_agent_for_this_response_only(
 
 
 async def test_previous_response_id_continues_and_branches_a_conversation(
-        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
-    fake_model.script(Say("Nice to meet you, Ada."), Say("Your name is Ada."),
-                      Say("Hi!"), Say("Still Ada."))
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        Say("Nice to meet you, Ada."), Say("Your name is Ada."), Say("Hi!"), Say("Still Ada.")
+    )
     async with scripted() as live:
         client = client_for(live)
         first = await client.responses.create(model="switchboard", input="My name is Ada.")
-        second = await client.responses.create(model="switchboard", input="What is my name?",
-                                               previous_response_id=first.id)
-        branch = await client.responses.create(model="switchboard", input="Say hi.",
-                                               previous_response_id=first.id)
-        third = await client.responses.create(model="switchboard", input="And now?",
-                                              previous_response_id=second.id)
+        second = await client.responses.create(
+            model="switchboard", input="What is my name?", previous_response_id=first.id
+        )
+        branch = await client.responses.create(
+            model="switchboard", input="Say hi.", previous_response_id=first.id
+        )
+        third = await client.responses.create(
+            model="switchboard", input="And now?", previous_response_id=second.id
+        )
         async with live.client() as http:
             chats = (await http.get("/api/chats")).json()["chats"]
-            turns = {chat["id"]: [t["prompt"] for t in
-                                  (await http.get(f"/api/chats/{chat['id']}")).json()["turns"]]
-                     for chat in chats}
+            turns = {
+                chat["id"]: [
+                    t["prompt"]
+                    for t in (await http.get(f"/api/chats/{chat['id']}")).json()["turns"]
+                ]
+                for chat in chats
+            }
 
     r_second, r_branch, r_third = (model_input(r) for r in fake_model.turn_requests()[1:])
     assert "My name is Ada." in r_second and "Nice to meet you, Ada." in r_second
@@ -192,21 +230,32 @@ async def test_previous_response_id_continues_and_branches_a_conversation(
     assert "Say hi." not in r_third
     assert third.output_text == "Still Ada." and branch.output_text == "Hi!"
     assert sorted(turns.values()) == [
-        ["My name is Ada.", "What is my name?", "And now?"], ["Say hi."]]
+        ["My name is Ada.", "What is my name?", "And now?"],
+        ["Say hi."],
+    ]
 
 
 async def test_a_stateless_client_round_trips_the_output_as_input(
-        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
-    fake_model.script(Call("transfer_to_yelp", {}),
-                      Call("search_businesses_at_yelp", {"term": "ramen", "location": "Boston, MA"},
-                           call_id="call_ramen"),
-                      Say("Two ramen places."), Say("The first one."))
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        Call("transfer_to_yelp", {}),
+        Call(
+            "search_businesses_at_yelp",
+            {"term": "ramen", "location": "Boston, MA"},
+            call_id="call_ramen",
+        ),
+        Say("Two ramen places."),
+        Say("The first one."),
+    )
     async with scripted() as live:
         client = client_for(live)
         first = await client.responses.create(model="switchboard", input="ramen in Boston?")
-        replay = [{"role": "user", "content": "ramen in Boston?"},
-                  *[item.model_dump(mode="json", exclude_none=True) for item in first.output],
-                  {"role": "user", "content": "which is best?"}]
+        replay = [
+            {"role": "user", "content": "ramen in Boston?"},
+            *[item.model_dump(mode="json", exclude_none=True) for item in first.output],
+            {"role": "user", "content": "which is best?"},
+        ]
         second = await client.responses.create(model="switchboard", input=replay)
     sent = fake_model.turn_requests()[-1].body["input"]
     calls = [item for item in sent if item.get("type") == "function_call"]
@@ -216,44 +265,64 @@ async def test_a_stateless_client_round_trips_the_output_as_input(
     assert second.output_text == "The first one." and second.previous_response_id is None
 
 
-async def test_tool_choice_steers_the_agents(scripted: Callable[..., Any],
-                                             fake_model: FakeModelServer) -> None:
+async def test_tool_choice_steers_the_agents(
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
     async with scripted() as live:
         client = client_for(live)
         fake_model.script(Say("No tools today."))
-        none = await client.responses.create(model="switchboard", input="find sushi",
-                                             tool_choice="none")
+        none = await client.responses.create(
+            model="switchboard", input="find sushi", tool_choice="none"
+        )
         fake_model.script(Say("fine"))
         await client.responses.create(model="switchboard", input="x", tool_choice="required")
-        fake_model.script(Call("transfer_to_yelp", {}),
-                          Call("search_businesses_at_yelp",
-                               {"term": "tacos", "location": "Austin, TX"}),
-                          Say("Tacos found."))
+        fake_model.script(
+            Call("transfer_to_yelp", {}),
+            Call("search_businesses_at_yelp", {"term": "tacos", "location": "Austin, TX"}),
+            Say("Tacos found."),
+        )
         forced = await client.responses.create(
-            model="switchboard", input="tacos?",
-            tool_choice={"type": "function", "name": "search_businesses_at_yelp"})
+            model="switchboard",
+            input="tacos?",
+            tool_choice={"type": "function", "name": "search_businesses_at_yelp"},
+        )
         fake_model.script(Say("ok"))
         allowed = await client.responses.create(
-            model="switchboard", input="x", tool_choice={
-                "type": "allowed_tools", "mode": "auto",
-                "tools": [{"type": "function", "name": "send_google_email"}]})
+            model="switchboard",
+            input="x",
+            tool_choice={
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [{"type": "function", "name": "send_google_email"}],
+            },
+        )
         fake_model.script(Say("ok"))
         listed = await client.responses.create(
-            model="switchboard", input="x",
-            tools=[{"type": "function", "name": "search_google",  # type: ignore[list-item]
-                    "parameters": {}, "strict": True}])
-    r_none, r_required, r_forced_1, r_forced_2, r_forced_3, r_allowed, r_listed = \
+            model="switchboard",
+            input="x",
+            tools=[
+                {
+                    "type": "function",
+                    "name": "search_google",  # type: ignore[list-item]
+                    "parameters": {},
+                    "strict": True,
+                }
+            ],
+        )
+    r_none, r_required, r_forced_1, r_forced_2, r_forced_3, r_allowed, r_listed = (
         fake_model.turn_requests()
+    )
     assert tool_names(r_none) == set() and [i.type for i in none.output] == ["message"]
     assert r_required.body["tool_choice"] == "required"
     assert r_forced_1.body["tool_choice"] == {"type": "function", "name": "transfer_to_yelp"}
     assert tool_names(r_forced_1) == {"transfer_to_yelp"}
-    assert r_forced_2.body["tool_choice"] == {"type": "function",
-                                             "name": "search_businesses_at_yelp"}
+    assert r_forced_2.body["tool_choice"] == {
+        "type": "function",
+        "name": "search_businesses_at_yelp",
+    }
     assert tool_names(r_forced_2) == {"search_businesses_at_yelp"}
     assert r_forced_3.body.get("tool_choice") in (None, "auto")  # used once, then free
-    assert [i.type for i in forced.output] == ["function_call", "function_call_output",
-                                               "message"]
+    assert [i.type for i in forced.output] == ["function_call", "function_call_output", "message"]
     assert forced.tool_choice.name == "search_businesses_at_yelp"
     assert tool_names(r_allowed) == {"transfer_to_gmail"}
     assert [t.name for t in allowed.tools] == ["send_google_email"]
@@ -263,14 +332,20 @@ async def test_tool_choice_steers_the_agents(scripted: Callable[..., Any],
 
 
 async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(
-        make_settings: Callable[..., Any]) -> None:
+    make_settings: Callable[..., Any],
+) -> None:
     from tests.ws.conftest import open_client, serve
 
     prompt = "find sushi in Boston"  # a tool, then a slowly streamed answer to stop
     async with serve(make_settings(suggest_model="offline", offline_delta_delay=0.05)) as live:
-        async with httpx.AsyncClient(base_url=live.http, timeout=30) as http, \
-                http.stream("POST", "/v1/responses", json={
-                    "model": "switchboard", "input": prompt, "stream": True}) as answer:
+        async with (
+            httpx.AsyncClient(base_url=live.http, timeout=30) as http,
+            http.stream(
+                "POST",
+                "/v1/responses",
+                json={"model": "switchboard", "input": prompt, "stream": True},
+            ) as answer,
+        ):
             text = ""
             chunks = answer.aiter_text()
             while "response.output_text.delta" not in text:
@@ -288,5 +363,6 @@ async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(
     final = stream.final
     assert stream.types[-1] == "response.failed"
     assert "stopped" in final["error"]["message"]
-    assert final["output"][-1]["type"] == "message" and final["output"][-1]["status"] == \
-        "incomplete"
+    assert (
+        final["output"][-1]["type"] == "message" and final["output"][-1]["status"] == "incomplete"
+    )

@@ -24,8 +24,12 @@ OK = {"model": "switchboard", "input": "hello"}
 async def post(live: LiveServer, body: Any, **kwargs: Any) -> httpx.Response:
     async with httpx.AsyncClient(base_url=live.http, timeout=30) as http:
         if isinstance(body, bytes):
-            return await http.post("/v1/responses", content=body,
-                                   headers={"Content-Type": "application/json"}, **kwargs)
+            return await http.post(
+                "/v1/responses",
+                content=body,
+                headers={"Content-Type": "application/json"},
+                **kwargs,
+            )
         return await http.post("/v1/responses", json=body, **kwargs)
 
 
@@ -36,38 +40,70 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
     return error
 
 
-@pytest.mark.parametrize(("body", "param", "says"), [
-    ({"input": "hi"}, "model", "model is required"),
-    ({"model": "m"}, "input", "input is required"),
-    ([1, 2], None, "JSON object"),
-    ({**OK, "input": 3}, "input", "valid"),
-    ({**OK, "input": []}, "input", "user message"),
-    ({**OK, "input": [{"role": "robot", "content": "hi"}]}, "input[0].role", "user"),
-    ({**OK, "input": [{"role": "user", "content": [{"type": "input_audio"}]}]},
-     "input[0].content[0]", "input_audio"),
-    ({**OK, "input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0]",
-     "item_reference"),
-    ({**OK, "input": [{"role": "assistant", "content": "only me"}]}, "input", "user message"),
-    ({**OK, "input": [{"type": "function_call_output", "call_id": "c1", "output": "x"},
-                      {"role": "user", "content": "hi"}]}, "input[0]", "no function_call"),
-    ({**OK, "input": [{"type": "function_call", "call_id": "c1", "name": "f",
-                       "arguments": "{}"}, {"role": "user", "content": "hi"}]},
-     "input", "no function_call_output"),
-    ({**OK, "tools": [{"type": "web_search"}]}, "tools[0].type", "its own tools"),
-    ({**OK, "tools": [{"type": "function", "name": "get_weather"}]}, "tools[0].name",
-     "no tool named 'get_weather'"),
-    ({**OK, "tool_choice": {"type": "function", "name": "nope"}}, "tool_choice.name",
-     "search_businesses_at_yelp"),
-    ({**OK, "tool_choice": "sometimes"}, "tool_choice", "auto"),
-    ({**OK, "temperature": 5}, "temperature", "less than or equal to 2"),
-    ({**OK, "background": True}, "background", "not supported"),
-    ({**OK, "conversation": "conv_1"}, "conversation", "previous_response_id"),
-    ({**OK, "text": {"format": {"type": "json_schema"}}}, "text.format.type", "plain text"),
-    ({**OK, "input": "x" * 101}, "input", "over 100 characters"),
-])
+@pytest.mark.parametrize(
+    ("body", "param", "says"),
+    [
+        ({"input": "hi"}, "model", "model is required"),
+        ({"model": "m"}, "input", "input is required"),
+        ([1, 2], None, "JSON object"),
+        ({**OK, "input": 3}, "input", "valid"),
+        ({**OK, "input": []}, "input", "user message"),
+        ({**OK, "input": [{"role": "robot", "content": "hi"}]}, "input[0].role", "user"),
+        (
+            {**OK, "input": [{"role": "user", "content": [{"type": "input_audio"}]}]},
+            "input[0].content[0]",
+            "input_audio",
+        ),
+        (
+            {**OK, "input": [{"type": "item_reference", "id": "msg_1"}]},
+            "input[0]",
+            "item_reference",
+        ),
+        ({**OK, "input": [{"role": "assistant", "content": "only me"}]}, "input", "user message"),
+        (
+            {
+                **OK,
+                "input": [
+                    {"type": "function_call_output", "call_id": "c1", "output": "x"},
+                    {"role": "user", "content": "hi"},
+                ],
+            },
+            "input[0]",
+            "no function_call",
+        ),
+        (
+            {
+                **OK,
+                "input": [
+                    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                    {"role": "user", "content": "hi"},
+                ],
+            },
+            "input",
+            "no function_call_output",
+        ),
+        ({**OK, "tools": [{"type": "web_search"}]}, "tools[0].type", "its own tools"),
+        (
+            {**OK, "tools": [{"type": "function", "name": "get_weather"}]},
+            "tools[0].name",
+            "no tool named 'get_weather'",
+        ),
+        (
+            {**OK, "tool_choice": {"type": "function", "name": "nope"}},
+            "tool_choice.name",
+            "search_businesses_at_yelp",
+        ),
+        ({**OK, "tool_choice": "sometimes"}, "tool_choice", "auto"),
+        ({**OK, "temperature": 5}, "temperature", "less than or equal to 2"),
+        ({**OK, "background": True}, "background", "not supported"),
+        ({**OK, "conversation": "conv_1"}, "conversation", "previous_response_id"),
+        ({**OK, "text": {"format": {"type": "json_schema"}}}, "text.format.type", "plain text"),
+        ({**OK, "input": "x" * 101}, "input", "over 100 characters"),
+    ],
+)
 async def test_bad_requests_are_400_naming_the_field(
-        make_settings: Callable[..., Settings], body: Any, param: str | None,
-        says: str) -> None:
+    make_settings: Callable[..., Settings], body: Any, param: str | None, says: str
+) -> None:
     async with serve(make_settings(max_prompt_chars=100)) as live:
         answer = await post(live, body)
         async with live.client() as http:
@@ -91,8 +127,9 @@ async def test_malformed_and_oversized_bodies(offline: LiveServer) -> None:
 async def test_unknown_previous_response_is_404(offline: LiveServer) -> None:
     client = client_for(offline)
     with pytest.raises(openai.NotFoundError) as raised:
-        await client.responses.create(model="switchboard", input="hi",
-                                      previous_response_id="resp_doesnotexist")
+        await client.responses.create(
+            model="switchboard", input="hi", previous_response_id="resp_doesnotexist"
+        )
     assert raised.value.type == "not_found"
     assert raised.value.code == "previous_response_not_found"
     assert raised.value.param == "previous_response_id"
@@ -101,7 +138,8 @@ async def test_unknown_previous_response_is_404(offline: LiveServer) -> None:
 
 
 async def test_token_mode_needs_a_token_and_keeps_users_apart(
-        make_settings: Callable[..., Settings]) -> None:
+    make_settings: Callable[..., Settings],
+) -> None:
     async with serve(make_settings(auth_mode="token")) as live:
         users = UserRepository(live.services.db)
         _, ada = await users.create_user("ada")
@@ -111,18 +149,21 @@ async def test_token_mode_needs_a_token_and_keeps_users_apart(
         mine = await client_for(live, ada).responses.create(**OK)
         with pytest.raises(openai.NotFoundError):
             await client_for(live, bob).responses.create(
-                model="switchboard", input="and then?", previous_response_id=mine.id)
+                model="switchboard", input="and then?", previous_response_id=mine.id
+            )
         with pytest.raises(openai.NotFoundError):
             await client_for(live, bob).responses.retrieve(mine.id)
         again = await client_for(live, ada).responses.create(
-            model="switchboard", input="and then?", previous_response_id=mine.id)
+            model="switchboard", input="and then?", previous_response_id=mine.id
+        )
     assert raised.value.status_code == 401 and raised.value.code == "unauthorized"
     assert raised.value.type == "invalid_request"
     assert again.previous_response_id == mine.id
 
 
 async def test_too_many_requests_is_429_with_retry_after(
-        make_settings: Callable[..., Settings]) -> None:
+    make_settings: Callable[..., Settings],
+) -> None:
     async with serve(make_settings(prompts_per_minute=1)) as live:
         client = client_for(live)
         await client.responses.create(**OK)
@@ -133,21 +174,27 @@ async def test_too_many_requests_is_429_with_retry_after(
 
 
 async def test_a_failing_model_is_a_500_or_a_failed_stream(
-        scripted: Callable[..., Any], fake_model: FakeModelServer) -> None:
-    fake_model.script(Fail(500, "server_error"), Fail(429, "rate_limit_exceeded"),
-                      reply(Say("partial answer that breaks", chunk=4), break_after=2,
-                            break_with="failed"))
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        Fail(500, "server_error"),
+        Fail(429, "rate_limit_exceeded"),
+        reply(Say("partial answer that breaks", chunk=4), break_after=2, break_with="failed"),
+    )
     async with scripted() as live:
         client = client_for(live)
         with pytest.raises(openai.InternalServerError) as failed:
             await client.responses.create(**OK)
         with pytest.raises(openai.RateLimitError) as limited:
             await client.responses.create(**OK)
-        async with httpx.AsyncClient(base_url=live.http, timeout=30) as http, \
-                http.stream("POST", "/v1/responses", json={**OK, "stream": True}) as answer:
+        async with (
+            httpx.AsyncClient(base_url=live.http, timeout=30) as http,
+            http.stream("POST", "/v1/responses", json={**OK, "stream": True}) as answer,
+        ):
             stream = parse_sse("".join([chunk async for chunk in answer.aiter_text()]))
-        stored = (await httpx.AsyncClient(base_url=live.http).get(
-            f"/v1/responses/{stream.final['id']}")).json()
+        stored = (
+            await httpx.AsyncClient(base_url=live.http).get(f"/v1/responses/{stream.final['id']}")
+        ).json()
     assert failed.value.status_code == 500 and failed.value.type == "model_error"
     assert "resp_" in failed.value.message
     assert limited.value.type == "too_many_requests"
@@ -171,5 +218,6 @@ async def test_deleting_the_chat_deletes_its_responses(offline: LiveServer) -> N
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(first.id)
     with pytest.raises(openai.NotFoundError):
-        await client.responses.create(model="switchboard", input="and?",
-                                      previous_response_id=first.id)
+        await client.responses.create(
+            model="switchboard", input="and?", previous_response_id=first.id
+        )

@@ -47,40 +47,76 @@ def request(**fields: Any) -> Any:
 
 # ----------------------------------------------------------------------------- input
 
+
 def test_input_items_become_model_items_and_the_last_user_text_the_prompt() -> None:
-    given = turn_input(request(input=[
-        {"role": "developer", "content": "Be brief."},
-        {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "What is in"},
-            {"type": "input_image", "image_url": "https://img.example/cat.png"}]},
-        {"role": "assistant", "content": [{"type": "output_text", "text": "A cat."}]},
-        {"type": "function_call", "call_id": "c1", "name": "search_google",
-         "arguments": "{\"q\": \"cats\"}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
-        {"role": "user", "content": "and now?"}]), max_prompt_chars=100)
+    given = turn_input(
+        request(
+            input=[
+                {"role": "developer", "content": "Be brief."},
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is in"},
+                        {"type": "input_image", "image_url": "https://img.example/cat.png"},
+                    ],
+                },
+                {"role": "assistant", "content": [{"type": "output_text", "text": "A cat."}]},
+                {
+                    "type": "function_call",
+                    "call_id": "c1",
+                    "name": "search_google",
+                    "arguments": '{"q": "cats"}',
+                },
+                {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
+                {"role": "user", "content": "and now?"},
+            ]
+        ),
+        max_prompt_chars=100,
+    )
     assert given.prompt == "and now?"
     assert given.items == [
         {"type": "message", "role": "developer", "content": "Be brief."},
-        {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "What is in"},
-            {"type": "input_image", "image_url": "https://img.example/cat.png",
-             "detail": "auto"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "What is in"},
+                {
+                    "type": "input_image",
+                    "image_url": "https://img.example/cat.png",
+                    "detail": "auto",
+                },
+            ],
+        },
         {"type": "message", "role": "assistant", "content": "A cat."},
-        {"type": "function_call", "call_id": "c1", "name": "search_google",
-         "arguments": "{\"q\": \"cats\"}"},
+        {
+            "type": "function_call",
+            "call_id": "c1",
+            "name": "search_google",
+            "arguments": '{"q": "cats"}',
+        },
         {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
-        {"type": "message", "role": "user", "content": "and now?"}]
+        {"type": "message", "role": "user", "content": "and now?"},
+    ]
 
 
 def test_images_are_for_user_messages_only() -> None:
     with pytest.raises(OpenResponsesError) as raised:
-        turn_input(request(input=[
-            {"role": "system", "content": [{"type": "input_image", "image_url": "x"}]},
-            {"role": "user", "content": "hi"}]), max_prompt_chars=100)
+        turn_input(
+            request(
+                input=[
+                    {"role": "system", "content": [{"type": "input_image", "image_url": "x"}]},
+                    {"role": "user", "content": "hi"},
+                ]
+            ),
+            max_prompt_chars=100,
+        )
     assert raised.value.param == "input[0].content"
 
 
 # ----------------------------------------------------------------------------- agents
+
 
 @pytest.fixture(scope="module")
 def orchestrator() -> Agent[Any]:
@@ -97,16 +133,19 @@ def graph(agent: Agent[Any]) -> dict[str, Any]:
         if current.name in seen:
             continue
         handoffs = [h for h in current.handoffs if isinstance(h, Agent)]
-        seen[current.name] = (sorted(t.name for t in current.tools),
-                              sorted(h.name for h in handoffs),
-                              current.model_settings.tool_choice)
+        seen[current.name] = (
+            sorted(t.name for t in current.tools),
+            sorted(h.name for h in handoffs),
+            current.model_settings.tool_choice,
+        )
         todo.extend(handoffs)
     return seen
 
 
 def test_tool_choice_none_leaves_the_orchestrator_alone(orchestrator: Agent[Any]) -> None:
-    agent = response_agent(orchestrator, None, tool_policy(request(tool_choice="none"),
-                                                           ["search_google"]))
+    agent = response_agent(
+        orchestrator, None, tool_policy(request(tool_choice="none"), ["search_google"])
+    )
     assert graph(agent) == {"Switchboard": ([], [], None)}
     assert orchestrator.handoffs  # the shared orchestrator is untouched
 
@@ -116,34 +155,52 @@ def test_a_forced_tool_keeps_one_path_to_it(orchestrator: Agent[Any]) -> None:
     policy = tool_policy(req, ["send_google_email", "search_google"])
     assert graph(response_agent(orchestrator, None, policy)) == {
         "Switchboard": ([], ["GMail"], "transfer_to_gmail"),
-        "GMail": (["send_google_email"], [], "send_google_email")}
+        "GMail": (["send_google_email"], [], "send_google_email"),
+    }
 
 
 def test_allowed_tools_drop_every_other_tool_and_agent(orchestrator: Agent[Any]) -> None:
-    req = request(tool_choice={"type": "allowed_tools", "mode": "required", "tools": [
-        {"type": "function", "name": "search_google"},
-        {"type": "function", "name": "google_email_inbox"}]})
+    req = request(
+        tool_choice={
+            "type": "allowed_tools",
+            "mode": "required",
+            "tools": [
+                {"type": "function", "name": "search_google"},
+                {"type": "function", "name": "google_email_inbox"},
+            ],
+        }
+    )
     names = ["search_google", "google_email_inbox", "send_google_email"]
     assert graph(response_agent(orchestrator, None, tool_policy(req, names))) == {
         "Switchboard": ([], ["GMail", "Search"], "required"),
         "GMail": (["google_email_inbox"], ["Search"], "required"),
-        "Search": (["search_google"], ["GMail"], "required")}
+        "Search": (["search_google"], ["GMail"], "required"),
+    }
 
 
 def test_tools_and_tool_choice_must_agree() -> None:
     with pytest.raises(OpenResponsesError, match="leaves out"):
-        tool_policy(request(tools=[{"type": "function", "name": "a"}],
-                            tool_choice={"type": "function", "name": "b"}), ["a", "b"])
+        tool_policy(
+            request(
+                tools=[{"type": "function", "name": "a"}],
+                tool_choice={"type": "function", "name": "b"},
+            ),
+            ["a", "b"],
+        )
     with pytest.raises(OpenResponsesError, match="no tool in common"):
-        tool_policy(request(tools=[{"type": "function", "name": "a"}], tool_choice={
-            "type": "allowed_tools", "tools": [{"type": "function", "name": "b"}]}),
-            ["a", "b"])
+        tool_policy(
+            request(
+                tools=[{"type": "function", "name": "a"}],
+                tool_choice={"type": "allowed_tools", "tools": [{"type": "function", "name": "b"}]},
+            ),
+            ["a", "b"],
+        )
 
 
-async def test_caller_instructions_are_added_to_each_agents_own(
-        orchestrator: Agent[Any]) -> None:
-    agent = response_agent(orchestrator, "Answer in French.",
-                           tool_policy(request(), ["search_google"]))
+async def test_caller_instructions_are_added_to_each_agents_own(orchestrator: Agent[Any]) -> None:
+    agent = response_agent(
+        orchestrator, "Answer in French.", tool_policy(request(), ["search_google"])
+    )
     context = RunContextWrapper(context=None)
     for current in (agent, agent.handoffs[0]):
         text = await current.get_system_prompt(context)
@@ -155,39 +212,60 @@ async def test_caller_instructions_are_added_to_each_agents_own(
 
 # ----------------------------------------------------------------------------- events
 
+
 def builder(gated: frozenset[str] = frozenset()) -> ResponseBuilder:
-    return ResponseBuilder(id="resp_test", created_at=1_700_000_000, model="switchboard",
-                           echo={}, gated=gated)
+    return ResponseBuilder(
+        id="resp_test", created_at=1_700_000_000, model="switchboard", echo={}, gated=gated
+    )
 
 
 def delta(text: str, item_id: str = "m1") -> RawResponsesStreamEvent:
-    return RawResponsesStreamEvent(data=ResponseTextDeltaEvent(
-        type="response.output_text.delta", item_id=item_id, output_index=0, content_index=0,
-        delta=text, logprobs=[], sequence_number=0))
+    return RawResponsesStreamEvent(
+        data=ResponseTextDeltaEvent(
+            type="response.output_text.delta",
+            item_id=item_id,
+            output_index=0,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+            sequence_number=0,
+        )
+    )
 
 
 def message(text: str, item_id: str = "m1") -> RunItemStreamEvent:
-    raw = ResponseOutputMessage(id=item_id, type="message", role="assistant",
-                                status="completed", content=[ResponseOutputText(
-                                    type="output_text", text=text, annotations=[])])
-    return RunItemStreamEvent(name="message_output_created",
-                              item=MessageOutputItem(agent=AGENT, raw_item=raw))
+    raw = ResponseOutputMessage(
+        id=item_id,
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+    )
+    return RunItemStreamEvent(
+        name="message_output_created", item=MessageOutputItem(agent=AGENT, raw_item=raw)
+    )
 
 
 def called(name: str, call_id: str) -> RunItemStreamEvent:
-    raw = ResponseFunctionToolCall(type="function_call", name=name, arguments='{"q":1}',
-                                   call_id=call_id, id=f"fc_{call_id}")
+    raw = ResponseFunctionToolCall(
+        type="function_call", name=name, arguments='{"q":1}', call_id=call_id, id=f"fc_{call_id}"
+    )
     return RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=AGENT, raw_item=raw))
 
 
 def output(call_id: str, value: Any, raw_output: Any) -> RunItemStreamEvent:
     raw = {"type": "function_call_output", "call_id": call_id, "output": raw_output}
-    return RunItemStreamEvent(name="tool_output", item=ToolCallOutputItem(
-        agent=AGENT, raw_item=raw, output=value))
+    return RunItemStreamEvent(
+        name="tool_output", item=ToolCallOutputItem(agent=AGENT, raw_item=raw, output=value)
+    )
 
 
-def run(events: list[Any], status: str = "completed", built: ResponseBuilder | None = None,
-        **finish: Any) -> Stream:
+def run(
+    events: list[Any],
+    status: str = "completed",
+    built: ResponseBuilder | None = None,
+    **finish: Any,
+) -> Stream:
     built = built or builder()
     out = built.start()
     for event in events:
@@ -199,9 +277,16 @@ def run(events: list[Any], status: str = "completed", built: ResponseBuilder | N
 
 
 def test_messages_with_and_without_deltas_and_without_item_ids() -> None:
-    stream = run([delta("Hel"), delta("lo"), message("Hello"),
-                  message("No deltas", "m2"),
-                  delta("A", "__fake_id__"), message("A", "other")])
+    stream = run(
+        [
+            delta("Hel"),
+            delta("lo"),
+            message("Hello"),
+            message("No deltas", "m2"),
+            delta("A", "__fake_id__"),
+            message("A", "other"),
+        ]
+    )
     texts = [item["content"][0]["text"] for item in stream.final["output"]]
     assert texts == ["Hello", "No deltas", "A"]
     assert stream.final["usage"]["total_tokens"] == 15
@@ -209,14 +294,26 @@ def test_messages_with_and_without_deltas_and_without_item_ids() -> None:
 
 def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
     structured = TextResponse("Yelp", "from the adapter").to_dict()
-    stream = run([called("transfer_to_yelp", "h1"), output("h1", "{}", "{}"),
-                  called("search", "c1"), output("c1", "ignored", "what the model read"),
-                  called("search", "c2"), output("c2", structured, [{"type": "input_text"}]),
-                  output("c9", "an orphan", "an orphan"), message("Done")])
+    stream = run(
+        [
+            called("transfer_to_yelp", "h1"),
+            output("h1", "{}", "{}"),
+            called("search", "c1"),
+            output("c1", "ignored", "what the model read"),
+            called("search", "c2"),
+            output("c2", structured, [{"type": "input_text"}]),
+            output("c9", "an orphan", "an orphan"),
+            message("Done"),
+        ]
+    )
     items = stream.final["output"]
     assert [(i["type"], i.get("call_id")) for i in items] == [
-        ("function_call", "c1"), ("function_call_output", "c1"),
-        ("function_call", "c2"), ("function_call_output", "c2"), ("message", None)]
+        ("function_call", "c1"),
+        ("function_call_output", "c1"),
+        ("function_call", "c2"),
+        ("function_call_output", "c2"),
+        ("message", None),
+    ]
     assert items[0]["arguments"] == '{"q":1}' and items[0]["status"] == "completed"
     assert items[1]["output"] == "what the model read"
     # A structured output: the adapter's text.
@@ -225,8 +322,11 @@ def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
 
 
 def test_a_failed_turn_closes_its_message_as_incomplete() -> None:
-    stream = run([delta("half an ans")], "failed",
-                 error={"code": "server_error", "message": "The model failed."})
+    stream = run(
+        [delta("half an ans")],
+        "failed",
+        error={"code": "server_error", "message": "The model failed."},
+    )
     assert stream.types[-1] == "response.failed"
     final = stream.final
     assert final["error"] == {"code": "server_error", "message": "The model failed."}
@@ -252,8 +352,9 @@ async def test_a_turn_that_dies_without_finishing_still_ends_the_stream() -> Non
     # stream has kept the connection alive while it ran.
     may_end = asyncio.Event()
     dying = asyncio.create_task(may_end.wait())
-    started = StartedResponse("resp_test", events, asyncio.get_running_loop().create_future(),
-                              dying, built)
+    started = StartedResponse(
+        "resp_test", events, asyncio.get_running_loop().create_future(), dying, built
+    )
     chunks: list[str] = []
     async with asyncio.timeout(60):  # a stream with no keep-alive would wait for ever
         async for chunk in _stream(started, keepalive=0.02):
@@ -272,69 +373,120 @@ async def test_a_turn_that_dies_without_finishing_still_ends_the_stream() -> Non
 # ----------------------------------------------------------------------------- approvals
 
 SEND = frozenset({"send"})
-ASKED = {"approval_id": "ap_1", "call_id": "c1", "name": "send", "arguments": {"q": 1},
-         "expires_at": "2030-01-01T00:00:00.000Z", "description": "Sending",
-         "current_agent": "Yelp", "type": "approval_required", "seq": 9}
+ASKED = {
+    "approval_id": "ap_1",
+    "call_id": "c1",
+    "name": "send",
+    "arguments": {"q": 1},
+    "expires_at": "2030-01-01T00:00:00.000Z",
+    "description": "Sending",
+    "current_agent": "Yelp",
+    "type": "approval_required",
+    "seq": 9,
+}
 
 
 def test_a_gated_call_is_shown_once_it_ran_with_its_output() -> None:
-    stream = run([called("send", "c1"), called("search", "c2"),
-                  output("c2", "x", "found"), output("c1", "x", "sent")], built=builder(SEND))
+    stream = run(
+        [
+            called("send", "c1"),
+            called("search", "c2"),
+            output("c2", "x", "found"),
+            output("c1", "x", "sent"),
+        ],
+        built=builder(SEND),
+    )
     assert [(i["type"], i.get("call_id")) for i in stream.final["output"]] == [
-        ("function_call", "c2"), ("function_call_output", "c2"),
-        ("function_call", "c1"), ("function_call_output", "c1")]
+        ("function_call", "c2"),
+        ("function_call_output", "c2"),
+        ("function_call", "c1"),
+        ("function_call_output", "c1"),
+    ]
 
 
 def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
-    stream = run([called("search", "c0"), output("c0", "x", "found"), called("send", "c1")],
-                 built=builder(SEND), approvals=[ASKED])
+    stream = run(
+        [called("search", "c0"), output("c0", "x", "found"), called("send", "c1")],
+        built=builder(SEND),
+        approvals=[ASKED],
+    )
     final = stream.final
     assert final["status"] == "completed"
     assert [i["type"] for i in final["output"]] == [
-        "function_call", "function_call_output", "switchboard:approval_request"]
+        "function_call",
+        "function_call_output",
+        "switchboard:approval_request",
+    ]
     request = final["output"][-1]
-    assert request == {"id": request["id"], "type": "switchboard:approval_request",
-                       "status": "completed", "approval_id": "ap_1", "call_id": "c1",
-                       "name": "send", "arguments": '{"q":1}',
-                       "expires_at": "2030-01-01T00:00:00.000Z"}
-    assert stream.types[-3:] == ["response.output_item.added", "response.output_item.done",
-                                 "response.completed"]
+    assert request == {
+        "id": request["id"],
+        "type": "switchboard:approval_request",
+        "status": "completed",
+        "approval_id": "ap_1",
+        "call_id": "c1",
+        "name": "send",
+        "arguments": '{"q":1}',
+        "expires_at": "2030-01-01T00:00:00.000Z",
+    }
+    assert stream.types[-3:] == [
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+    ]
     with pytest.raises(ValueError, match="ends completed"):
         builder().finish("failed", usage=USAGE, completed_at=0, approvals=[ASKED])
 
 
 def test_a_gated_call_cut_short_is_shown_without_output() -> None:
-    stream = run([called("send", "c1")], "failed", built=builder(SEND),
-                 error={"code": "server_error", "message": "stopped"})
-    assert [(i["type"], i["call_id"]) for i in stream.final["output"]] == [
-        ("function_call", "c1")]
+    stream = run(
+        [called("send", "c1")],
+        "failed",
+        built=builder(SEND),
+        error={"code": "server_error", "message": "stopped"},
+    )
+    assert [(i["type"], i["call_id"]) for i in stream.final["output"]] == [("function_call", "c1")]
 
 
 def test_a_resumed_response_shows_approved_calls_and_hides_declined_ones() -> None:
     built = builder(SEND)
-    built.resuming([DecidedCall("c1", "send", {"to": ["a@x"]}, True),
-                    DecidedCall("c2", "send", {"to": ["b@x"]}, False)])
-    stream = run([output("c2", "x", "Not run: declined"), output("c1", "x", "sent"),
-                  message("Sent one.")], built=built)
+    built.resuming(
+        [
+            DecidedCall("c1", "send", {"to": ["a@x"]}, True),
+            DecidedCall("c2", "send", {"to": ["b@x"]}, False),
+        ]
+    )
+    stream = run(
+        [output("c2", "x", "Not run: declined"), output("c1", "x", "sent"), message("Sent one.")],
+        built=built,
+    )
     items = stream.final["output"]
     assert [(i["type"], i.get("call_id")) for i in items] == [
-        ("function_call", "c1"), ("function_call_output", "c1"), ("message", None)]
+        ("function_call", "c1"),
+        ("function_call_output", "c1"),
+        ("message", None),
+    ]
     assert items[0]["arguments"] == '{"to":["a@x"]}' and items[1]["output"] == "sent"
 
 
 def test_approval_responses_are_the_whole_input_of_a_chained_request() -> None:
-    item = {"type": "switchboard:approval_response", "approval_id": "ap_1", "approve": False,
-            "reason": "  no  "}
+    item = {
+        "type": "switchboard:approval_response",
+        "approval_id": "ap_1",
+        "approve": False,
+        "reason": "  no  ",
+    }
     decisions = approval_decisions(request(input=[item], previous_response_id="resp_1"))
     assert decisions == [Decision("ap_1", False, "no", "input[0]")]
     assert approval_decisions(request(input="hi")) == []
-    for fields, param in [({"input": [item]}, "previous_response_id"),
-                          ({"input": [item, {"role": "user", "content": "x"}],
-                            "previous_response_id": "r"}, "input[1]"),
-                          ({"input": [item, item], "previous_response_id": "r"},
-                           "input[1].approval_id"),
-                          ({"input": [item], "previous_response_id": "r",
-                            "tool_choice": "required"}, "tool_choice")]:
+    for fields, param in [
+        ({"input": [item]}, "previous_response_id"),
+        (
+            {"input": [item, {"role": "user", "content": "x"}], "previous_response_id": "r"},
+            "input[1]",
+        ),
+        ({"input": [item, item], "previous_response_id": "r"}, "input[1].approval_id"),
+        ({"input": [item], "previous_response_id": "r", "tool_choice": "required"}, "tool_choice"),
+    ]:
         with pytest.raises(OpenResponsesError) as raised:
             approval_decisions(request(**fields))
         assert raised.value.param == param, fields
@@ -354,30 +506,54 @@ def test_decisions_must_answer_exactly_the_responses_requests() -> None:
 
 
 def test_a_replayed_approval_request_is_a_call_that_did_not_run() -> None:
-    given = turn_input(request(input=[
-        {"role": "user", "content": "email Ada"},
-        {"type": "switchboard:approval_request", "id": "apr_1", "status": "completed",
-         "approval_id": "ap_1", "call_id": "c1", "name": "send", "arguments": "{}",
-         "expires_at": "2030-01-01T00:00:00.000Z"},
-        {"role": "user", "content": "never mind"}]), max_prompt_chars=100)
+    given = turn_input(
+        request(
+            input=[
+                {"role": "user", "content": "email Ada"},
+                {
+                    "type": "switchboard:approval_request",
+                    "id": "apr_1",
+                    "status": "completed",
+                    "approval_id": "ap_1",
+                    "call_id": "c1",
+                    "name": "send",
+                    "arguments": "{}",
+                    "expires_at": "2030-01-01T00:00:00.000Z",
+                },
+                {"role": "user", "content": "never mind"},
+            ]
+        ),
+        max_prompt_chars=100,
+    )
     assert given.items[1:3] == [
         {"type": "function_call", "call_id": "c1", "name": "send", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": NOT_RUN}]
+        {"type": "function_call_output", "call_id": "c1", "output": NOT_RUN},
+    ]
     with pytest.raises(OpenResponsesError, match="second output"):
-        turn_input(request(input=[
-            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "c1", "output": "a"},
-            {"type": "function_call_output", "call_id": "c1", "output": "b"},
-            {"role": "user", "content": "hi"}]), max_prompt_chars=100)
+        turn_input(
+            request(
+                input=[
+                    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "a"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "b"},
+                    {"role": "user", "content": "hi"},
+                ]
+            ),
+            max_prompt_chars=100,
+        )
 
 
 def test_paused_context_keeps_the_turn_up_to_the_pause() -> None:
-    items = [{"type": "message", "role": "user", "content": "email Ada"},
-             {"type": "function_call", "call_id": "c1", "name": "send", "arguments": "{}"},
-             {"type": "function_call_output", "call_id": "c1", "output": "sent for real"},
-             {"type": "message", "role": "assistant", "content": "Sent."}]
+    items = [
+        {"type": "message", "role": "user", "content": "email Ada"},
+        {"type": "function_call", "call_id": "c1", "name": "send", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sent for real"},
+        {"type": "message", "role": "assistant", "content": "Sent."},
+    ]
     assert paused_context(items, {"c1"}) == [
-        items[0], items[1], {"type": "function_call_output", "call_id": "c1",
-                             "output": NOT_RUN}]
+        items[0],
+        items[1],
+        {"type": "function_call_output", "call_id": "c1", "output": NOT_RUN},
+    ]
     # Only the input left (a resumed turn that failed keeps no more).
     assert paused_context(items[:1], {"c1"}) == items[:1]

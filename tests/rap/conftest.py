@@ -52,16 +52,17 @@ class RapStack:
 
 def notes_server(tool: RapToolServer, **extra: Any) -> str:
     """``SWITCHBOARD_RAP_TOOLS`` for the fake tool server, named ``notes`` / agent ``Notes``."""
-    return json.dumps([{"name": "notes", "url": tool.base_url, "display_name": "Notes",
-                        **extra}])
+    return json.dumps([{"name": "notes", "url": tool.base_url, "display_name": "Notes", **extra}])
 
 
 @pytest.fixture
-def rap_stack(make_settings: Callable[..., Settings]  # noqa: F811 - the fixture
-              ) -> Callable[..., Any]:
+def rap_stack(
+    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+) -> Callable[..., Any]:
     @asynccontextmanager
-    async def start(*, secret: str | None = None, server: dict[str, Any] | None = None,
-                    **overrides: Any) -> AsyncIterator[RapStack]:
+    async def start(
+        *, secret: str | None = None, server: dict[str, Any] | None = None, **overrides: Any
+    ) -> AsyncIterator[RapStack]:
         tool = RapToolServer(secret=secret)
         async with running_model_server(FakeModelServer()) as model, serve_fake(tool):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -73,7 +74,9 @@ def rap_stack(make_settings: Callable[..., Settings]  # noqa: F811 - the fixture
                 extra.setdefault("secret", secret)
             values: dict[str, Any] = {
                 "model": f"responses:fake-large@{model.base_url()}",
-                "suggest_model": "offline", "model_timeout": 5, "model_call_timeout": 20,
+                "suggest_model": "offline",
+                "model_timeout": 5,
+                "model_call_timeout": 20,
                 "rap_tools": notes_server(tool, **extra),
                 "rap_callback_url": f"http://127.0.0.1:{port}",
             }

@@ -13,7 +13,8 @@ from tests.ws.conftest import open_client
 
 
 async def test_a_declared_write_is_sent_only_after_approval_with_the_shown_arguments(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     async with rap_stack() as stack:
         stack.tool.on("edit_file", Result("Replaced app/greet.py."))
         script_call(stack.model, "edit_file", EDIT, "I changed greet().")
@@ -35,7 +36,8 @@ async def test_a_declared_write_is_sent_only_after_approval_with_the_shown_argum
 
 
 async def test_an_operation_that_declares_nothing_asks_and_a_rejection_sends_nothing(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     async with rap_stack() as stack:
         stack.tool.on("watch_repo", Result("Watching acme/api.", subscription=True))
         script_call(stack.model, "watch_repo", {"repo": "acme/api"}, "I won't watch it.")
@@ -47,9 +49,11 @@ async def test_an_operation_that_declares_nothing_asks_and_a_rejection_sends_not
     assert [e["decision"] for e in of_type(events, "approval_resolved")] == ["rejected"]
     assert stack.tool.invocations == [] and of_type(events, "tool_output") == []
     [request] = stack.model.turn_requests()[-1:]
-    refusal = next(item for item in request.body["input"]
-                   if item.get("type") == "function_call_output"
-                   and item["call_id"] == "call_watch_repo")
+    refusal = next(
+        item
+        for item in request.body["input"]
+        if item.get("type") == "function_call_output" and item["call_id"] == "call_watch_repo"
+    )
     assert refusal["output"].startswith("Not run: the user declined this call")
 
 

@@ -52,6 +52,7 @@ async def example_server(tmp_path: Path, secret: str | None) -> AsyncIterator[st
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient() as http:
+
             async def serving() -> bool:
                 if process.returncode is not None:
                     raise AssertionError(f"the example tool server exited ({process.returncode})")
@@ -69,15 +70,19 @@ async def example_server(tmp_path: Path, secret: str | None) -> AsyncIterator[st
 
 @pytest.mark.parametrize("secret", [None, SECRET], ids=["unsigned", "signed"])
 async def test_the_documented_tool_server_answers_in_a_chat(
-        make_settings: Callable[..., Settings], tmp_path: Path, secret: str | None) -> None:
+    make_settings: Callable[..., Settings], tmp_path: Path, secret: str | None
+) -> None:
     async with example_server(tmp_path, secret) as url:
         server: dict[str, str] = {"name": "notes", "url": url}
         if secret:
             server["secret"] = secret
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
-        settings = make_settings(rap_tools=json.dumps([server]), suggest_model="offline",
-                                 rap_callback_url=f"http://127.0.0.1:{sock.getsockname()[1]}")
+        settings = make_settings(
+            rap_tools=json.dumps([server]),
+            suggest_model="offline",
+            rap_callback_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
+        )
         async with serve_on(sock, settings) as live:
             async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
                 events = await client.turn("ask Notes about deploys")

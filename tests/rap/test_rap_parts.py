@@ -32,35 +32,51 @@ NOTES = Agent(name="Notes")
 
 # ----------------------------------------------------------------------------- settings
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("notes=http://127.0.0.1:9", "http://127.0.0.1:9"),
-    ('[{"name": "notes", "url": "https://notes.example.com/"}]', "https://notes.example.com"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("notes=http://127.0.0.1:9", "http://127.0.0.1:9"),
+        ('[{"name": "notes", "url": "https://notes.example.com/"}]', "https://notes.example.com"),
+    ],
+)
 def test_rap_tools_setting_forms(value: str, expected: str) -> None:
     [server] = load_settings(rap_tools=value).rap_tools
     assert server.name == "notes" and server.url == expected
 
 
-@pytest.mark.parametrize(("overrides", "says"), [
-    ({"rap_tools": "notes"}, "name=URL pairs"),
-    ({"rap_tools": "[{"}, "SWITCHBOARD_RAP_TOOLS"),
-    ({"rap_tools": "yelp=https://a.example"}, "built-in connector"),
-    ({"rap_tools": "Notes=https://a.example"}, "server 0 (Notes): name"),
-    ({"rap_tools": "a=https://a.example,a=https://b.example"}, "unique; repeated: a"),
-    ({"rap_tools": '[{"name": "a", "url": "ftp://a.example"}]'}, "server 0 (a): url"),
-    ({"rap_tools": '[{"name": "a", "url": "https://a.example", "secret": "short"}]'},
-     "at least 16 characters"),
-    ({"rap_tools": '[{"name": "a", "url": "https://a.example", "tools": [{"name": "t", '
-                   '"inputSchema": {"type": "object", "properties": 3}}]}]'},
-     "tools.0.inputSchema"),
-    ({"rap_tools": '[{"name": "a", "url": "https://a.example", "tmeout": 3}]'}, "tmeout"),
-    ({"rap_tools": "a=https://a.example", "host": "0.0.0.0", "auth_mode": "token"},
-     "SWITCHBOARD_RAP_CALLBACK_URL must be set"),
-    ({"rap_callback_url": "switchboard.example.com"}, "SWITCHBOARD_RAP_CALLBACK_URL"),
-    ({"rap_timeout": "0"}, "SWITCHBOARD_RAP_TIMEOUT"),
-])
-def test_bad_rap_settings_stop_the_start_naming_the_variable(overrides: dict[str, Any],
-                                                             says: str) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"rap_tools": "notes"}, "name=URL pairs"),
+        ({"rap_tools": "[{"}, "SWITCHBOARD_RAP_TOOLS"),
+        ({"rap_tools": "yelp=https://a.example"}, "built-in connector"),
+        ({"rap_tools": "Notes=https://a.example"}, "server 0 (Notes): name"),
+        ({"rap_tools": "a=https://a.example,a=https://b.example"}, "unique; repeated: a"),
+        ({"rap_tools": '[{"name": "a", "url": "ftp://a.example"}]'}, "server 0 (a): url"),
+        (
+            {"rap_tools": '[{"name": "a", "url": "https://a.example", "secret": "short"}]'},
+            "at least 16 characters",
+        ),
+        (
+            {
+                "rap_tools": '[{"name": "a", "url": "https://a.example", "tools": [{"name": "t", '
+                '"inputSchema": {"type": "object", "properties": 3}}]}]'
+            },
+            "tools.0.inputSchema",
+        ),
+        ({"rap_tools": '[{"name": "a", "url": "https://a.example", "tmeout": 3}]'}, "tmeout"),
+        (
+            {"rap_tools": "a=https://a.example", "host": "0.0.0.0", "auth_mode": "token"},
+            "SWITCHBOARD_RAP_CALLBACK_URL must be set",
+        ),
+        ({"rap_callback_url": "switchboard.example.com"}, "SWITCHBOARD_RAP_CALLBACK_URL"),
+        ({"rap_timeout": "0"}, "SWITCHBOARD_RAP_TIMEOUT"),
+    ],
+)
+def test_bad_rap_settings_stop_the_start_naming_the_variable(
+    overrides: dict[str, Any], says: str
+) -> None:
     with pytest.raises(SettingsError, match="SWITCHBOARD_RAP") as raised:
         load_settings(**overrides)
     assert says in str(raised.value)
@@ -75,14 +91,21 @@ def test_callback_url_defaults_to_this_loopback_server() -> None:
 def test_the_fake_servers_toolset_is_valid_and_bad_ones_are_not() -> None:
     toolset = {"name": "notes", "endpoint": "http://127.0.0.1:1/invoke", "tools": TOOLS}
     assert [t.name for t in RapToolset.model_validate(toolset).tools] == [
-        "edit_file", "lookup", "watch_repo"]
-    for broken in ({**toolset, "tools": []}, {**toolset, "endpoint": "mailto:x@y"},
-                   {**toolset, "tools": [TOOLS[0], TOOLS[0]]}):
+        "edit_file",
+        "lookup",
+        "watch_repo",
+    ]
+    for broken in (
+        {**toolset, "tools": []},
+        {**toolset, "endpoint": "mailto:x@y"},
+        {**toolset, "tools": [TOOLS[0], TOOLS[0]]},
+    ):
         with pytest.raises(ValueError):
             RapToolset.model_validate(broken)
 
 
 # ----------------------------------------------------------------------------- signatures
+
 
 def test_signatures_verify_and_match_a_third_party_implementation() -> None:
     body = b'{"type":"tool_result"}'
@@ -104,9 +127,17 @@ def test_signatures_verify_and_match_a_third_party_implementation() -> None:
 
 # ----------------------------------------------------------------------------- registry
 
+
 def open_call(calls: PendingCalls, id: str = "call_1") -> Any:
-    return calls.open(server="notes", operation="lookup", group_id="chat", id=id,
-                      call_id=None, user_id="u", turn_id="t")
+    return calls.open(
+        server="notes",
+        operation="lookup",
+        group_id="chat",
+        id=id,
+        call_id=None,
+        user_id="u",
+        turn_id="t",
+    )
 
 
 async def test_a_call_is_answered_once_then_remembered() -> None:
@@ -154,22 +185,29 @@ async def test_a_cancelled_wait_closes_the_call_and_old_calls_are_forgotten() ->
     assert call.state is CallState.CLOSED
     assert calls.deliver(call, "x", "f") is Delivery.GONE
     # Forgotten once ``retain`` has passed (checked when a callback looks the call up).
-    await wait_until(lambda: calls.find(token) is None,
-                     what="the closed call to be forgotten after retain=0.05 s")
+    await wait_until(
+        lambda: calls.find(token) is None,
+        what="the closed call to be forgotten after retain=0.05 s",
+    )
 
 
 # ----------------------------------------------------------------------------- results
 
+
 def message(**fields: Any) -> ToolResultMessage:
     return ToolResultMessage.model_validate(
-        {"type": "tool_result", "group_id": "g", "id": "i", "text": "done", **fields})
+        {"type": "tool_result", "group_id": "g", "id": "i", "text": "done", **fields}
+    )
 
 
 def test_the_model_reads_the_full_text_whatever_the_display() -> None:
     text = "x" * 50_000
     result = result_from_message(
         message(text=text, display_as=[{"type": "text", "content": "short"}]),
-        agent_name="Notes", friendly_name="Notes: lookup", debug_info={"rap_server": "notes"})
+        agent_name="Notes",
+        friendly_name="Notes: lookup",
+        debug_info={"rap_server": "notes"},
+    )
     assert isinstance(result, RapToolResult) and isinstance(result, ToolResult)
     # What the SDK sends as the function_call_output: all of it, fenced as outside data.
     assert str(result) == fence(text, "remote tool")
@@ -180,39 +218,60 @@ def test_the_model_reads_the_full_text_whatever_the_display() -> None:
 
 
 def test_error_texts_and_oauth_messages() -> None:
-    error = result_from_message(message(text="Error: quota exceeded; retry in 60 s"),
-                                agent_name="Notes", friendly_name="Notes: x", debug_info={})
+    error = result_from_message(
+        message(text="Error: quota exceeded; retry in 60 s"),
+        agent_name="Notes",
+        friendly_name="Notes: x",
+        debug_info={},
+    )
     assert error["response_type"] == "error"
-    assert str(error) == ("Error: the remote tool reported this failure:\n"
-                          + fence("Error: quota exceeded; retry in 60 s", "remote tool"))
-    not_error = result_from_message(message(text="Errors found: none"),
-                                    agent_name="Notes", friendly_name="Notes: x", debug_info={})
+    assert str(error) == (
+        "Error: the remote tool reported this failure:\n"
+        + fence("Error: quota exceeded; retry in 60 s", "remote tool")
+    )
+    not_error = result_from_message(
+        message(text="Errors found: none"),
+        agent_name="Notes",
+        friendly_name="Notes: x",
+        debug_info={},
+    )
     assert not_error["response_type"] == "rap_result"
-    oauth = result_from_message(OAuthMessage.model_validate(
-        {"type": "oauth", "group_id": "g", "id": "i", "auth_url": "https://a.example/auth"}),
-        agent_name="Notes", friendly_name="Notes: x", debug_info={})
+    oauth = result_from_message(
+        OAuthMessage.model_validate(
+            {"type": "oauth", "group_id": "g", "id": "i", "auth_url": "https://a.example/auth"}
+        ),
+        agent_name="Notes",
+        friendly_name="Notes: x",
+        debug_info={},
+    )
     assert oauth["response_type"] == "open_window"
     assert oauth["response"] == {"url": "https://a.example/auth"}
     assert "authorization" in str(oauth)
 
 
-@pytest.mark.parametrize("segments", [
-    [{"type": "diff", "content": "a patch as a string"}],
-    [{"type": "diff", "content": {"path": "a.py"}}],
-    [{"type": "text", "content": {"not": "a string"}}],
-    [{"type": "", "content": "x"}],
-    [{"content": "x"}],
-])
+@pytest.mark.parametrize(
+    "segments",
+    [
+        [{"type": "diff", "content": "a patch as a string"}],
+        [{"type": "diff", "content": {"path": "a.py"}}],
+        [{"type": "text", "content": {"not": "a string"}}],
+        [{"type": "", "content": "x"}],
+        [{"content": "x"}],
+    ],
+)
 def test_bad_display_segments_are_refused(segments: list[Any]) -> None:
     with pytest.raises(ValueError):
         message(display_as=segments)
 
 
 def test_unknown_segment_types_pass_through_for_the_ui_to_skip() -> None:
-    segments = [{"type": "chart", "content": {"series": [1, 2]}},
-                {"type": "text", "content": "fallback"}]
-    result = result_from_message(message(display_as=segments), agent_name="Notes",
-                                 friendly_name="Notes: x", debug_info={})
+    segments = [
+        {"type": "chart", "content": {"series": [1, 2]}},
+        {"type": "text", "content": "fallback"},
+    ]
+    result = result_from_message(
+        message(display_as=segments), agent_name="Notes", friendly_name="Notes: x", debug_info={}
+    )
     assert result["display_as"] == segments
 
 
@@ -225,20 +284,27 @@ def test_schema_problems_name_the_field() -> None:
 
 # ----------------------------------------------------------------------------- translator
 
+
 def _translate(value: Any) -> list[OutEvent]:
     translator = StreamTranslator("Switchboard", {}, {})
-    call = ResponseFunctionToolCall(type="function_call", name="lookup", arguments="{}",
-                                    call_id="c1", id="fc_1")
-    translator.translate(RunItemStreamEvent(name="tool_called",
-                                            item=ToolCallItem(agent=NOTES, raw_item=call)))
+    call = ResponseFunctionToolCall(
+        type="function_call", name="lookup", arguments="{}", call_id="c1", id="fc_1"
+    )
+    translator.translate(
+        RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=NOTES, raw_item=call))
+    )
     raw = {"type": "function_call_output", "call_id": "c1", "output": str(value)}
-    return translator.translate(RunItemStreamEvent(
-        name="tool_output", item=ToolCallOutputItem(agent=NOTES, raw_item=raw, output=value)))
+    return translator.translate(
+        RunItemStreamEvent(
+            name="tool_output", item=ToolCallOutputItem(agent=NOTES, raw_item=raw, output=value)
+        )
+    )
 
 
 def test_a_timeout_result_is_reported_as_tool_timeout() -> None:
-    result = timeout_result(agent_name="Notes", operation="lookup", seconds=2,
-                            debug_info={"rap_server": "notes"})
+    result = timeout_result(
+        agent_name="Notes", operation="lookup", seconds=2, debug_info={"rap_server": "notes"}
+    )
     out = _translate(result)
     assert [e.type for e in out] == ["tool_output", "error"]
     assert out[1].payload["code"] == "tool_timeout" and out[1].payload["retryable"] is True
@@ -246,9 +312,16 @@ def test_a_timeout_result_is_reported_as_tool_timeout() -> None:
     assert json.loads(json.dumps(out[0].payload))  # plain JSON
 
 
-@pytest.mark.parametrize("debug_info", [None, {}, {"error_code": "tool_error"},
-                                        {"error_code": "something_else"},
-                                        {"error_code": ["tool_timeout"]}])
+@pytest.mark.parametrize(
+    "debug_info",
+    [
+        None,
+        {},
+        {"error_code": "tool_error"},
+        {"error_code": "something_else"},
+        {"error_code": ["tool_timeout"]},
+    ],
+)
 def test_other_errors_stay_tool_error(debug_info: dict[str, Any] | None) -> None:
     from connectors.tooling import error_result
 

@@ -21,28 +21,36 @@ from tests.ws.test_turns import assert_turn_order
 EDIT = {"path": "app/greet.py", "content": "def greet():\n    return 'hello'\n"}
 
 
-def script_call(model: FakeModelServer, name: str, arguments: dict[str, Any],
-                answer: str = "Done.") -> None:
-    model.script(Call("transfer_to_notes", {}),
-                 Call(name, arguments, call_id=f"call_{name}"),
-                 Say(answer))
+def script_call(
+    model: FakeModelServer, name: str, arguments: dict[str, Any], answer: str = "Done."
+) -> None:
+    model.script(
+        Call("transfer_to_notes", {}), Call(name, arguments, call_id=f"call_{name}"), Say(answer)
+    )
 
 
 def outputs_sent_to_model(model: FakeModelServer) -> list[dict[str, Any]]:
     """The function_call_output items of the model's last request (what it read)."""
     items = model.turn_requests()[-1].body["input"]
-    tools = {item["call_id"] for item in items if item.get("type") == "function_call"
-             and not item["name"].startswith("transfer_to_")}  # hand-offs are not tools
-    return [item for item in items
-            if item.get("type") == "function_call_output" and item["call_id"] in tools]
+    tools = {
+        item["call_id"]
+        for item in items
+        if item.get("type") == "function_call" and not item["name"].startswith("transfer_to_")
+    }  # hand-offs are not tools
+    return [
+        item
+        for item in items
+        if item.get("type") == "function_call_output" and item["call_id"] in tools
+    ]
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [event for event in events if event["type"] == kind]
 
 
-async def run_turn(stack: RapStack, prompt: str = "ask Notes to do it"
-                   ) -> tuple[str, list[dict[str, Any]]]:
+async def run_turn(
+    stack: RapStack, prompt: str = "ask Notes to do it"
+) -> tuple[str, list[dict[str, Any]]]:
     chat_id = uuid.uuid4().hex
     async with open_client(stack.live.ws_url(chat_id)) as client:
         events = await client.turn(prompt)
@@ -51,11 +59,15 @@ async def run_turn(stack: RapStack, prompt: str = "ask Notes to do it"
 
 
 async def test_a_diff_result_shows_its_diff_and_the_model_reads_the_full_text(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     long_text = "Replaced text in app/greet.py.\n" + "".join(
-        f"line {n}: " + "x" * 60 + "\n" for n in range(400))  # ~28 kB: over any summary cap
-    display = [{"type": "diff", "content": {"path": "app/greet.py", "patch": DIFF}},
-               {"type": "text", "content": "edit_file app/greet.py: 1 line changed"}]
+        f"line {n}: " + "x" * 60 + "\n" for n in range(400)
+    )  # ~28 kB: over any summary cap
+    display = [
+        {"type": "diff", "content": {"path": "app/greet.py", "patch": DIFF}},
+        {"type": "text", "content": "edit_file app/greet.py: 1 line changed"},
+    ]
     async with rap_stack() as stack:
         stack.tool.on("edit_file", Result(long_text, display_as=display))
         script_call(stack.model, "edit_file", EDIT, "I changed greet() to say hello.")
@@ -71,7 +83,8 @@ async def test_a_diff_result_shows_its_diff_and_the_model_reads_the_full_text(
     assert invocation["user_id"] == "local"
     assert invocation["call_id"].startswith("fc_")  # the model's item id, echoed back
     assert invocation["callback_url"].startswith(
-        f"http://127.0.0.1:{stack.live.port}/rap/callback?token=")
+        f"http://127.0.0.1:{stack.live.port}/rap/callback?token="
+    )
 
     [call] = of_type(events, "tool_call")
     assert call["name"] == "edit_file" and call["current_agent"] == "Notes"
@@ -100,7 +113,8 @@ async def test_a_diff_result_shows_its_diff_and_the_model_reads_the_full_text(
 
 
 async def test_an_error_text_is_an_error_card_and_the_turn_goes_on(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     text = "Error: app/greet.py is locked by another edit. Retry in 30 seconds."
     async with rap_stack() as stack:
         stack.tool.on("edit_file", Result(text))
@@ -115,7 +129,8 @@ async def test_an_error_text_is_an_error_card_and_the_turn_goes_on(
     assert error["message"] == text
     assert events[-2]["type"] == "end_of_stream" and events[-2]["status"] == "completed"
     assert outputs_sent_to_model(stack.model)[0]["output"] == (
-        f"Error: the remote tool reported this failure:\n{fence(text, 'remote tool')}")
+        f"Error: the remote tool reported this failure:\n{fence(text, 'remote tool')}"
+    )
 
 
 async def test_duplicate_deliveries_are_accepted_once(rap_stack: Callable[..., Any]) -> None:
@@ -126,15 +141,19 @@ async def test_duplicate_deliveries_are_accepted_once(rap_stack: Callable[..., A
         deliveries = await stack.tool.wait_deliveries(3)
 
     assert [(d.status, d.body) for d in deliveries] == [
-        (200, {"status": "accepted"}), (200, {"status": "duplicate"}),
-        (200, {"status": "duplicate"})]
+        (200, {"status": "accepted"}),
+        (200, {"status": "duplicate"}),
+        (200, {"status": "duplicate"}),
+    ]
     assert len(of_type(events, "tool_output")) == 1
     assert [o["output"] for o in outputs_sent_to_model(stack.model)] == [
-        fence("Deploys happen on Tuesdays.", "remote tool")]
+        fence("Deploys happen on Tuesdays.", "remote tool")
+    ]
 
 
 async def test_results_for_other_calls_are_discarded_and_never_injected(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     async with rap_stack(rap_timeout=1.0) as stack:
         # A tool that answers with an id (then a group_id) it was not invoked with.
         stack.tool.on("lookup", Result("INJECTED 1", id="call_someone_else"))
@@ -147,12 +166,15 @@ async def test_results_for_other_calls_are_discarded_and_never_injected(
         async with httpx.AsyncClient() as http:
             forged = await http.post(
                 f"{stack.live.http}/rap/callback?token=not-a-token",
-                json={"type": "tool_result", "group_id": "g", "id": "i", "text": "INJECTED 3"})
+                json={"type": "tool_result", "group_id": "g", "id": "i", "text": "INJECTED 3"},
+            )
         # The tool posts its results from tasks of its own, which closing it would cancel.
         await stack.tool.wait_deliveries(2, within=60)
 
     assert [(d.status, d.body["error"]["code"]) for d in stack.tool.deliveries] == [
-        (404, "not_found"), (404, "not_found")]
+        (404, "not_found"),
+        (404, "not_found"),
+    ]
     assert forged.status_code == 401 and forged.json()["error"]["code"] == "unauthorized"
     for turn in (events, second):
         [error] = of_type(turn, "error")
@@ -162,7 +184,8 @@ async def test_results_for_other_calls_are_discarded_and_never_injected(
 
 
 async def test_a_forged_signature_is_refused_and_the_genuine_result_still_lands(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     secret = "s3cret-shared-with-the-tool-server"
     async with rap_stack(secret=secret) as stack:
         stack.tool.on("lookup", Result("FORGED", signature="forged"))
@@ -172,18 +195,37 @@ async def test_a_forged_signature_is_refused_and_the_genuine_result_still_lands(
             await client.send({"type": "prompt", "text": "ask Notes who is on call"})
             [refused] = await stack.tool.wait_deliveries(1)
             invocation = stack.tool.invocations[0]
-            genuine = json.dumps({"type": "tool_result", "group_id": invocation["group_id"],
-                                  "id": invocation["id"], "call_id": invocation["call_id"],
-                                  "text": "Dana is on call this week."}).encode()
+            genuine = json.dumps(
+                {
+                    "type": "tool_result",
+                    "group_id": invocation["group_id"],
+                    "id": invocation["id"],
+                    "call_id": invocation["call_id"],
+                    "text": "Dana is on call this week.",
+                }
+            ).encode()
             async with httpx.AsyncClient() as http:
-                unsigned = await http.post(invocation["callback_url"], content=genuine,
-                                           headers={"Content-Type": "application/json"})
-                stale = await http.post(invocation["callback_url"], content=genuine, headers={
-                    "Content-Type": "application/json",
-                    "X-Switchboard-Signature": signature(secret, genuine, stamp=1_000_000)})
-                accepted = await http.post(invocation["callback_url"], content=genuine, headers={
-                    "Content-Type": "application/json",
-                    "X-Switchboard-Signature": signature(secret, genuine)})
+                unsigned = await http.post(
+                    invocation["callback_url"],
+                    content=genuine,
+                    headers={"Content-Type": "application/json"},
+                )
+                stale = await http.post(
+                    invocation["callback_url"],
+                    content=genuine,
+                    headers={
+                        "Content-Type": "application/json",
+                        "X-Switchboard-Signature": signature(secret, genuine, stamp=1_000_000),
+                    },
+                )
+                accepted = await http.post(
+                    invocation["callback_url"],
+                    content=genuine,
+                    headers={
+                        "Content-Type": "application/json",
+                        "X-Switchboard-Signature": signature(secret, genuine),
+                    },
+                )
             events = await client.until("end_of_stream")
 
     assert stack.tool.invocation_signed == [True]  # and our invocation was signed for it
@@ -193,7 +235,8 @@ async def test_a_forged_signature_is_refused_and_the_genuine_result_still_lands(
     [shown] = of_type(events, "tool_output")
     assert shown["output"]["response"] == "Dana is on call this week."
     assert [o["output"] for o in outputs_sent_to_model(stack.model)] == [
-        fence("Dana is on call this week.", "remote tool")]
+        fence("Dana is on call this week.", "remote tool")
+    ]
 
 
 async def test_a_tool_that_never_answers_times_out(rap_stack: Callable[..., Any]) -> None:
@@ -203,9 +246,16 @@ async def test_a_tool_that_never_answers_times_out(rap_stack: Callable[..., Any]
         chat_id, events = await run_turn(stack)
         invocation = stack.tool.invocations[0]
         async with httpx.AsyncClient() as http:
-            late = await http.post(invocation["callback_url"], json={
-                "type": "tool_result", "group_id": invocation["group_id"],
-                "id": invocation["id"], "call_id": invocation["call_id"], "text": "too late"})
+            late = await http.post(
+                invocation["callback_url"],
+                json={
+                    "type": "tool_result",
+                    "group_id": invocation["group_id"],
+                    "id": invocation["id"],
+                    "call_id": invocation["call_id"],
+                    "text": "too late",
+                },
+            )
         async with stack.live.client() as http:
             plain = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
             debug = (await http.get(f"/api/chats/{chat_id}/events?debug=true")).json()["events"]
@@ -223,8 +273,11 @@ async def test_a_tool_that_never_answers_times_out(rap_stack: Callable[..., Any]
     # Why it failed stays server-side: only the debug-enabled history API shows it.
     assert "debug_info" not in of_type(plain, "tool_output")[0]["output"]
     assert of_type(debug, "tool_output")[0]["output"]["debug_info"] == {
-        "rap_server": "notes", "operation": "lookup", "error_code": "tool_timeout",
-        "timeout_seconds": 0.5}
+        "rap_server": "notes",
+        "operation": "lookup",
+        "error_code": "tool_timeout",
+        "timeout_seconds": 0.5,
+    }
 
 
 async def test_a_subscription_is_recorded_on_the_chat(rap_stack: Callable[..., Any]) -> None:
@@ -242,8 +295,7 @@ async def test_a_subscription_is_recorded_on_the_chat(rap_stack: Callable[..., A
     assert other.status_code == 404
 
 
-async def test_bad_callbacks_are_refused_and_lose_nothing(
-        rap_stack: Callable[..., Any]) -> None:
+async def test_bad_callbacks_are_refused_and_lose_nothing(rap_stack: Callable[..., Any]) -> None:
     async with rap_stack() as stack:
         stack.tool.on("lookup", Silence())
         script_call(stack.model, "lookup", {"query": "q"}, "Found it.")
@@ -253,22 +305,34 @@ async def test_bad_callbacks_are_refused_and_lose_nothing(
             await client.until("tool_call")
             invocation = stack.tool.invocations[0]
             url = invocation["callback_url"]
-            good = {"type": "tool_result", "group_id": invocation["group_id"],
-                    "id": invocation["id"], "call_id": invocation["call_id"], "text": "found"}
+            good = {
+                "type": "tool_result",
+                "group_id": invocation["group_id"],
+                "id": invocation["id"],
+                "call_id": invocation["call_id"],
+                "text": "found",
+            }
             async with httpx.AsyncClient() as http:
                 answers = [
-                    await http.post(url, content=b"{not json",
-                                    headers={"Content-Type": "application/json"}),
+                    await http.post(
+                        url, content=b"{not json", headers={"Content-Type": "application/json"}
+                    ),
                     await http.post(url, json={**good, "text": None}),
                     await http.post(url, json={**good, "type": "tool_progress"}),
-                    await http.post(url, json={**good, "display_as": [
-                        {"type": "diff", "content": "not an object"}]}),
+                    await http.post(
+                        url,
+                        json={**good, "display_as": [{"type": "diff", "content": "not an object"}]},
+                    ),
                     await http.post(url, json={**good, "call_id": "fc_wrong"}),
-                    await http.post(url, content=json.dumps(good),
-                                    headers={"Content-Type": "text/plain"}),
+                    await http.post(
+                        url, content=json.dumps(good), headers={"Content-Type": "text/plain"}
+                    ),
                     await http.post(url.split("?")[0], json=good),
-                    await http.post(url, content=b"x" * (4 * 1024 * 1024 + 1),
-                                    headers={"Content-Type": "application/json"}),
+                    await http.post(
+                        url,
+                        content=b"x" * (4 * 1024 * 1024 + 1),
+                        headers={"Content-Type": "application/json"},
+                    ),
                 ]
                 accepted = await http.post(url, json=good)
             events = await client.until("end_of_stream")
@@ -289,7 +353,9 @@ async def test_an_oauth_message_shows_an_authorize_link(rap_stack: Callable[...,
 
     [shown] = of_type(events, "tool_output")
     assert shown["output"]["response_type"] == "open_window"
-    assert shown["output"]["response"]["url"] == "https://auth.example.com/authorize?client_id=notes"
+    assert (
+        shown["output"]["response"]["url"] == "https://auth.example.com/authorize?client_id=notes"
+    )
     assert "authorization" in outputs_sent_to_model(stack.model)[0]["output"]
 
 
@@ -305,8 +371,7 @@ async def test_invalid_arguments_never_reach_the_tool(rap_stack: Callable[..., A
     assert of_type(events, "error")[0]["code"] == "tool_error"
 
 
-async def test_invocations_are_retried_on_5xx_but_not_on_4xx(
-        rap_stack: Callable[..., Any]) -> None:
+async def test_invocations_are_retried_on_5xx_but_not_on_4xx(rap_stack: Callable[..., Any]) -> None:
     async with rap_stack(http_retries=2, http_retry_max_wait=0.1) as stack:
         stack.tool.script("/invoke", Answer(503, then_handle=False), Answer(502))
         stack.tool.on("lookup", Result("third time lucky"))
@@ -324,7 +389,8 @@ async def test_invocations_are_retried_on_5xx_but_not_on_4xx(
 
 
 async def test_open_responses_clients_see_remote_tool_calls_and_their_full_text(
-        rap_stack: Callable[..., Any]) -> None:
+    rap_stack: Callable[..., Any],
+) -> None:
     from tests.openresponses.conftest import client_for
 
     text = "Found 3 notes.\n" + "note body " * 2000  # longer than any summary
@@ -332,7 +398,8 @@ async def test_open_responses_clients_see_remote_tool_calls_and_their_full_text(
         stack.tool.on("lookup", Result(text, display_as=[{"type": "text", "content": "3 notes"}]))
         script_call(stack.model, "lookup", {"query": "deploys"}, "There are three notes.")
         response = await client_for(stack.live).responses.create(
-            model="switchboard", input="ask Notes about deploys")
+            model="switchboard", input="ask Notes about deploys"
+        )
         async with stack.live.client() as http:
             [chat] = (await http.get("/api/chats")).json()["chats"]
 

@@ -33,7 +33,8 @@ def check_chat_log(events: list[dict[str, Any]], *, last_may_run: bool = False) 
         where = f"seq {event['seq']} ({kind})"
         if kind == "user_prompt":
             assert current is None or current in log.ends, (
-                f"{where}: turn {turn_id} began before turn {current} ended")
+                f"{where}: turn {turn_id} began before turn {current} ended"
+            )
             assert turn_id not in log.order, f"{where}: turn {turn_id} began twice"
             current = turn_id
             log.order.append(turn_id)

@@ -52,7 +52,11 @@ class ServerProcess:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--no-migrate"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -103,9 +107,11 @@ def servers(tmp_path: Path) -> Iterator[Any]:
     started: list[ServerProcess] = []
 
     def make(database_url: str, **settings: Any) -> ServerProcess:
-        env = {"SWITCHBOARD_DATABASE_URL": database_url,
-               "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-               "SWITCHBOARD_LOG_LEVEL": "INFO"}
+        env = {
+            "SWITCHBOARD_DATABASE_URL": database_url,
+            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+            "SWITCHBOARD_LOG_LEVEL": "INFO",
+        }
         env.update({f"SWITCHBOARD_{key.upper()}": str(value) for key, value in settings.items()})
         server = ServerProcess(env, tmp_path / f"server-{len(started)}.log")
         started.append(server)
@@ -117,8 +123,9 @@ def servers(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture
-def proxied_settings(make_settings: Callable[..., Settings], database_url: str,
-                     proxy: TcpProxy) -> Callable[..., Settings]:
+def proxied_settings(
+    make_settings: Callable[..., Settings], database_url: str, proxy: TcpProxy
+) -> Callable[..., Settings]:
     """Settings whose database is reached through the module's ``proxy`` fixture (a
     ``TcpProxy`` the test cuts or stalls), for in-process servers (tests.ws.conftest)."""
     url = make_url(database_url).set(host="127.0.0.1", port=proxy.port)

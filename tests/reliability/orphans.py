@@ -25,12 +25,14 @@ async def stored_events(server: Any, chat_id: str) -> list[dict[str, Any]]:
 
 def _ended(events: list[dict[str, Any]]) -> bool:
     prompts = [e["seq"] for e in events if e["type"] == "user_prompt"]
-    return bool(prompts) and any(e["type"] == "end_of_stream" and e["seq"] > prompts[-1]
-                                 for e in events)
+    return bool(prompts) and any(
+        e["type"] == "end_of_stream" and e["seq"] > prompts[-1] for e in events
+    )
 
 
-async def until_last_turn_ends(server: Any, chat_id: str,
-                               within: float = 60.0) -> list[dict[str, Any]]:
+async def until_last_turn_ends(
+    server: Any, chat_id: str, within: float = 60.0
+) -> list[dict[str, Any]]:
     """The chat's stored events once its last turn has an ``end_of_stream``."""
     deadline = time.monotonic() + within
     while True:
@@ -38,6 +40,8 @@ async def until_last_turn_ends(server: Any, chat_id: str,
         if _ended(events):
             return events
         if time.monotonic() > deadline:
-            raise AssertionError(f"the last turn of {chat_id} did not end within {within} s; "
-                                 f"stored: {[e['type'] for e in events]}")
+            raise AssertionError(
+                f"the last turn of {chat_id} did not end within {within} s; "
+                f"stored: {[e['type'] for e in events]}"
+            )
         await asyncio.sleep(0.1)  # a poll of the condition, not a guess at a duration

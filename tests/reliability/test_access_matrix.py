@@ -45,18 +45,32 @@ CALLBACK = "/oauth/google/callback"
 RAP_CALLBACK = "/rap/callback"
 
 # Routes anyone may call: they hold no user data (checked below all the same).
-PUBLIC = {("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/"),
-          ("MOUNT", "/static")}
+PUBLIC = {
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/"),
+    ("MOUNT", "/static"),
+}
 # Every other route, each attacked by ``attack_*`` below.
 MATRIX = {
-    ("GET", "/api/me"), ("GET", "/api/chats"), ("GET", "/api/chats/{chat_id}"),
-    ("DELETE", "/api/chats/{chat_id}"), ("GET", "/api/chats/{chat_id}/events"),
-    ("WS", "/ws/chats/{chat_id}"), ("GET", "/api/connectors"),
-    ("POST", "/api/connectors/plaid/exchange"), ("POST", "/api/connectors/{name}/connect"),
-    ("DELETE", "/api/connectors/{name}"), ("GET", CALLBACK),
-    ("GET", "/api/chats/{chat_id}/rap-subscriptions"), ("POST", RAP_CALLBACK),
-    ("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}"),
-    ("GET", "/api/approvals"), ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
+    ("GET", "/api/me"),
+    ("GET", "/api/chats"),
+    ("GET", "/api/chats/{chat_id}"),
+    ("DELETE", "/api/chats/{chat_id}"),
+    ("GET", "/api/chats/{chat_id}/events"),
+    ("WS", "/ws/chats/{chat_id}"),
+    ("GET", "/api/connectors"),
+    ("POST", "/api/connectors/plaid/exchange"),
+    ("POST", "/api/connectors/{name}/connect"),
+    ("DELETE", "/api/connectors/{name}"),
+    ("GET", CALLBACK),
+    ("GET", "/api/chats/{chat_id}/rap-subscriptions"),
+    ("POST", RAP_CALLBACK),
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("GET", "/api/approvals"),
+    ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
 }
 # Authenticated by its own per-call token (a remote tool answering), never a user's.
 CALL_TOKEN_ROUTES = {("POST", RAP_CALLBACK)}
@@ -89,8 +103,18 @@ class Alice(Person):
     def secrets(self) -> list[str]:
         """Everything of Alice's that must never reach anyone else."""
         # Not her message id: Bob sends it himself in one attack, and it is echoed to him.
-        return [self.id, self.name, self.token, self.oauth_state, self.approval_chat,
-                self.running_chat, *self.chats, *self.turn_ids, *self.prompts, "Tartan Bank"]
+        return [
+            self.id,
+            self.name,
+            self.token,
+            self.oauth_state,
+            self.approval_chat,
+            self.running_chat,
+            *self.chats,
+            *self.turn_ids,
+            *self.prompts,
+            "Tartan Bank",
+        ]
 
 
 @dataclass
@@ -102,8 +126,9 @@ class Ledger:
 
     def record(self, what: str, denied: bool, seen: str) -> None:
         leaked = [secret for secret in self.secrets if secret and secret in seen]
-        self.attempts.append((what, denied and not leaked,
-                              f"leaked {leaked}" if leaked else seen[:200]))
+        self.attempts.append(
+            (what, denied and not leaked, f"leaked {leaked}" if leaked else seen[:200])
+        )
 
     def failures(self) -> list[tuple[str, bool, str]]:
         return [attempt for attempt in self.attempts if not attempt[1]]
@@ -117,12 +142,14 @@ def http_as(live: LiveServer, token: str | None, carrier: str = "header") -> htt
         params["token"] = token
     elif token is not None:
         cookies["sb_session"] = token
-    return httpx.AsyncClient(base_url=live.http, headers=headers, params=params,
-                             cookies=cookies, timeout=10)
+    return httpx.AsyncClient(
+        base_url=live.http, headers=headers, params=params, cookies=cookies, timeout=10
+    )
 
 
-def ws_as(live: LiveServer, chat_id: str, token: str | None, carrier: str = "header",
-          **query: Any) -> tuple[str, dict[str, str]]:
+def ws_as(
+    live: LiveServer, chat_id: str, token: str | None, carrier: str = "header", **query: Any
+) -> tuple[str, dict[str, str]]:
     headers: dict[str, str] = {}
     if token is not None and carrier == "header":
         headers["Authorization"] = f"Bearer {token}"
@@ -152,6 +179,7 @@ async def socket_refusal(url: str, headers: dict[str, str]) -> tuple[int | None,
 
 # ----------------------------------------------------------------------------- the world
 
+
 @pytest.fixture
 async def plaid() -> AsyncIterator[FakePlaid]:
     fake = FakePlaid()
@@ -160,17 +188,23 @@ async def plaid() -> AsyncIterator[FakePlaid]:
 
 
 @pytest.fixture
-async def world(make_settings: Callable[..., Settings],
-                plaid: FakePlaid) -> AsyncIterator[tuple[LiveServer, Alice, Person]]:
+async def world(
+    make_settings: Callable[..., Settings], plaid: FakePlaid
+) -> AsyncIterator[tuple[LiveServer, Alice, Person]]:
     """A token-mode server where Alice has chats, a running turn, a bank and an OAuth
     sign-in under way, and Bob has a chat of his own."""
     settings = make_settings(
-        auth_mode="token", secret_key=Fernet.generate_key().decode(),
-        offline_delta_delay=0.03, prompts_per_minute=1000,
+        auth_mode="token",
+        secret_key=Fernet.generate_key().decode(),
+        offline_delta_delay=0.03,
+        prompts_per_minute=1000,
         connector_modes={"plaid": "live", "gmail": "live"},
-        plaid_client_id=plaid.client_id, plaid_secret=plaid.secret,
+        plaid_client_id=plaid.client_id,
+        plaid_secret=plaid.secret,
         plaid_base_url=plaid.base_url,
-        google_client_id="client-id.apps.example", google_client_secret="google-secret")
+        google_client_id="client-id.apps.example",
+        google_client_secret="google-secret",
+    )
     async with serve(settings) as live:
         users = UserRepository(live.services.db)
         tag = uuid.uuid4().hex[:8]
@@ -197,12 +231,24 @@ async def world(make_settings: Callable[..., Settings],
             alice.oauth_state = parse_qs(urlsplit(started["url"]).query)["state"][0]
             assert (await http.post("/api/connectors/plaid/connect")).status_code == 200
             async with httpx.AsyncClient() as sandbox:
-                public = (await sandbox.post(f"{plaid.base_url}/sandbox/public_token/create", json={
-                    "client_id": plaid.client_id, "secret": plaid.secret,
-                    "institution_id": "ins_109509", "initial_products": ["transactions"]})).json()
-            linked = await http.post("/api/connectors/plaid/exchange", json={
-                "public_token": public["public_token"],
-                "institution": {"name": "Tartan Bank", "institution_id": "ins_109509"}})
+                public = (
+                    await sandbox.post(
+                        f"{plaid.base_url}/sandbox/public_token/create",
+                        json={
+                            "client_id": plaid.client_id,
+                            "secret": plaid.secret,
+                            "institution_id": "ins_109509",
+                            "initial_products": ["transactions"],
+                        },
+                    )
+                ).json()
+            linked = await http.post(
+                "/api/connectors/plaid/exchange",
+                json={
+                    "public_token": public["public_token"],
+                    "institution": {"name": "Tartan Bank", "institution_id": "ins_109509"},
+                },
+            )
             assert linked.status_code == 200, linked.text
             for chat_id in alice.chats:
                 stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
@@ -211,8 +257,12 @@ async def world(make_settings: Callable[..., Settings],
         alice.approval_chat = f"alice-approval-{tag}"
         url, headers = ws_as(live, alice.approval_chat, alice.token)
         async with open_client(url, additional_headers=headers) as client:
-            await client.send({"type": "prompt", "text": f"find sushi in Boston for {tag} "
-                                                         "and email the list to me@example.com"})
+            await client.send(
+                {
+                    "type": "prompt",
+                    "text": f"find sushi in Boston for {tag} and email the list to me@example.com",
+                }
+            )
             alice.approval_id = (await client.until("approval_required"))[-1]["approval_id"]
         alice.prompts.append(f"find sushi in Boston for {tag}")
 
@@ -247,8 +297,11 @@ async def attack_chats(live: LiveServer, alice: Alice, bob: Person, ledger: Ledg
                 for method, path, params in requests:
                     response = await http.request(method, path, params=params)
                     body_ok = method == "HEAD" or response.json()["error"]["code"] == "not_found"
-                    ledger.record(f"{carrier} {method} {path} {params}",
-                                  response.status_code == 404 and body_ok, shown(response))
+                    ledger.record(
+                        f"{carrier} {method} {path} {params}",
+                        response.status_code == 404 and body_ok,
+                        shown(response),
+                    )
 
 
 async def attack_listings(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
@@ -256,105 +309,155 @@ async def attack_listings(live: LiveServer, alice: Alice, bob: Person, ledger: L
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             me = await http.get("/api/me")
-            ledger.record(f"{carrier} GET /api/me", me.status_code == 200
-                          and me.json()["id"] == bob.id, shown(me))
+            ledger.record(
+                f"{carrier} GET /api/me",
+                me.status_code == 200 and me.json()["id"] == bob.id,
+                shown(me),
+            )
             chats = await http.get("/api/chats")
             ids = [chat["id"] for chat in chats.json()["chats"]]
-            ledger.record(f"{carrier} GET /api/chats", chats.status_code == 200
-                          and ids and all(i.startswith("bob-chat-") for i in ids), shown(chats))
+            ledger.record(
+                f"{carrier} GET /api/chats",
+                chats.status_code == 200 and ids and all(i.startswith("bob-chat-") for i in ids),
+                shown(chats),
+            )
             paged = await http.get("/api/chats", params={"cursor": alice.cursor, "limit": 100})
-            ledger.record(f"{carrier} GET /api/chats?cursor=<alice's>",
-                          paged.status_code in (200, 400), shown(paged))
+            ledger.record(
+                f"{carrier} GET /api/chats?cursor=<alice's>",
+                paged.status_code in (200, 400),
+                shown(paged),
+            )
             connectors = await http.get("/api/connectors")
             plaid = next(c for c in connectors.json()["connectors"] if c["name"] == "plaid")
-            ledger.record(f"{carrier} GET /api/connectors", connectors.status_code == 200
-                          and plaid["connected"] is False, shown(connectors))
+            ledger.record(
+                f"{carrier} GET /api/connectors",
+                connectors.status_code == 200 and plaid["connected"] is False,
+                shown(connectors),
+            )
 
 
-async def attack_connectors(live: LiveServer, alice: Alice, bob: Person,
-                            ledger: Ledger) -> None:
+async def attack_connectors(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """Bob's connect / disconnect / exchange touch his own accounts only."""
     async with http_as(live, bob.token) as http:
         gone = await http.delete("/api/connectors/plaid")
-        ledger.record("DELETE /api/connectors/plaid", gone.status_code == 200
-                      and gone.json()["connector"]["connected"] is False, shown(gone))
+        ledger.record(
+            "DELETE /api/connectors/plaid",
+            gone.status_code == 200 and gone.json()["connector"]["connected"] is False,
+            shown(gone),
+        )
         gone = await http.delete("/api/connectors/gmail")
         ledger.record("DELETE /api/connectors/gmail", gone.status_code == 200, shown(gone))
         started = await http.post("/api/connectors/gmail/connect")
         state = parse_qs(urlsplit(started.json()["url"]).query)["state"][0]
-        ledger.record("POST /api/connectors/gmail/connect",
-                      started.status_code == 200 and state != alice.oauth_state, shown(started))
+        ledger.record(
+            "POST /api/connectors/gmail/connect",
+            started.status_code == 200 and state != alice.oauth_state,
+            shown(started),
+        )
         started = await http.post("/api/connectors/plaid/connect")
-        ledger.record("POST /api/connectors/plaid/connect", started.status_code == 200,
-                      shown(started))
-        exchange = await http.post("/api/connectors/plaid/exchange",
-                                   json={"public_token": "public-sandbox-not-bobs"})
-        ledger.record("POST /api/connectors/plaid/exchange (a token that is not his)",
-                      exchange.status_code in (400, 502), shown(exchange))
+        ledger.record(
+            "POST /api/connectors/plaid/connect", started.status_code == 200, shown(started)
+        )
+        exchange = await http.post(
+            "/api/connectors/plaid/exchange", json={"public_token": "public-sandbox-not-bobs"}
+        )
+        ledger.record(
+            "POST /api/connectors/plaid/exchange (a token that is not his)",
+            exchange.status_code in (400, 502),
+            shown(exchange),
+        )
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             # Alice's Google sign-in landing in Bob's browser.
-            callback = await http.get(CALLBACK, params={"state": alice.oauth_state,
-                                                         "code": "4/alices-code"})
-            ledger.record(f"{carrier} GET {CALLBACK} with Alice's state",
-                          callback.status_code == 403, shown(callback))
+            callback = await http.get(
+                CALLBACK, params={"state": alice.oauth_state, "code": "4/alices-code"}
+            )
+            ledger.record(
+                f"{carrier} GET {CALLBACK} with Alice's state",
+                callback.status_code == 403,
+                shown(callback),
+            )
 
 
-async def attack_rap_callback(live: LiveServer, alice: Alice, bob: Person,
-                              ledger: Ledger) -> None:
+async def attack_rap_callback(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """A user's token is no callback token: nothing is delivered into anyone's turn."""
-    result = {"type": "tool_result", "group_id": alice.running_chat, "id": "call-1",
-              "result": "injected"}
+    result = {
+        "type": "tool_result",
+        "group_id": alice.running_chat,
+        "id": "call-1",
+        "result": "injected",
+    }
     for token in (bob.token, alice.running_turn, None):
         async with http_as(live, None) as http:
             params = {"token": token} if token else {}
             answer = await http.post(RAP_CALLBACK, params=params, json=result)
-            ledger.record(f"POST {RAP_CALLBACK} token={token and token[:6]}",
-                          answer.status_code in (401, 404), shown(answer))
+            ledger.record(
+                f"POST {RAP_CALLBACK} token={token and token[:6]}",
+                answer.status_code in (401, 404),
+                shown(answer),
+            )
 
 
-async def attack_open_responses(live: LiveServer, alice: Alice, bob: Person,
-                                ledger: Ledger) -> None:
+async def attack_open_responses(
+    live: LiveServer, alice: Alice, bob: Person, ledger: Ledger
+) -> None:
     """Alice's Open Responses response: Bob can neither read it nor continue from it."""
     async with http_as(live, alice.token) as http:
-        created = await http.post("/v1/responses", json={
-            "model": "switchboard", "input": "what are my account balances"})
+        created = await http.post(
+            "/v1/responses", json={"model": "switchboard", "input": "what are my account balances"}
+        )
         assert created.status_code == 200, created.text
         response_id = created.json()["id"]
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             read = await http.get(f"/v1/responses/{response_id}")
-            ledger.record(f"{carrier} GET /v1/responses/<alice's>", read.status_code == 404,
-                          shown(read))
-            chained = await http.post("/v1/responses", json={
-                "model": "switchboard", "input": "and what did I just ask?",
-                "previous_response_id": response_id})
-            ledger.record(f"{carrier} POST /v1/responses previous_response_id=<alice's>",
-                          chained.status_code == 404 and "balances" not in chained.text,
-                          shown(chained))
+            ledger.record(
+                f"{carrier} GET /v1/responses/<alice's>", read.status_code == 404, shown(read)
+            )
+            chained = await http.post(
+                "/v1/responses",
+                json={
+                    "model": "switchboard",
+                    "input": "and what did I just ask?",
+                    "previous_response_id": response_id,
+                },
+            )
+            ledger.record(
+                f"{carrier} POST /v1/responses previous_response_id=<alice's>",
+                chained.status_code == 404 and "balances" not in chained.text,
+                shown(chained),
+            )
 
 
-async def attack_approvals(live: LiveServer, alice: Alice, bob: Person,
-                           ledger: Ledger) -> None:
+async def attack_approvals(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """Alice's pending approval: Bob can neither list it nor decide it, from anywhere."""
     approval = alice.approval_id
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             listed = await http.get("/api/approvals")
-            ledger.record(f"{carrier} GET /api/approvals", listed.status_code == 200
-                          and listed.json()["approvals"] == [], shown(listed))
+            ledger.record(
+                f"{carrier} GET /api/approvals",
+                listed.status_code == 200 and listed.json()["approvals"] == [],
+                shown(listed),
+            )
             for chat_id in (alice.approval_chat, *alice.chats, f"bob-chat-{bob.name[4:]}"):
                 for decision in ("approve", "reject"):
                     path = f"/api/chats/{chat_id}/approvals/{approval}"
                     answer = await http.post(path, json={"decision": decision})
-                    ledger.record(f"{carrier} POST {path} {decision}",
-                                  answer.status_code == 404, shown(answer))
+                    ledger.record(
+                        f"{carrier} POST {path} {decision}",
+                        answer.status_code == 404,
+                        shown(answer),
+                    )
     url, headers = ws_as(live, f"bob-decides-{uuid.uuid4().hex[:6]}", bob.token)
     async with open_client(url, additional_headers=headers) as client:
         await client.send({"type": "approval", "approval_id": approval, "decision": "approve"})
         answer = await client.recv()
-        ledger.record("approval frame for Alice's approval", answer["type"] == "error"
-                      and answer["code"] == "invalid_request", json.dumps(answer))
+        ledger.record(
+            "approval frame for Alice's approval",
+            answer["type"] == "error" and answer["code"] == "invalid_request",
+            json.dumps(answer),
+        )
 
 
 async def attack_socket(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
@@ -374,18 +477,22 @@ async def attack_frames(live: LiveServer, alice: Alice, bob: Person, ledger: Led
         for turn_id in (alice.running_turn, *alice.turn_ids):
             await client.send({"type": "cancel", "turn_id": turn_id})
             answer = await client.recv()
-            ledger.record(f"cancel {turn_id}", answer["type"] == "error"
-                          and answer["code"] == "invalid_request", json.dumps(answer))
+            ledger.record(
+                f"cancel {turn_id}",
+                answer["type"] == "error" and answer["code"] == "invalid_request",
+                json.dumps(answer),
+            )
         await client.send({"type": "resume", "after_seq": 0})
         await client.send({"type": "ping"})
         replay = await client.until("pong")
-        ledger.record("resume after_seq=0 on his own chat", len(replay) == 1,
-                      json.dumps(replay))
+        ledger.record("resume after_seq=0 on his own chat", len(replay) == 1, json.dumps(replay))
         # Alice's idempotency key starts a turn of Bob's, never replays hers.
         events = await client.turn("hello again", client_message_id=f"{alice.message_id}-0")
-        ledger.record("prompt with Alice's client_message_id",
-                      events[0]["text"] == "hello again" and events[0]["seq"] == 1,
-                      json.dumps(events))
+        ledger.record(
+            "prompt with Alice's client_message_id",
+            events[0]["text"] == "hello again" and events[0]["seq"] == 1,
+            json.dumps(events),
+        )
 
 
 async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
@@ -394,16 +501,24 @@ async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Led
         async with http_as(live, token) as http:
             for path in ("/healthz", "/readyz", "/metrics", "/", "/static/app.css"):
                 response = await http.get(path)
-                ledger.record(f"public GET {path}", response.status_code == 200,
-                              shown(response))
+                ledger.record(f"public GET {path}", response.status_code == 200, shown(response))
 
 
-ATTACKS: list[Attack] = [attack_chats, attack_listings, attack_connectors, attack_rap_callback,
-                         attack_open_responses, attack_approvals, attack_socket, attack_frames,
-                         attack_public]
+ATTACKS: list[Attack] = [
+    attack_chats,
+    attack_listings,
+    attack_connectors,
+    attack_rap_callback,
+    attack_open_responses,
+    attack_approvals,
+    attack_socket,
+    attack_frames,
+    attack_public,
+]
 
 
 # ----------------------------------------------------------------------------- the tests
+
 
 def served_routes(app: Any) -> set[tuple[str, str]]:
     routes: set[tuple[str, str]] = set()
@@ -440,18 +555,24 @@ async def start_running_turn(live: LiveServer, alice: Alice) -> asyncio.Task[lis
 
 def test_every_route_is_in_the_matrix_or_public(tmp_path: Path) -> None:
     # The routes are fixed when the app is built, with every connector mode alike.
-    settings = load_settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/unused.db",
-                             data_dir=tmp_path, auth_mode="token")
+    settings = load_settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/unused.db",
+        data_dir=tmp_path,
+        auth_mode="token",
+    )
     served = served_routes(create_app(settings))
     unlisted = served - MATRIX - PUBLIC
-    assert not unlisted, (f"routes in neither the access matrix nor PUBLIC: {sorted(unlisted)};"
-                          " attack them in tests/reliability/test_access_matrix.py")
+    assert not unlisted, (
+        f"routes in neither the access matrix nor PUBLIC: {sorted(unlisted)};"
+        " attack them in tests/reliability/test_access_matrix.py"
+    )
     stale = (MATRIX | PUBLIC) - served
     assert not stale, f"the matrix lists routes the app no longer serves: {sorted(stale)}"
 
 
 async def test_bob_cannot_reach_anything_of_alices(
-        world: tuple[LiveServer, Alice, Person], record_property: Any) -> None:
+    world: tuple[LiveServer, Alice, Person], record_property: Any
+) -> None:
     live, alice, bob = world
     running = await start_running_turn(live, alice)
     ledger = Ledger(alice.secrets())
@@ -481,7 +602,8 @@ async def test_bob_cannot_reach_anything_of_alices(
 
 
 async def test_no_token_or_a_wrong_one_is_401_everywhere(
-        world: tuple[LiveServer, Alice, Person], record_property: Any) -> None:
+    world: tuple[LiveServer, Alice, Person], record_property: Any
+) -> None:
     live, alice, _bob = world
     ledger = Ledger(alice.secrets())
     chat_id = alice.chats[0]
@@ -492,8 +614,10 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("GET", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
         ("DELETE", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
         ("GET", "/api/chats/{chat_id}/events"): (f"/api/chats/{chat_id}/events", {}),
-        ("GET", "/api/chats/{chat_id}/rap-subscriptions"):
-            (f"/api/chats/{chat_id}/rap-subscriptions", {}),
+        ("GET", "/api/chats/{chat_id}/rap-subscriptions"): (
+            f"/api/chats/{chat_id}/rap-subscriptions",
+            {},
+        ),
         ("GET", "/api/connectors"): ("/api/connectors", {}),
         ("POST", "/api/connectors/plaid/exchange"): ("/api/connectors/plaid/exchange", {}),
         ("POST", "/api/connectors/{name}/connect"): ("/api/connectors/gmail/connect", {}),
@@ -502,8 +626,10 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("POST", "/v1/responses"): ("/v1/responses", {}),
         ("GET", "/v1/responses/{response_id}"): ("/v1/responses/resp_unknown", {}),
         ("GET", "/api/approvals"): ("/api/approvals", {}),
-        ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"):
-            (f"/api/chats/{alice.approval_chat}/approvals/{alice.approval_id}", {}),
+        ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"): (
+            f"/api/chats/{alice.approval_chat}/approvals/{alice.approval_id}",
+            {},
+        ),
     }
     assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - {("WS", "/ws/chats/{chat_id}")}
     for token in (None, "sb_" + "x" * 43, alice.token[:-1], "Bearer", "null"):
@@ -511,13 +637,18 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             async with http_as(live, token, carrier) as http:
                 for (method, _), (path, params) in requests.items():
                     response = await http.request(method, path, params=params)
-                    ledger.record(f"{token!r} {carrier} {method} {path}",
-                                  response.status_code == 401, shown(response))
+                    ledger.record(
+                        f"{token!r} {carrier} {method} {path}",
+                        response.status_code == 401,
+                        shown(response),
+                    )
             url, headers = ws_as(live, chat_id, token, carrier, after_seq=0)
             code, seen = await socket_refusal(url, headers)
             ledger.record(f"{token!r} {carrier} WS {chat_id}", code == 4401, seen)
     failures = ledger.failures()
     record_property("unauthenticated_attempts", len(ledger.attempts))
-    print(f"\nunauthenticated attempts: {len(ledger.attempts)}, "
-          f"denied: {len(ledger.attempts) - len(failures)}")
+    print(
+        f"\nunauthenticated attempts: {len(ledger.attempts)}, "
+        f"denied: {len(ledger.attempts) - len(failures)}"
+    )
     assert not failures, "\n".join(f"{what}: {detail}" for what, _, detail in failures)

@@ -28,11 +28,13 @@ async def pause(server: Any, chat_id: str) -> dict[str, Any]:
         return (await client.until("approval_required"))[-1]
 
 
-async def decide(server: Any, chat_id: str, approval_id: str,
-                 decision: str = "approve") -> httpx.Response:
+async def decide(
+    server: Any, chat_id: str, approval_id: str, decision: str = "approve"
+) -> httpx.Response:
     async with httpx.AsyncClient(base_url=server.http, timeout=10) as http:
-        return await http.post(f"/api/chats/{chat_id}/approvals/{approval_id}",
-                               json={"decision": decision})
+        return await http.post(
+            f"/api/chats/{chat_id}/approvals/{approval_id}", json={"decision": decision}
+        )
 
 
 async def until_turn_ends(server: Any, chat_id: str, after_seq: int) -> list[dict[str, Any]]:
@@ -42,7 +44,8 @@ async def until_turn_ends(server: Any, chat_id: str, after_seq: int) -> list[dic
 
 @pytest.mark.parametrize("stop", ["term", "kill"])
 async def test_a_pending_approval_survives_a_restart_and_is_decided_after_it(
-        servers: Any, database_url: str, stop: str) -> None:
+    servers: Any, database_url: str, stop: str
+) -> None:
     server = servers(database_url)
     await asyncio.to_thread(server.start)
     chat_id = uuid.uuid4().hex
@@ -70,20 +73,35 @@ async def test_a_pending_approval_survives_a_restart_and_is_decided_after_it(
 
 
 async def test_a_crash_after_approval_never_runs_the_tool_again(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     # A real RAP tool server that takes the call and never answers: the approved call is
     # in flight when the server process is killed.
     tool = RapToolServer()
     tool.on("edit_file", Silence())
     edit = {"path": "app/greet.py", "content": "hello"}
     async with running_model_server(FakeModelServer()) as model, serve_fake(tool):
-        model.script(Call("transfer_to_notes", {}), Call("edit_file", edit, call_id="call_e"),
-                     Say("Done."))
-        server = servers(database_url, model=f"responses:fake@{model.base_url()}",
-                         suggest_model="offline", model_timeout=5, turn_lease_seconds=LEASE,
-                         rap_tools=json.dumps([{"name": "notes", "url": tool.base_url,
-                                                "endpoint": f"{tool.base_url}/invoke",
-                                                "display_name": "Notes", "tools": TOOLS}]))
+        model.script(
+            Call("transfer_to_notes", {}), Call("edit_file", edit, call_id="call_e"), Say("Done.")
+        )
+        server = servers(
+            database_url,
+            model=f"responses:fake@{model.base_url()}",
+            suggest_model="offline",
+            model_timeout=5,
+            turn_lease_seconds=LEASE,
+            rap_tools=json.dumps(
+                [
+                    {
+                        "name": "notes",
+                        "url": tool.base_url,
+                        "endpoint": f"{tool.base_url}/invoke",
+                        "display_name": "Notes",
+                        "tools": TOOLS,
+                    }
+                ]
+            ),
+        )
         server.env["SWITCHBOARD_RAP_CALLBACK_URL"] = f"http://127.0.0.1:{server.port}"
         await asyncio.to_thread(server.start)
         chat_id = uuid.uuid4().hex
@@ -125,12 +143,13 @@ async def pair(servers: Any, database_url: str, redis_url: str) -> tuple[Any, An
 
 
 @two_instances
-async def test_an_approval_paused_on_one_instance_is_decided_on_the_other(
-        pair: Any) -> None:
+async def test_an_approval_paused_on_one_instance_is_decided_on_the_other(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id)) as here, \
-            open_client(second.ws_url(chat_id)) as there:
+    async with (
+        open_client(first.ws_url(chat_id)) as here,
+        open_client(second.ws_url(chat_id)) as there,
+    ):
         await here.send({"type": "prompt", "text": EMAIL})
         asked = (await here.until("approval_required"))[-1]
         assert (await there.until("approval_required"))[-1] == asked
@@ -140,7 +159,8 @@ async def test_an_approval_paused_on_one_instance_is_decided_on_the_other(
         seen = await there.until("end_of_stream")
     assert seen[0]["type"] == "approval_resolved" and seen[-1]["status"] == "completed"
     assert [e["output"]["response_type"] for e in seen if e["type"] == "tool_output"] == [
-        "send_google_email"]
+        "send_google_email"
+    ]
 
 
 @two_instances
@@ -149,12 +169,24 @@ async def test_decisions_on_both_instances_at_once_run_the_tool_once(pair: Any) 
     chat_id = uuid.uuid4().hex
     asked = await pause(first, chat_id)
     answers = await asyncio.gather(
-        *(decide(server, chat_id, asked["approval_id"])
-          for server in (first, second, first, second)))
+        *(
+            decide(server, chat_id, asked["approval_id"])
+            for server in (first, second, first, second)
+        )
+    )
     assert sorted(a.status_code for a in answers) == [200, 409, 409, 409]
     await until_turn_ends(second, chat_id, asked["seq"])
     stored = await events_of(first, chat_id)
     assert len([e for e in stored if e["type"] == "approval_resolved"]) == 1
-    assert len([e for e in stored if e["type"] == "tool_output"
-                and e["output"]["response_type"] == "send_google_email"]) == 1
+    assert (
+        len(
+            [
+                e
+                for e in stored
+                if e["type"] == "tool_output"
+                and e["output"]["response_type"] == "send_google_email"
+            ]
+        )
+        == 1
+    )
     assert [e["status"] for e in stored if e["type"] == "end_of_stream"] == ["completed"]

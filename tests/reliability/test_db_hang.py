@@ -56,8 +56,9 @@ class HangingProxy(TcpProxy):
         self._flowing.set()  # the connections accepted while hung end with the rest
         await super().stop()
 
-    async def _serve(self, client_reader: asyncio.StreamReader,
-                     client_writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
         # Accepted (the client's connect succeeds) and then never answered.
         await self._flowing.wait()
         if not self.running:
@@ -81,7 +82,8 @@ async def timed_ready_status(live: LiveServer) -> tuple[int, float]:
 
 
 async def test_readyz_answers_within_its_timeout_while_the_database_hangs(
-        proxied_settings: Callable[..., Settings], proxy: HangingProxy) -> None:
+    proxied_settings: Callable[..., Settings], proxy: HangingProxy
+) -> None:
     async with serve(proxied_settings()) as live:
         with capture_logs(logging.WARNING) as logs:
             assert (await timed_ready_status(live))[0] == 200  # a pooled connection now
@@ -93,8 +95,10 @@ async def test_readyz_answers_within_its_timeout_while_the_database_hangs(
                 assert status == 503
                 assert took < READY_TIMEOUT + MARGIN, f"/readyz took {took:.1f} s"
             await proxy.stop()  # the hung connections are reset: what waits on them ends
-            await wait_until(lambda: not asyncio.all_tasks() - before,
-                             what="every task started during the hang to end")
+            await wait_until(
+                lambda: not asyncio.all_tasks() - before,
+                what="every task started during the hang to end",
+            )
             gc.collect()  # asyncio reports an unretrieved exception when the task is freed
         never_retrieved = [r for r in logs.records if "never retrieved" in r.getMessage()]
         assert not never_retrieved, logs.describe(never_retrieved)

@@ -39,8 +39,19 @@ pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indir
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 # What no client-visible text may contain: stack traces, driver or SQL details, addresses.
-LEAKS = ("Traceback", 'File "', "asyncpg", "sqlalchemy", "SELECT", "INSERT", "UPDATE",
-         "postgres", "127.0.0.1", "Connection refused", "Errno")
+LEAKS = (
+    "Traceback",
+    'File "',
+    "asyncpg",
+    "sqlalchemy",
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "postgres",
+    "127.0.0.1",
+    "Connection refused",
+    "Errno",
+)
 
 
 @pytest.fixture
@@ -58,8 +69,11 @@ def assert_no_leak(texts: list[str]) -> None:
 
 def assert_no_crash(logs: CapturedLogs) -> None:
     """Errors are expected in the log during an outage; unhandled ones are not."""
-    crashes = [r for r in logs.errors()
-               if r.name.startswith(("uvicorn", "asyncio")) or "never retrieved" in r.getMessage()]
+    crashes = [
+        r
+        for r in logs.errors()
+        if r.name.startswith(("uvicorn", "asyncio")) or "never retrieved" in r.getMessage()
+    ]
     assert not crashes, logs.describe(crashes)
 
 
@@ -73,8 +87,9 @@ async def ready_status(live: LiveServer) -> int:
         return (await http.get("/readyz")).status_code
 
 
-async def test_readyz_follows_the_database(proxied_settings: Callable[..., Settings],
-                                           proxy: TcpProxy) -> None:
+async def test_readyz_follows_the_database(
+    proxied_settings: Callable[..., Settings], proxy: TcpProxy
+) -> None:
     async with serve(proxied_settings()) as live:
         with capture_logs(logging.WARNING) as logs:
             assert await ready_status(live) == 200
@@ -87,7 +102,8 @@ async def test_readyz_follows_the_database(proxied_settings: Callable[..., Setti
 
 
 async def test_prompt_while_down_is_a_retryable_server_error_then_works(
-        proxied_settings: Callable[..., Settings], proxy: TcpProxy) -> None:
+    proxied_settings: Callable[..., Settings], proxy: TcpProxy
+) -> None:
     async with serve(proxied_settings()) as live:
         with capture_logs(logging.WARNING) as logs:
             chat_id = uuid.uuid4().hex
@@ -119,7 +135,8 @@ async def test_prompt_while_down_is_a_retryable_server_error_then_works(
 
 
 async def test_outage_mid_turn_ends_the_turn_and_loses_no_event(
-        proxied_settings: Callable[..., Settings], proxy: TcpProxy) -> None:
+    proxied_settings: Callable[..., Settings], proxy: TcpProxy
+) -> None:
     async with serve(proxied_settings(offline_delta_delay=0.03)) as live:
         with capture_logs(logging.WARNING) as logs:
             chat_id = uuid.uuid4().hex
@@ -130,8 +147,9 @@ async def test_outage_mid_turn_ends_the_turn_and_loses_no_event(
                 # The database stays away until the writer has given up on it (after its
                 # quick retries), which stops the turn; frames are published only once
                 # stored, so the socket goes quiet meanwhile, but for what was committed.
-                await wait_until(lambda: writer_gave_up(logs),
-                                 what="the event writer to give up on the database")
+                await wait_until(
+                    lambda: writer_gave_up(logs), what="the event writer to give up on the database"
+                )
                 await proxy.start()
                 held_from = len(seen)
                 seen += await client.until("end_of_stream", within=30)
@@ -157,10 +175,14 @@ async def test_outage_mid_turn_ends_the_turn_and_loses_no_event(
                 assert [e["seq"] for e in stored] == list(range(1, len(stored) + 1))
                 assert turn["status"] == "failed"
                 # The stored text is the message as far as the client saw it stream.
-                last_message = max((i for i, e in enumerate(seen) if e["type"] == "llm_response"),
-                                   default=-1)
-                streamed = "".join(e["delta"] for e in seen[last_message + 1:]
-                                   if e["type"] == "llm_response_delta")
+                last_message = max(
+                    (i for i, e in enumerate(seen) if e["type"] == "llm_response"), default=-1
+                )
+                streamed = "".join(
+                    e["delta"]
+                    for e in seen[last_message + 1 :]
+                    if e["type"] == "llm_response_delta"
+                )
                 assert streamed and turn["final_text"] == streamed
 
                 # The chat is usable again on the same socket.

@@ -38,13 +38,16 @@ async def subscribed(client: Client) -> None:
 
 
 async def test_deleting_a_chat_closes_its_sockets_and_the_id_starts_clean(
-        make_settings: Callable[..., Settings], db: Database) -> None:
+    make_settings: Callable[..., Settings], db: Database
+) -> None:
     users = UserRepository(db)
     (_, alice), (_, bob) = await users.create_user("alice"), await users.create_user("bob")
     chat_id = uuid.uuid4().hex
     async with serve(make_settings(auth_mode="token")) as live:
-        async with open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as stale, \
-                open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as other_tab:
+        async with (
+            open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as stale,
+            open_client(live.ws_url(chat_id, token=alice), auto_approve=True) as other_tab,
+        ):
             await stale.turn("what are my account balances")
             await subscribed(other_tab)
             async with live.client(alice) as http:
@@ -53,7 +56,9 @@ async def test_deleting_a_chat_closes_its_sockets_and_the_id_starts_clean(
                 assert await closed_with(socket) == (4403, "chat deleted")
 
         # Bob takes the id: a chat of his own, with nothing of Alice's in it.
-        async with open_client(live.ws_url(chat_id, token=bob, after_seq=0), auto_approve=True) as client:
+        async with open_client(
+            live.ws_url(chat_id, token=bob, after_seq=0), auto_approve=True
+        ) as client:
             events = await client.turn(MULTI_AGENT)
         assert events[0]["type"] == "user_prompt" and events[0]["seq"] == 1
         async with live.client(bob) as http:
@@ -71,7 +76,8 @@ scale_out = pytest.mark.parametrize("_migrated_database", ["postgresql"], indire
 
 @scale_out
 async def test_a_delete_on_one_instance_closes_sockets_on_another(
-        servers: Any, database_url: str, redis_url: str) -> None:
+    servers: Any, database_url: str, redis_url: str
+) -> None:
     first = servers(database_url, redis_url=redis_url)
     second = servers(database_url, redis_url=redis_url)
     first.start()
@@ -86,15 +92,19 @@ async def test_a_delete_on_one_instance_closes_sockets_on_another(
 
 @scale_out
 async def test_a_turn_whose_instance_died_ends_for_the_sockets_watching_it(
-        servers: Any, database_url: str, redis_url: str) -> None:
-    first = servers(database_url, redis_url=redis_url, offline_delta_delay=0.05,
-                    turn_lease_seconds=1)
+    servers: Any, database_url: str, redis_url: str
+) -> None:
+    first = servers(
+        database_url, redis_url=redis_url, offline_delta_delay=0.05, turn_lease_seconds=1
+    )
     second = servers(database_url, redis_url=redis_url, turn_lease_seconds=1)
     first.start()
     second.start()
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id), auto_approve=True) as runner, \
-            open_client(second.ws_url(chat_id), auto_approve=True) as watcher:
+    async with (
+        open_client(first.ws_url(chat_id), auto_approve=True) as runner,
+        open_client(second.ws_url(chat_id), auto_approve=True) as watcher,
+    ):
         await subscribed(watcher)
         await runner.send({"type": "prompt", "text": MULTI_AGENT})
         await watcher.until("llm_response_delta")

@@ -49,7 +49,8 @@ WINDOW_FRAMES = 1 + int(CHECKPOINT_INTERVAL / DELTA_DELAY) + 1
 
 
 async def test_kill_9_mid_turn_loses_at_most_the_checkpoint_window(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     server = servers(database_url, offline_delta_delay=DELTA_DELAY, turn_lease_seconds=LEASE)
     server.start()
     chat_id = uuid.uuid4().hex
@@ -92,7 +93,8 @@ async def test_kill_9_mid_turn_loses_at_most_the_checkpoint_window(
     unsaved = [delta for delta, end in zip(read, ends, strict=True) if end > len(stored)]
     assert len(unsaved) <= 2 * WINDOW_FRAMES, (
         f"{len(unsaved)} frames the client read ({len(streamed) - len(stored)} characters) "
-        f"were never checkpointed: {unsaved}")
+        f"were never checkpointed: {unsaved}"
+    )
 
     # The chat is usable again.
     async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
@@ -105,7 +107,8 @@ def streamed_text(events: list[dict[str, Any]]) -> str:
 
 
 async def test_sigterm_lets_the_running_turn_finish_then_closes_with_1001(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     server = servers(database_url, offline_delta_delay=0.01, shutdown_grace_seconds=20)
     server.start()
     chat_id = uuid.uuid4().hex
@@ -128,7 +131,8 @@ async def test_sigterm_lets_the_running_turn_finish_then_closes_with_1001(
 
 
 async def test_sigterm_past_the_grace_period_cancels_and_persists(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     server = servers(database_url, offline_delta_delay=0.2, shutdown_grace_seconds=0.3)
     server.start()
     chat_id = uuid.uuid4().hex
@@ -146,7 +150,8 @@ async def test_sigterm_past_the_grace_period_cancels_and_persists(
 
 
 async def test_redis_down_at_start_serves_degraded_with_a_warning(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     server = servers(database_url, redis_url="redis://127.0.0.1:1/0")
     server.start()
     chat_id = uuid.uuid4().hex
@@ -157,8 +162,7 @@ async def test_redis_down_at_start_serves_degraded_with_a_warning(
     assert "Traceback" not in server.log()
 
 
-async def test_client_drop_mid_turn_does_not_stop_the_turn(
-        servers: Any, database_url: str) -> None:
+async def test_client_drop_mid_turn_does_not_stop_the_turn(servers: Any, database_url: str) -> None:
     server = servers(database_url, offline_delta_delay=0.01)
     server.start()
     chat_id = uuid.uuid4().hex
@@ -171,7 +175,8 @@ async def test_client_drop_mid_turn_does_not_stop_the_turn(
         last = stored[-1] if stored else {}
         # A completed turn ends with its suggestions, any other with its end_of_stream.
         if last.get("type") == "suggested_prompts" or (
-                last.get("type") == "end_of_stream" and last["status"] != "completed"):
+            last.get("type") == "end_of_stream" and last["status"] != "completed"
+        ):
             return stored
         return None
 

@@ -60,12 +60,16 @@ fuzz_settings = settings(
     deadline=None,
     database=None,  # nothing written under the source tree; failures print their blob
     print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                           HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 
 
 # ----------------------------------------------------------------------------- the oracle
+
 
 @dataclass(frozen=True)
 class Invalid:
@@ -156,6 +160,7 @@ def expected_reaction(frame: str, max_prompt: int) -> Reaction:
 
 # ----------------------------------------------------------------------------- the socket
 
+
 @dataclass
 class FuzzSocket:
     """One socket on one chat, and what the chat holds according to what it received."""
@@ -173,11 +178,14 @@ class FuzzSocket:
             event = await self.client.recv(within=20)
         except ConnectionClosed as closed:
             code = closed.rcvd.code if closed.rcvd else None
-            raise AssertionError(f"the server closed the socket (code {code})\n"
-                                 f"{self.logs.describe(self.logs.errors())}") from None
+            raise AssertionError(
+                f"the server closed the socket (code {code})\n"
+                f"{self.logs.describe(self.logs.errors())}"
+            ) from None
         except TimeoutError:
-            raise AssertionError("no answer within 20 s\n" + self.logs.describe(
-                self.logs.at_least(logging.WARNING))) from None
+            raise AssertionError(
+                "no answer within 20 s\n" + self.logs.describe(self.logs.at_least(logging.WARNING))
+            ) from None
         validate_server_event(event)
         assert event["chat_id"] == self.chat_id
         return event
@@ -194,7 +202,7 @@ class FuzzSocket:
             assert error["turn_id"] is None and error["seq"] is None
             assert error["retryable"] is False
             assert 0 < len(error["message"]) <= 300, error
-            assert "Traceback" not in error["message"] and "File \"" not in error["message"]
+            assert "Traceback" not in error["message"] and 'File "' not in error["message"]
         elif isinstance(expected, Ping):
             assert (await self.recv())["type"] == "pong"
         elif isinstance(expected, Resume):
@@ -240,7 +248,8 @@ class FuzzSocket:
         assert {e["turn_id"] for e in events} == {first["turn_id"]}
         stored = [e for e in events if e["seq"] is not None]
         assert [e["seq"] for e in stored] == list(
-            range(len(self.persisted) + 1, len(self.persisted) + len(stored) + 1))
+            range(len(self.persisted) + 1, len(self.persisted) + len(stored) + 1)
+        )
         self.persisted += stored
         self.turns += 1
         if prompt.client_message_id is not None:
@@ -266,47 +275,90 @@ def _report_cases() -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- strategies
 
-json_scalars = (st.none() | st.booleans() | st.integers()
-                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20))
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                               max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=16,
 )
-huge_numbers = st.sampled_from([
-    MAX_SEQ, MAX_SEQ + 1, 2**53 + 1, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, 10**400,
-    1e308, -1e308, 5e-324, -0.0, 1.0, 0.5,
-])
+huge_numbers = st.sampled_from(
+    [
+        MAX_SEQ,
+        MAX_SEQ + 1,
+        2**53 + 1,
+        2**63 - 1,
+        2**63,
+        2**64,
+        -(2**63) - 1,
+        10**30,
+        10**400,
+        1e308,
+        -1e308,
+        5e-324,
+        -0.0,
+        1.0,
+        0.5,
+    ]
+)
 surrogate_text = st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3)
 nul_text = st.text(max_size=10).map(lambda text: f"{text}\x00{text}")
 prompt_texts = st.one_of(
     st.text(min_size=1, max_size=MAX_PROMPT),
-    st.sampled_from(["a" * MAX_PROMPT, "a" * (MAX_PROMPT + 1), "😀" * MAX_PROMPT,
-                     "😀" * (MAX_PROMPT + 1), "é" * MAX_PROMPT, " " * MAX_PROMPT,
-                     " " * (MAX_PROMPT - 1) + "x", "\u3000\u2028\t", "\ufeff", "x"]),
+    st.sampled_from(
+        [
+            "a" * MAX_PROMPT,
+            "a" * (MAX_PROMPT + 1),
+            "😀" * MAX_PROMPT,
+            "😀" * (MAX_PROMPT + 1),
+            "é" * MAX_PROMPT,
+            " " * MAX_PROMPT,
+            " " * (MAX_PROMPT - 1) + "x",
+            "\u3000\u2028\t",
+            "\ufeff",
+            "x",
+        ]
+    ),
     st.text(min_size=MAX_PROMPT + 1, max_size=MAX_PROMPT + 40),
     st.text(" \t\r\n\u00a0\u2003", min_size=1, max_size=8),  # blank
-    nul_text, surrogate_text,
+    nul_text,
+    surrogate_text,
 )
 # A small pool, so that repeated ids (idempotent retries) come up often.
 message_ids = st.one_of(
     st.sampled_from(["retry-1", "retry-2", "x" * MAX_CLIENT_MESSAGE_ID, "😀" * 64, "é" * 64]),
     st.sampled_from(["", "x" * (MAX_CLIENT_MESSAGE_ID + 1), "😀" * 65, " ", "\x00"]),
-    st.text(max_size=70), surrogate_text,
+    st.text(max_size=70),
+    surrogate_text,
 )
-after_seqs = st.one_of(st.integers(-3, 40), huge_numbers,
-                       st.sampled_from(["1", "0", True, False, None, [], {}, [1]]))
+after_seqs = st.one_of(
+    st.integers(-3, 40), huge_numbers, st.sampled_from(["1", "0", True, False, None, [], {}, [1]])
+)
 turn_ids = st.one_of(st.none(), st.text(max_size=40), st.integers(), st.booleans(), surrogate_text)
 FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "text": prompt_texts, "client_message_id": message_ids,
-    "after_seq": after_seqs, "turn_id": turn_ids,
+    "text": prompt_texts,
+    "client_message_id": message_ids,
+    "after_seq": after_seqs,
+    "turn_id": turn_ids,
 }
-FIELDS_OF = {"prompt": ["text", "client_message_id"], "cancel": ["turn_id"],
-             "resume": ["after_seq"], "ping": []}
+FIELDS_OF = {
+    "prompt": ["text", "client_message_id"],
+    "cancel": ["turn_id"],
+    "resume": ["after_seq"],
+    "ping": [],
+}
 frame_types = st.one_of(
-    st.sampled_from(list(FIELDS_OF)), st.sampled_from(["Prompt", "PING", "prompt ", "", "pong"]),
-    json_values, surrogate_text,
+    st.sampled_from(list(FIELDS_OF)),
+    st.sampled_from(["Prompt", "PING", "prompt ", "", "pong"]),
+    json_values,
+    surrogate_text,
 )
 
 
@@ -320,8 +372,7 @@ def structured_frames(draw: st.DrawFn) -> str:
     kind = draw(frame_types)
     own = FIELDS_OF.get(kind, []) if isinstance(kind, str) else []
     names = [name for name in own if draw(st.integers(0, 9)) > 0]  # rarely missing
-    names += draw(st.lists(st.sampled_from(list(FIELD_VALUES)) | st.text(max_size=8),
-                           max_size=2))
+    names += draw(st.lists(st.sampled_from(list(FIELD_VALUES)) | st.text(max_size=8), max_size=2))
     frame: dict[str, Any] = {name: draw(field_value(name)) for name in names}
     if draw(st.integers(0, 19)) > 0:
         frame["type"] = kind
@@ -339,29 +390,53 @@ def _dumps(value: Any, ascii_only: bool) -> str:
 
 
 edge_frames = st.one_of(
-    st.builds(lambda text, mid: _dumps({"type": "prompt", "text": text,
-                                        "client_message_id": mid}, True),
-              prompt_texts, message_ids),
+    st.builds(
+        lambda text, mid: _dumps({"type": "prompt", "text": text, "client_message_id": mid}, True),
+        prompt_texts,
+        message_ids,
+    ),
     st.builds(lambda text: _dumps({"type": "prompt", "text": text}, False), prompt_texts),
     st.builds(lambda seq: _dumps({"type": "resume", "after_seq": seq}, True), after_seqs),
     st.builds(lambda tid: _dumps({"type": "cancel", "turn_id": tid}, True), turn_ids),
-    st.sampled_from([
-        '{"type":"resume","after_seq":' + "9" * 5000 + "}",  # JSON, too long for int()
-        '{"type":"ping","x":' + "1" * 4500 + "}",
-        '{"type":"resume","after_seq":1e400}', '{"type":"resume","after_seq":NaN}',
-        '{"type":"resume","after_seq":-Infinity}', '{"type":"ping"}{"type":"ping"}',
-        '{"type":"ping","type":"dance"}', '{"type":"dance","type":"ping"}',
-        '{"type":"prompt","text":"hi","text":""}', '{"type":"prompt","text":"\\ud800"}',
-        '{"type":"\\udfff"}', '{"type":"ping","\\ud83d":1}', '{"type":"ping","\\ud83d\\ude00":1}',
-        '{"type":"prompt","text":"\\ud83d\\ude00"}', '{"type":"prompt","text":"a\\u0000"}',
-        "[" * 5000 + "]" * 5000, '{"a":' * 3000 + "1" + "}" * 3000, "[" * 50_000,
-        "null", "true", "0", '""', "[]", "{}", '{"type":null}', '{"type":{}}', "\x00",
-        "\ufeff{\"type\":\"ping\"}", ' {"type":"ping"} ', "{'type': 'ping'}",
-    ]),
+    st.sampled_from(
+        [
+            '{"type":"resume","after_seq":' + "9" * 5000 + "}",  # JSON, too long for int()
+            '{"type":"ping","x":' + "1" * 4500 + "}",
+            '{"type":"resume","after_seq":1e400}',
+            '{"type":"resume","after_seq":NaN}',
+            '{"type":"resume","after_seq":-Infinity}',
+            '{"type":"ping"}{"type":"ping"}',
+            '{"type":"ping","type":"dance"}',
+            '{"type":"dance","type":"ping"}',
+            '{"type":"prompt","text":"hi","text":""}',
+            '{"type":"prompt","text":"\\ud800"}',
+            '{"type":"\\udfff"}',
+            '{"type":"ping","\\ud83d":1}',
+            '{"type":"ping","\\ud83d\\ude00":1}',
+            '{"type":"prompt","text":"\\ud83d\\ude00"}',
+            '{"type":"prompt","text":"a\\u0000"}',
+            "[" * 5000 + "]" * 5000,
+            '{"a":' * 3000 + "1" + "}" * 3000,
+            "[" * 50_000,
+            "null",
+            "true",
+            "0",
+            '""',
+            "[]",
+            "{}",
+            '{"type":null}',
+            '{"type":{}}',
+            "\x00",
+            '\ufeff{"type":"ping"}',
+            ' {"type":"ping"} ',
+            "{'type': 'ping'}",
+        ]
+    ),
 )
 
 
 # ----------------------------------------------------------------------------- the fuzz
+
 
 @sqlite_only
 @settings(fuzz_settings, max_examples=150)
@@ -403,35 +478,41 @@ async def test_the_valid_branches_are_reached(fuzz_socket: FuzzSocket) -> None:
     assert await fuzz_socket.exchange('{"type":"resume","after_seq":1}', "checks") == Resume(1)
 
 
-@pytest.mark.parametrize("frame, reaction", [
-    ("hello", Prompt("hello", None)),
-    ("x" * (MAX_PROMPT + 1), Invalid()),
-    ("   ", Invalid()),
-    ('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 64 + '"}',
-     Prompt("hi", "m" * 64)),
-    ('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 65 + '"}', Invalid()),
-    ('{"type":"prompt","text":"hi","client_message_id":null}', Prompt("hi", None)),
-    ('{"type":"prompt","text":"hi","extra":1}', Invalid()),
-    ('{"type":"resume","after_seq":3}', Resume(3)),
-    ('{"type":"resume","after_seq":true}', Invalid()),
-    ('{"type":"resume","after_seq":3.0}', Invalid()),
-    ('{"type":"resume","after_seq":2147483648}', Invalid()),
-    ('{"type":"resume","after_seq":' + "9" * 5000 + "}", Invalid()),
-    ('{"type":"cancel"}', CancelNothing()),
-    ('{"type":"cancel","turn_id":5}', Invalid()),
-    ('{"type":"ping"}', Ping()),
-    ('{"type":"ping","x":null}', Invalid()),
-    ("[1]", Invalid()),
-    ('{"type":"prompt","text":"\\ud800"}', Invalid()),
-    ('{"type":"prompt","text":"\\ud83d\\ude00"}', Prompt("\U0001f600", None)),
-    ("[" * 5000, Invalid()),  # not JSON, so a prompt, and over the limit
-    ("[" * 50, Prompt("[" * 50, None)),
-])
+@pytest.mark.parametrize(
+    "frame, reaction",
+    [
+        ("hello", Prompt("hello", None)),
+        ("x" * (MAX_PROMPT + 1), Invalid()),
+        ("   ", Invalid()),
+        (
+            '{"type":"prompt","text":"hi","client_message_id":"' + "m" * 64 + '"}',
+            Prompt("hi", "m" * 64),
+        ),
+        ('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 65 + '"}', Invalid()),
+        ('{"type":"prompt","text":"hi","client_message_id":null}', Prompt("hi", None)),
+        ('{"type":"prompt","text":"hi","extra":1}', Invalid()),
+        ('{"type":"resume","after_seq":3}', Resume(3)),
+        ('{"type":"resume","after_seq":true}', Invalid()),
+        ('{"type":"resume","after_seq":3.0}', Invalid()),
+        ('{"type":"resume","after_seq":2147483648}', Invalid()),
+        ('{"type":"resume","after_seq":' + "9" * 5000 + "}", Invalid()),
+        ('{"type":"cancel"}', CancelNothing()),
+        ('{"type":"cancel","turn_id":5}', Invalid()),
+        ('{"type":"ping"}', Ping()),
+        ('{"type":"ping","x":null}', Invalid()),
+        ("[1]", Invalid()),
+        ('{"type":"prompt","text":"\\ud800"}', Invalid()),
+        ('{"type":"prompt","text":"\\ud83d\\ude00"}', Prompt("\U0001f600", None)),
+        ("[" * 5000, Invalid()),  # not JSON, so a prompt, and over the limit
+        ("[" * 50, Prompt("[" * 50, None)),
+    ],
+)
 def test_the_oracle(frame: str, reaction: Reaction) -> None:
     assert expected_reaction(frame, MAX_PROMPT) == reaction
 
 
 # ----------------------------------------------------------------------------- both engines
+
 
 def new_chat() -> str:
     return uuid.uuid4().hex
@@ -452,7 +533,8 @@ EDGE_VALUES = [
 
 @pytest.mark.parametrize("frame, fragment", EDGE_VALUES)
 async def test_values_one_engine_cannot_store_are_refused_on_both(
-        make_settings: Callable[..., Settings], frame: str, fragment: str) -> None:
+    make_settings: Callable[..., Settings], frame: str, fragment: str
+) -> None:
     async with serve(make_settings()) as live:
         with capture_logs(logging.WARNING) as logs:
             async with open_client(live.ws_url(new_chat())) as client:
@@ -468,7 +550,8 @@ async def test_values_one_engine_cannot_store_are_refused_on_both(
 
 
 async def test_resume_past_the_end_of_the_chat_still_gets_new_events(
-        make_settings: Callable[..., Settings]) -> None:
+    make_settings: Callable[..., Settings],
+) -> None:
     # E.g. a chat deleted and created again under its id: the client's old seq must not
     # hide the new chat's events.
     async with serve(make_settings()) as live:
@@ -483,7 +566,8 @@ async def test_resume_past_the_end_of_the_chat_still_gets_new_events(
 
 
 async def test_cancel_after_end_of_stream_is_answered(
-        make_settings: Callable[..., Settings]) -> None:
+    make_settings: Callable[..., Settings],
+) -> None:
     # The turn has ended for the client, even while it still writes its suggestions.
     async with serve(make_settings()) as live:
         async with open_client(live.ws_url(new_chat())) as client:
@@ -498,7 +582,8 @@ async def test_cancel_after_end_of_stream_is_answered(
 
 @pytest.mark.parametrize("after_seq", ["2147483648", "99999999999999999", "１"])
 async def test_out_of_range_after_seq_on_connect_is_4400(
-        make_settings: Callable[..., Settings], after_seq: str) -> None:
+    make_settings: Callable[..., Settings], after_seq: str
+) -> None:
     async with serve(make_settings()) as live:
         async with open_client(live.ws_url(new_chat(), after_seq=after_seq)) as client:
             with pytest.raises(ConnectionClosed) as closed:
@@ -507,7 +592,8 @@ async def test_out_of_range_after_seq_on_connect_is_4400(
 
 
 async def test_default_prompt_limit_and_oversize_frames(
-        make_settings: Callable[..., Settings]) -> None:
+    make_settings: Callable[..., Settings],
+) -> None:
     settings_ = make_settings()
     limit, max_bytes = settings_.max_prompt_chars, settings_.max_frame_bytes
     async with serve(settings_) as live:

@@ -22,12 +22,15 @@ from websocket.protocol import encode, now_ts
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 
 
-async def written_elsewhere(db: Database, chat_id: str, turn_id: str,
-                            count: int) -> list[Any]:
+async def written_elsewhere(db: Database, chat_id: str, turn_id: str, count: int) -> list[Any]:
     """Events persisted as another instance would, without publishing them."""
-    return await EventStore(db).append(chat_id, [
-        NewEvent("suggested_prompts", turn_id, {"prompts": [f"idea {n}"]}, now_ts())
-        for n in range(count)])
+    return await EventStore(db).append(
+        chat_id,
+        [
+            NewEvent("suggested_prompts", turn_id, {"prompts": [f"idea {n}"]}, now_ts())
+            for n in range(count)
+        ],
+    )
 
 
 async def watching(server: Any, chat_id: str, client: Client) -> tuple[str, str, int]:
@@ -39,7 +42,8 @@ async def watching(server: Any, chat_id: str, client: Client) -> tuple[str, str,
 
 
 async def test_a_gap_in_the_published_seqs_is_filled_from_storage(
-        servers: Any, database_url: str, redis_url: str, db: Database) -> None:
+    servers: Any, database_url: str, redis_url: str, db: Database
+) -> None:
     server = servers(database_url, redis_url=redis_url)
     server.start()
     chat_id = uuid.uuid4().hex
@@ -48,8 +52,10 @@ async def test_a_gap_in_the_published_seqs_is_filled_from_storage(
         records = await written_elsewhere(db, chat_id, turn_id, 3)
         # Only the last batch reaches Redis: the first two were lost on the way.
         newest = records[-1]
-        message = {"o": "another-instance",
-                   "f": [[newest.seq, encode(newest.to_wire()), None, None, False, None]]}
+        message = {
+            "o": "another-instance",
+            "f": [[newest.seq, encode(newest.to_wire()), None, None, False, None]],
+        }
         async with redis.from_url(redis_url) as client_redis:
             await client_redis.publish(f"sb:chat:{channel}", orjson.dumps(message))
         got = [await client.recv() for _ in records]
@@ -58,7 +64,8 @@ async def test_a_gap_in_the_published_seqs_is_filled_from_storage(
 
 
 async def test_after_the_subscription_reconnects_the_socket_catches_up(
-        servers: Any, database_url: str, redis_url: str, db: Database) -> None:
+    servers: Any, database_url: str, redis_url: str, db: Database
+) -> None:
     server = servers(database_url, redis_url=redis_url)
     server.start()
     chat_id = uuid.uuid4().hex

@@ -27,7 +27,8 @@ MULTI_AGENT = "find sushi in Boston and show my account balances"
 
 
 async def test_a_second_server_never_touches_the_first_ones_running_turn(
-        servers: Any, database_url: str) -> None:
+    servers: Any, database_url: str
+) -> None:
     first = servers(database_url, offline_delta_delay=0.05, turn_lease_seconds=LEASE)
     await asyncio.to_thread(first.start)
     chat_id = uuid.uuid4().hex
@@ -37,9 +38,14 @@ async def test_a_second_server_never_touches_the_first_ones_running_turn(
         # A second `make run` by mistake: the port is taken, so it stops before it
         # touches the database.
         busy = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "app.cli", "serve", "--no-migrate"],
-            cwd=ROOT, env={**first.env, "SWITCHBOARD_PORT": str(first.port)},
-            capture_output=True, text=True, timeout=60)
+            subprocess.run,
+            [sys.executable, "-m", "app.cli", "serve", "--no-migrate"],
+            cwd=ROOT,
+            env={**first.env, "SWITCHBOARD_PORT": str(first.port)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert busy.returncode == 1, busy.stderr
         assert f"port {first.port} on 127.0.0.1 is already in use" in busy.stderr
         assert f"make run PORT={first.port + 1}" in busy.stderr
@@ -67,7 +73,8 @@ async def test_a_second_server_never_touches_the_first_ones_running_turn(
 
 
 async def test_a_server_that_starts_without_redis_keeps_trying_and_says_so(
-        servers: Any, database_url: str, redis_url: str) -> None:
+    servers: Any, database_url: str, redis_url: str
+) -> None:
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     proxy = DroppingProxy(port)
     await proxy.start()
@@ -78,21 +85,25 @@ async def test_a_server_that_starts_without_redis_keeps_trying_and_says_so(
         async with httpx.AsyncClient(base_url=late.http) as http:
             ready = await http.get("/readyz")
             assert ready.status_code == 200
-            assert ready.json() == {"status": "degraded", "database": "ok",
-                                    "redis": "unreachable"}
+            assert ready.json() == {"status": "degraded", "database": "ok", "redis": "unreachable"}
             proxy.refusing = False
             for _ in range(600):  # it reconnects by itself (backoff of at most 5 s)
                 if (await http.get("/readyz")).json()["status"] == "ok":
                     break
                 await asyncio.sleep(0.1)
             assert (await http.get("/readyz")).json() == {
-                "status": "ok", "database": "ok", "redis": "ok"}
+                "status": "ok",
+                "database": "ok",
+                "redis": "ok",
+            }
         # Still a cluster member: another instance's sockets see its turns live.
         other = servers(database_url, redis_url=redis_url)
         await asyncio.to_thread(other.start)
         chat_id = uuid.uuid4().hex
-        async with open_client(other.ws_url(chat_id), auto_approve=True) as watcher, \
-                open_client(late.ws_url(chat_id), auto_approve=True) as client:
+        async with (
+            open_client(other.ws_url(chat_id), auto_approve=True) as watcher,
+            open_client(late.ws_url(chat_id), auto_approve=True) as client,
+        ):
             await watcher.send({"type": "ping"})
             await watcher.until("pong")
             await client.send({"type": "prompt", "text": "what are my account balances"})
@@ -103,14 +114,16 @@ async def test_a_server_that_starts_without_redis_keeps_trying_and_says_so(
 
 
 async def test_a_cancel_reaches_another_instance_while_redis_is_down(
-        servers: Any, database_url: str, redis_url: str) -> None:
+    servers: Any, database_url: str, redis_url: str
+) -> None:
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     proxy = DroppingProxy(port)
     await proxy.start()
     try:
         via_proxy = f"redis://127.0.0.1:{proxy.port}/0"
-        runner = servers(database_url, redis_url=via_proxy, offline_delta_delay=0.2,
-                         turn_lease_seconds=LEASE)
+        runner = servers(
+            database_url, redis_url=via_proxy, offline_delta_delay=0.2, turn_lease_seconds=LEASE
+        )
         remote = servers(database_url, redis_url=via_proxy, turn_lease_seconds=LEASE)
         await asyncio.to_thread(runner.start)
         await asyncio.to_thread(remote.start)

@@ -35,8 +35,10 @@ def pair(servers: Any, database_url: str, redis_url: str) -> tuple[Any, Any]:
 async def test_sockets_on_both_instances_get_every_event_in_order(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id), auto_approve=True) as here, \
-            open_client(second.ws_url(chat_id), auto_approve=True) as there:
+    async with (
+        open_client(first.ws_url(chat_id), auto_approve=True) as here,
+        open_client(second.ws_url(chat_id), auto_approve=True) as there,
+    ):
         for client in (here, there):
             await client.send({"type": "ping"})
             await client.until("pong")
@@ -80,8 +82,10 @@ async def test_resume_on_the_other_instance_mid_turn_misses_nothing(pair: Any) -
 async def test_cancel_reaches_the_instance_running_the_turn(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id), auto_approve=True) as runner, \
-            open_client(second.ws_url(chat_id), auto_approve=True) as remote:
+    async with (
+        open_client(first.ws_url(chat_id), auto_approve=True) as runner,
+        open_client(second.ws_url(chat_id), auto_approve=True) as remote,
+    ):
         await remote.send({"type": "ping"})
         await remote.until("pong")
         await runner.send({"type": "prompt", "text": "search the web for python asyncio"})
@@ -96,8 +100,10 @@ async def test_cancel_reaches_the_instance_running_the_turn(pair: Any) -> None:
 async def test_one_turn_at_a_time_across_instances(pair: Any) -> None:
     first, second = pair
     chat_id = uuid.uuid4().hex
-    async with open_client(first.ws_url(chat_id), auto_approve=True) as here, \
-            open_client(second.ws_url(chat_id), auto_approve=True) as there:
+    async with (
+        open_client(first.ws_url(chat_id), auto_approve=True) as here,
+        open_client(second.ws_url(chat_id), auto_approve=True) as there,
+    ):
         await here.send({"type": "prompt", "text": MULTI_AGENT})
         await here.until("user_prompt")
         await there.send({"type": "prompt", "text": "what's in my inbox"})
@@ -110,9 +116,11 @@ async def test_one_turn_at_a_time_across_instances(pair: Any) -> None:
 
 
 async def test_an_orphaned_turn_is_closed_when_its_lease_expires(
-        servers: Any, database_url: str, redis_url: str) -> None:
-    first = servers(database_url, redis_url=redis_url, offline_delta_delay=0.05,
-                    turn_lease_seconds=1)
+    servers: Any, database_url: str, redis_url: str
+) -> None:
+    first = servers(
+        database_url, redis_url=redis_url, offline_delta_delay=0.05, turn_lease_seconds=1
+    )
     second = servers(database_url, redis_url=redis_url, turn_lease_seconds=1)
     first.start()
     second.start()

@@ -70,7 +70,8 @@ async def collect_turn(client: Any, text: str) -> list[dict[str, Any]]:
 
 
 async def test_no_secret_in_any_log_line_or_event(
-        servers: Any, database_url: str, model: FakeModelServer, yelp: FakeYelp) -> None:
+    servers: Any, database_url: str, model: FakeModelServer, yelp: FakeYelp
+) -> None:
     url = with_password(database_url)
     db = Database(url)
     try:
@@ -78,20 +79,44 @@ async def test_no_secret_in_any_log_line_or_event(
     finally:
         await db.dispose()
     server = servers(
-        url, auth_mode="token", secret_key=SECRET_KEY, log_level="DEBUG",
-        model=f"responses:fake-large@{model.base_url()}", model_api_key=MODEL_KEY,
-        model_max_retries=0, suggest_model="off",
-        connector_modes="yelp=live,gmail=live", yelp_api_key=YELP_KEY,
-        yelp_base_url=yelp.base_url, http_retries=0,
-        google_client_id="client-id.apps.example", google_client_secret=GOOGLE_SECRET)
+        url,
+        auth_mode="token",
+        secret_key=SECRET_KEY,
+        log_level="DEBUG",
+        model=f"responses:fake-large@{model.base_url()}",
+        model_api_key=MODEL_KEY,
+        model_max_retries=0,
+        suggest_model="off",
+        connector_modes="yelp=live,gmail=live",
+        yelp_api_key=YELP_KEY,
+        yelp_base_url=yelp.base_url,
+        http_retries=0,
+        google_client_id="client-id.apps.example",
+        google_client_secret=GOOGLE_SECRET,
+    )
     server.start()
-    secret_values = {"token": token, "secret key": SECRET_KEY, "db password": DB_PASSWORD,
-                     "model key": MODEL_KEY, "yelp key": YELP_KEY,
-                     "google secret": GOOGLE_SECRET}
+    secret_values = {
+        "token": token,
+        "secret key": SECRET_KEY,
+        "db password": DB_PASSWORD,
+        "model key": MODEL_KEY,
+        "yelp key": YELP_KEY,
+        "google secret": GOOGLE_SECRET,
+    }
 
     # Yelp fails, quoting the key it was sent; the model quotes our Authorization header.
-    yelp.script("/v3/businesses/search", Answer(500, {"error": {
-        "code": "INTERNAL_ERROR", "description": f"backend down; your key {YELP_KEY}"}}))
+    yelp.script(
+        "/v3/businesses/search",
+        Answer(
+            500,
+            {
+                "error": {
+                    "code": "INTERNAL_ERROR",
+                    "description": f"backend down; your key {YELP_KEY}",
+                }
+            },
+        ),
+    )
     model.script(
         Say("All good here."),
         Fail(400, "invalid_request_error", "bad request", echo_request=True),
@@ -102,8 +127,12 @@ async def test_no_secret_in_any_log_line_or_event(
     )
     chat_id = uuid.uuid4().hex
     marker = uuid.uuid4().hex[:10]  # makes each prompt findable in the log
-    prompts = [f"hello {marker}", f"tell me about my inbox {marker}", f"and my bank {marker}",
-               f"find sushi in Boston {marker}"]
+    prompts = [
+        f"hello {marker}",
+        f"tell me about my inbox {marker}",
+        f"and my bank {marker}",
+        f"find sushi in Boston {marker}",
+    ]
     events: list[dict[str, Any]] = []
     async with open_client(server.ws_url(chat_id, token=token), auto_approve=True) as client:
         for prompt in prompts:
@@ -117,22 +146,30 @@ async def test_no_secret_in_any_log_line_or_event(
     # The fakes did quote the secrets back (else this test would prove little).
     (search,) = yelp.hits("/v3/businesses/search")
     assert search.headers["authorization"] == f"Bearer {YELP_KEY}"
-    assert sum(r.headers.get("authorization") == f"Bearer {MODEL_KEY}"
-               for r in model.requests) == 6
+    assert sum(r.headers.get("authorization") == f"Bearer {MODEL_KEY}" for r in model.requests) == 6
     # The handshake headers are logged at DEBUG: the token in a header and in a cookie.
     for extra in ({"Authorization": f"Bearer {token}"}, {"Cookie": f"sb_session={token}"}):
-        async with open_client(server.ws_url(chat_id, after_seq=0),
-                               additional_headers=extra, auto_approve=True) as client:
+        async with open_client(
+            server.ws_url(chat_id, after_seq=0), additional_headers=extra, auto_approve=True
+        ) as client:
             await client.send({"type": "ping"})
             events_again = await client.until("pong")
             assert events_again[0]["type"] == "user_prompt"
 
     rest: list[str] = []
-    for carrier in ({"headers": {"Authorization": f"Bearer {token}"}},
-                    {"params": {"token": token}}, {"cookies": {"sb_session": token}}):
+    for carrier in (
+        {"headers": {"Authorization": f"Bearer {token}"}},
+        {"params": {"token": token}},
+        {"cookies": {"sb_session": token}},
+    ):
         async with httpx.AsyncClient(base_url=server.http, timeout=10, **carrier) as http:
-            for path in ("/api/chats", f"/api/chats/{chat_id}", f"/api/chats/{chat_id}/events",
-                         "/api/connectors", "/api/me"):
+            for path in (
+                "/api/chats",
+                f"/api/chats/{chat_id}",
+                f"/api/chats/{chat_id}/events",
+                "/api/connectors",
+                "/api/me",
+            ):
                 answer = await http.get(path)
                 assert answer.status_code == 200, (path, answer.text)
                 rest.append(answer.text)

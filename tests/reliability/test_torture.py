@@ -25,9 +25,12 @@ from tests.ws.conftest import Client, open_client
 
 CHATS = 4
 PROMPTS = 6
-TEXTS = ("what are my account balances", "what's in my inbox",
-         "find sushi in Boston and show my account balances",
-         "search the web for python asyncio")
+TEXTS = (
+    "what are my account balances",
+    "what's in my inbox",
+    "find sushi in Boston and show my account balances",
+    "search the web for python asyncio",
+)
 
 
 @dataclass
@@ -50,8 +53,9 @@ class Outcome:
     killed: bool = False  # its server was killed while it ran
 
 
-async def run_prompt(cluster: Cluster, chat_id: str, index: int, start: int,
-                     after_seq: int) -> tuple[Outcome, int]:
+async def run_prompt(
+    cluster: Cluster, chat_id: str, index: int, start: int, after_seq: int
+) -> tuple[Outcome, int]:
     """Send prompt ``index`` of the chat and follow it to its end, reconnecting (also to
     the other server) as ``index`` says or as a killed server forces."""
     action = ("plain", "cancel", "reconnect")[index % 3]
@@ -62,26 +66,38 @@ async def run_prompt(cluster: Cluster, chat_id: str, index: int, start: int,
         server = cluster.pick(hop)
         hop += 1
         try:
-            async with open_client(server.ws_url(chat_id, after_seq=after_seq),
-                                   auto_approve=True) as client:
+            async with open_client(
+                server.ws_url(chat_id, after_seq=after_seq), auto_approve=True
+            ) as client:
                 if outcome is None:
-                    await client.send({"type": "prompt", "text": TEXTS[index % len(TEXTS)],
-                                       "client_message_id": message_id})
+                    await client.send(
+                        {
+                            "type": "prompt",
+                            "text": TEXTS[index % len(TEXTS)],
+                            "client_message_id": message_id,
+                        }
+                    )
                 while True:
                     event = await client.recv(within=90)
                     if event.get("seq") is not None:
                         after_seq = max(after_seq, event["seq"])
                     if event["type"] == "error" and event.get("turn_id") is None:
                         raise AssertionError(f"{chat_id}: {event}")
-                    if event["type"] == "user_prompt" and \
-                            event.get("client_message_id") == message_id and outcome is None:
+                    if (
+                        event["type"] == "user_prompt"
+                        and event.get("client_message_id") == message_id
+                        and outcome is None
+                    ):
                         outcome = Outcome(event["turn_id"])
                         if action == "cancel":
                             outcome.cancel_acknowledged = await cancel(client, outcome)
                         elif action == "reconnect":
                             break  # drop the socket mid-turn; resume on another server
-                    if event["type"] == "end_of_stream" and outcome is not None \
-                            and event["turn_id"] == outcome.turn_id:
+                    if (
+                        event["type"] == "end_of_stream"
+                        and outcome is not None
+                        and event["turn_id"] == outcome.turn_id
+                    ):
                         outcome.end = event["status"]
                         return outcome, after_seq
         except (ConnectionClosed, InvalidHandshake, OSError):
@@ -120,8 +136,9 @@ async def drive(cluster: Cluster, chat_id: str, start: int) -> list[Outcome]:
 
 async def torture(cluster: Cluster, chaos: Any = None) -> None:
     chats = [uuid.uuid4().hex for _ in range(CHATS)]
-    drivers = [asyncio.create_task(drive(cluster, chat_id, start))
-               for start, chat_id in enumerate(chats)]
+    drivers = [
+        asyncio.create_task(drive(cluster, chat_id, start)) for start, chat_id in enumerate(chats)
+    ]
     if chaos is not None:
         await chaos()
     results = await asyncio.gather(*drivers)
@@ -136,8 +153,12 @@ async def torture(cluster: Cluster, chaos: Any = None) -> None:
 
 
 def started(servers: Any, database_url: str, count: int, **settings: Any) -> Cluster:
-    cluster = Cluster([servers(database_url, offline_delta_delay=0.01,
-                               turn_lease_seconds=LEASE, **settings) for _ in range(count)])
+    cluster = Cluster(
+        [
+            servers(database_url, offline_delta_delay=0.01, turn_lease_seconds=LEASE, **settings)
+            for _ in range(count)
+        ]
+    )
     for server in cluster.servers:
         server.start()
     return cluster
@@ -153,12 +174,14 @@ async def test_two_processes_without_redis(servers: Any, database_url: str) -> N
 
 @pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 async def test_two_processes_with_redis_through_an_outage_and_a_kill(
-        servers: Any, database_url: str, redis_url: str) -> None:
+    servers: Any, database_url: str, redis_url: str
+) -> None:
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     proxy = DroppingProxy(port)
     await proxy.start()
-    cluster = await asyncio.to_thread(started, servers, database_url, 2,
-                                      redis_url=f"redis://127.0.0.1:{proxy.port}/0")
+    cluster = await asyncio.to_thread(
+        started, servers, database_url, 2, redis_url=f"redis://127.0.0.1:{proxy.port}/0"
+    )
 
     async def chaos() -> None:
         # Let the chats get going, then take Redis away for a while, then kill one server.
@@ -180,5 +203,4 @@ async def test_two_processes_with_redis_through_an_outage_and_a_kill(
 async def wait_for_turns(cluster: Cluster, count: int) -> None:
     """Until the chats have followed ``count`` prompts to their end, all together."""
     async with cluster.progress:
-        await asyncio.wait_for(cluster.progress.wait_for(lambda: cluster.finished >= count),
-                               300)
+        await asyncio.wait_for(cluster.progress.wait_for(lambda: cluster.finished >= count), 300)

@@ -94,7 +94,8 @@ async def test_one_running_turn_per_chat(store: EventStore, chat: ChatRecord, ts
 
 
 async def test_start_turn_for_an_owner_refuses_anyone_elses_chat(
-        store: EventStore, chat: ChatRecord) -> None:
+    store: EventStore, chat: ChatRecord
+) -> None:
     # A socket checked the chat when it connected; the chat may have been deleted and its id
     # taken by someone else since.
     ts = "2025-01-01T00:00:00.000Z"

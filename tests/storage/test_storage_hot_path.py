@@ -141,9 +141,22 @@ async def test_chat_row_is_locked_by_the_seq_allocation(
     created = [r for r in results if not isinstance(r, BaseException) and r[2]]
     assert len(created) == 1
     turn = created[0][0]
-    await asyncio.gather(*(store.append(chat.id, [NewEvent(
-        "agent_updated", turn.id, {"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"},
-        ts)]) for _ in range(10)))
+    await asyncio.gather(
+        *(
+            store.append(
+                chat.id,
+                [
+                    NewEvent(
+                        "agent_updated",
+                        turn.id,
+                        {"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"},
+                        ts,
+                    )
+                ],
+            )
+            for _ in range(10)
+        )
+    )
     assert [e.seq for e in await store.list_after(chat.id, 0)] == list(range(1, 12))
     async with db.transaction() as conn:
         assert await conn.scalar(select(chats.c.last_seq).where(chats.c.id == chat.id)) == 11

@@ -37,29 +37,32 @@ def gated(**settings: Any) -> dict[str, bool]:
     return {tool.name: approval_required(tool) for tool in agent_tools(specialists(orchestrator))}
 
 
-@pytest.mark.parametrize(("mode", "overrides", "side_effect", "asks"), [
-    ("side_effects", {}, True, True),
-    ("side_effects", {}, False, False),
-    ("side_effects", {}, None, True),  # unknown means ask
-    ("always", {}, False, True),
-    ("always", {}, None, True),
-    ("off", {}, True, False),
-    ("off", {}, None, False),
-    ("off", {"t": "ask"}, False, True),
-    ("side_effects", {"t": "auto"}, True, False),
-    ("always", {"t": "auto"}, False, False),
-    ("side_effects", {"other": "ask"}, False, False),
-])
-def test_policy_table(mode: Any, overrides: dict[str, Any], side_effect: bool | None,
-                      asks: bool) -> None:
+@pytest.mark.parametrize(
+    ("mode", "overrides", "side_effect", "asks"),
+    [
+        ("side_effects", {}, True, True),
+        ("side_effects", {}, False, False),
+        ("side_effects", {}, None, True),  # unknown means ask
+        ("always", {}, False, True),
+        ("always", {}, None, True),
+        ("off", {}, True, False),
+        ("off", {}, None, False),
+        ("off", {"t": "ask"}, False, True),
+        ("side_effects", {"t": "auto"}, True, False),
+        ("always", {"t": "auto"}, False, False),
+        ("side_effects", {"other": "ask"}, False, False),
+    ],
+)
+def test_policy_table(
+    mode: Any, overrides: dict[str, Any], side_effect: bool | None, asks: bool
+) -> None:
     assert ApprovalPolicy(mode, overrides).needs_approval("t", side_effect) is asks
 
 
 def test_builtin_tools_declare_their_side_effects() -> None:
     config = load_settings()
     orchestrator = build_orchestrator(config, load_connectors(config))
-    declared = {tool.name: side_effect_of(tool)
-                for tool in agent_tools(specialists(orchestrator))}
+    declared = {tool.name: side_effect_of(tool) for tool in agent_tools(specialists(orchestrator))}
     assert {name for name, value in declared.items() if value is True} == SIDE_EFFECT_TOOLS
     assert None not in declared.values(), "every built-in tool says whether it writes"
 
@@ -95,31 +98,43 @@ def test_undeclared_plugin_and_remote_tools_ask() -> None:
     agent = Agent[ChatContext](name="X", tools=[plain, declared_none, reads, writes])
     apply_policy([agent], ApprovalPolicy())
     asks = {tool.name: approval_required(tool) for tool in agent.tools}
-    assert asks == {"plain_tool": True, "undeclared_tool": True, "reading_tool": False,
-                    "writing_tool": True}
+    assert asks == {
+        "plain_tool": True,
+        "undeclared_tool": True,
+        "reading_tool": False,
+        "writing_tool": True,
+    }
     # The originals are untouched: another app may apply another policy to them.
     assert reads.needs_approval is False and writes.needs_approval is False
     assert all(isinstance(tool, FunctionTool) for tool in agent.tools)
 
 
-@pytest.mark.parametrize(("toolset_entry", "expected"), [
-    ({"name": "read_notes"}, None),
-    ({"name": "read_notes", "side_effect": False}, False),
-    ({"name": "delete_note", "sideEffect": True}, True),
-])
-def test_rap_tools_declare_side_effects_in_their_toolset(toolset_entry: dict[str, Any],
-                                                         expected: bool | None) -> None:
+@pytest.mark.parametrize(
+    ("toolset_entry", "expected"),
+    [
+        ({"name": "read_notes"}, None),
+        ({"name": "read_notes", "side_effect": False}, False),
+        ({"name": "delete_note", "sideEffect": True}, True),
+    ],
+)
+def test_rap_tools_declare_side_effects_in_their_toolset(
+    toolset_entry: dict[str, Any], expected: bool | None
+) -> None:
     assert RapToolDefinition.model_validate(toolset_entry).side_effect is expected
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("send_google_email=maybe",
-     "SWITCHBOARD_APPROVAL_OVERRIDES (send_google_email): Input should be 'ask' or 'auto'"),
-    ("send_google_email", "expected tool_name=ask or tool_name=auto pairs"),
-    ("=ask", "expected tool_name=ask or tool_name=auto pairs"),
-])
-def test_malformed_overrides_are_refused_with_the_variable_named(value: str,
-                                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "send_google_email=maybe",
+            "SWITCHBOARD_APPROVAL_OVERRIDES (send_google_email): Input should be 'ask' or 'auto'",
+        ),
+        ("send_google_email", "expected tool_name=ask or tool_name=auto pairs"),
+        ("=ask", "expected tool_name=ask or tool_name=auto pairs"),
+    ],
+)
+def test_malformed_overrides_are_refused_with_the_variable_named(value: str, message: str) -> None:
     with pytest.raises(SettingsError, match="SWITCHBOARD_APPROVAL_OVERRIDES") as info:
         load_settings(approval_overrides=value)
     assert message in str(info.value)
@@ -127,8 +142,10 @@ def test_malformed_overrides_are_refused_with_the_variable_named(value: str,
 
 def test_overrides_are_case_and_space_tolerant() -> None:
     settings = load_settings(approval_overrides=" send_google_email = AUTO , search_google=ask")
-    assert dict(settings.approval_overrides) == {"send_google_email": "auto",
-                                                 "search_google": "ask"}
+    assert dict(settings.approval_overrides) == {
+        "send_google_email": "auto",
+        "search_google": "ask",
+    }
     with pytest.raises(SettingsError, match="SWITCHBOARD_APPROVALS"):
         load_settings(approvals="sometimes")
 
@@ -160,7 +177,6 @@ def test_approvals_off_and_ungated_writers_are_logged_loudly(
     assert caplog.text == ""
 
 
-@pytest.mark.parametrize(("timeout", "every"), [(86_400, 60), (120, 30), (1, 0.25),
-                                                 (0.01, 0.2)])
+@pytest.mark.parametrize(("timeout", "every"), [(86_400, 60), (120, 30), (1, 0.25), (0.01, 0.2)])
 def test_the_expiry_sweep_runs_a_few_times_per_timeout(timeout: float, every: float) -> None:
     assert approval_sweep_interval(timeout) == every

@@ -31,8 +31,13 @@ BY_NAME = {connector.name: connector for connector in CONNECTORS}
 
 def context(store: DemoStore | None = None, user: str = "user-1") -> ChatContext:
     store = store or DemoStore()
-    return ChatContext(user_id=user, chat_id="chat-1", turn_id="turn-1", settings=SETTINGS,
-                       demo=store.for_user(user))
+    return ChatContext(
+        user_id=user,
+        chat_id="chat-1",
+        turn_id="turn-1",
+        settings=SETTINGS,
+        demo=store.for_user(user),
+    )
 
 
 def tool(connector: str, name: str) -> FunctionTool:
@@ -40,14 +45,18 @@ def tool(connector: str, name: str) -> FunctionTool:
     return next(t for t in agent.tools if isinstance(t, FunctionTool) and t.name == name)
 
 
-async def invoke(connector: str, name: str, ctx: ChatContext | None = None,
-                 **arguments: Any) -> dict[str, Any]:
+async def invoke(
+    connector: str, name: str, ctx: ChatContext | None = None, **arguments: Any
+) -> dict[str, Any]:
     """Call a tool the way the SDK does (JSON arguments in, tool output out)."""
     function = tool(connector, name)
     payload = json.dumps(arguments)
     output = await function.on_invoke_tool(
-        ToolContext(ctx or context(), tool_name=name, tool_call_id="call-1",
-                    tool_arguments=payload), payload)
+        ToolContext(
+            ctx or context(), tool_name=name, tool_call_id="call-1", tool_arguments=payload
+        ),
+        payload,
+    )
     assert isinstance(output, dict)
     assert ToolResponse.is_tool_response(output)
     ToolResponse.from_dict(output)  # valid
@@ -60,6 +69,7 @@ def today() -> date:
 
 
 # ----------------------------------------------------------------------------- registry
+
 
 def test_builtins_load_in_a_fixed_order_with_their_metadata() -> None:
     assert [c.name for c in CONNECTORS] == ["gmail", "plaid", "yelp", "search"]
@@ -86,9 +96,14 @@ class FakeEntryPoint:
 
 
 def _plugin(name: str = "weather", agent_name: str = "Weather") -> Connector:
-    return Connector(name=name, agent_name=agent_name, display_name=agent_name.title(),
-                     build_agent=lambda settings: Agent[ChatContext](name=agent_name),
-                     tool_descriptions={}, response_types=("error",))
+    return Connector(
+        name=name,
+        agent_name=agent_name,
+        display_name=agent_name.title(),
+        build_agent=lambda settings: Agent[ChatContext](name=agent_name),
+        tool_descriptions={},
+        response_types=("error",),
+    )
 
 
 def test_entry_points_add_plugins_and_skip_broken_ones(caplog: pytest.LogCaptureFixture) -> None:
@@ -113,12 +128,17 @@ def test_entry_points_add_plugins_and_skip_broken_ones(caplog: pytest.LogCapture
 
 # ----------------------------------------------------------------------------- orchestrator
 
+
 async def test_handoff_graph_is_complete_and_named_by_the_sdk_default() -> None:
     orchestrator = build_orchestrator(SETTINGS, CONNECTORS)
     assert orchestrator.name == ORCHESTRATOR_NAME
     specialists = [h for h in orchestrator.handoffs if isinstance(h, Agent)]
     assert [Handoff.default_tool_name(agent) for agent in specialists] == [
-        "transfer_to_gmail", "transfer_to_plaid", "transfer_to_yelp", "transfer_to_search"]
+        "transfer_to_gmail",
+        "transfer_to_plaid",
+        "transfer_to_yelp",
+        "transfer_to_search",
+    ]
     for agent in specialists:
         peers = {peer.name for peer in agent.handoffs if isinstance(peer, Agent)}
         assert peers == {a.name for a in specialists} - {agent.name}
@@ -137,6 +157,7 @@ async def test_handoff_graph_is_complete_and_named_by_the_sdk_default() -> None:
 
 # ----------------------------------------------------------------------------- context
 
+
 def test_demo_store_keeps_one_state_per_user_and_forgets_the_oldest() -> None:
     store = DemoStore(max_users=2)
     alice = store.for_user("alice")
@@ -151,13 +172,26 @@ def test_demo_store_keeps_one_state_per_user_and_forgets_the_oldest() -> None:
 
 # ----------------------------------------------------------------------------- gmail
 
+
 async def test_inbox_items_have_the_seed_shape() -> None:
     output = await invoke("gmail", "google_email_inbox", max_results=5)
     assert output["response_type"] == "google_email_inbox"
     assert len(output["response"]) == 5
     for mail in output["response"]:
-        assert list(mail) == ["subject", "from", "to", "markdown", "text", "unread", "id",
-                              "thread_id", "reply_to_id", "cc", "bcc", "date"]
+        assert list(mail) == [
+            "subject",
+            "from",
+            "to",
+            "markdown",
+            "text",
+            "unread",
+            "id",
+            "thread_id",
+            "reply_to_id",
+            "cc",
+            "bcc",
+            "date",
+        ]
         assert mail["from"] != "me@example.com"
         datetime.fromisoformat(mail["date"])
     dates = [mail["date"] for mail in output["response"]]
@@ -168,8 +202,9 @@ async def test_gmail_search_syntax() -> None:
     ctx = context()
 
     async def search(query: str) -> list[dict[str, Any]]:
-        return (await invoke("gmail", "google_email_search", ctx, query=query,
-                             max_results=50))["response"]
+        return (await invoke("gmail", "google_email_search", ctx, query=query, max_results=50))[
+            "response"
+        ]
 
     from_alice = await search("from:alice.chen")
     assert from_alice and all("alice.chen" in m["from"] for m in from_alice)
@@ -177,7 +212,8 @@ async def test_gmail_search_syntax() -> None:
     thread = await search('subject:"launch checklist"')
     assert len(thread) == 3 and len({m["thread_id"] for m in thread}) == 1
     assert {m["subject"].removeprefix("Re: ") for m in thread} == {
-        "Project Atlas: launch checklist"}
+        "Project Atlas: launch checklist"
+    }
     assert all("budget" in (m["subject"] + m["text"]).lower() for m in await search("budget"))
     assert not any("alice" in m["from"] for m in await search("atlas -from:alice"))
     assert all(m["from"] == "me@example.com" for m in await search("in:sent"))
@@ -187,17 +223,29 @@ async def test_gmail_search_syntax() -> None:
 async def test_sent_mail_is_stored_per_user_and_searchable_in_sent() -> None:
     store = DemoStore()
     alice, bob = context(store, "alice"), context(store, "bob")
-    sent = await invoke("gmail", "send_google_email", alice, to=["carol@example.org"],
-                        subject="Lunch plans", body="Noon at the usual place?", cc=None,
-                        bcc=None)
-    assert sent["response"] == {"to": ["carol@example.org"], "cc": [], "bcc": [],
-                                "subject": "Lunch plans", "body": "Noon at the usual place?"}
+    sent = await invoke(
+        "gmail",
+        "send_google_email",
+        alice,
+        to=["carol@example.org"],
+        subject="Lunch plans",
+        body="Noon at the usual place?",
+        cc=None,
+        bcc=None,
+    )
+    assert sent["response"] == {
+        "to": ["carol@example.org"],
+        "cc": [],
+        "bcc": [],
+        "subject": "Lunch plans",
+        "body": "Noon at the usual place?",
+    }
 
-    found = await invoke("gmail", "google_email_search", alice, query="in:sent lunch",
-                         max_results=10)
+    found = await invoke(
+        "gmail", "google_email_search", alice, query="in:sent lunch", max_results=10
+    )
     assert [m["subject"] for m in found["response"]] == ["Lunch plans"]
-    other = await invoke("gmail", "google_email_search", bob, query="in:sent lunch",
-                         max_results=10)
+    other = await invoke("gmail", "google_email_search", bob, query="in:sent lunch", max_results=10)
     assert other["response"] == []
 
 
@@ -212,8 +260,9 @@ async def test_read_marks_a_message_read_and_reply_threads() -> None:
     again = (await invoke("gmail", "google_email_inbox", ctx, max_results=50))["response"]
     assert next(m for m in again if m["id"] == unread["id"])["unread"] is False
 
-    reply = await invoke("gmail", "reply_to_google_email", ctx, message_id=unread["id"],
-                         body="Thanks!")
+    reply = await invoke(
+        "gmail", "reply_to_google_email", ctx, message_id=unread["id"], body="Thanks!"
+    )
     assert reply["response"]["to"] == [unread["from"]]
     assert reply["response"]["subject"].startswith("Re: ")
     assert reply["response"]["thread_id"] == unread["thread_id"]
@@ -223,8 +272,9 @@ async def test_gmail_errors_are_actionable() -> None:
     missing = await invoke("gmail", "read_google_email", message_id="nope")
     assert missing["response_type"] == "error"
     assert missing["error_message"].startswith("Error: no email with id 'nope'")
-    bad = await invoke("gmail", "send_google_email", to=["bob"], subject="x", body="y",
-                       cc=None, bcc=None)
+    bad = await invoke(
+        "gmail", "send_google_email", to=["bob"], subject="x", body="y", cc=None, bcc=None
+    )
     assert "not a valid email address" in bad["error_message"]
     sender = await invoke("gmail", "google_email_search_from_email", email="bob@example.com")
     assert sender["response"] == []
@@ -232,20 +282,30 @@ async def test_gmail_errors_are_actionable() -> None:
 
 # ----------------------------------------------------------------------------- plaid
 
+
 async def test_accounts_have_plaid_shape() -> None:
     output = await invoke("plaid", "get_accounts_at_plaid")
     accounts = output["response"]
     assert len(accounts) == 5
     assert {a["institution"]["name"] for a in accounts} == {"Chase", "Ally Bank"}
     for account in accounts:
-        assert {"account_id", "name", "official_name", "type", "subtype", "mask", "balances",
-                "institution"} <= set(account)
+        assert {
+            "account_id",
+            "name",
+            "official_name",
+            "type",
+            "subtype",
+            "mask",
+            "balances",
+            "institution",
+        } <= set(account)
         assert {"available", "current", "iso_currency_code"} <= set(account["balances"])
 
 
 async def test_transactions_have_the_seed_shape_and_are_deterministic() -> None:
-    output = await invoke("plaid", "get_transactions_at_plaid", start_date=None, end_date=None,
-                          account_id=None)
+    output = await invoke(
+        "plaid", "get_transactions_at_plaid", start_date=None, end_date=None, account_id=None
+    )
     assert output["response"] == (await invoke("plaid", "get_transactions_at_plaid"))["response"]
     start = (today() - timedelta(days=29)).isoformat()
     for account in output["response"].values():
@@ -261,18 +321,25 @@ async def test_transactions_filter_and_validate() -> None:
     accounts = (await invoke("plaid", "get_accounts_at_plaid"))["response"]
     card = next(a for a in accounts if a["type"] == "credit")
     week_ago = (today() - timedelta(days=7)).isoformat()
-    output = await invoke("plaid", "get_transactions_at_plaid", start_date=week_ago,
-                          end_date=today().isoformat(), account_id=card["account_id"])
+    output = await invoke(
+        "plaid",
+        "get_transactions_at_plaid",
+        start_date=week_ago,
+        end_date=today().isoformat(),
+        account_id=card["account_id"],
+    )
     assert list(output["response"]) == [card["account_id"]]
-    assert all(t["date"][:10] >= week_ago
-               for t in output["response"][card["account_id"]]["transactions"])
+    assert all(
+        t["date"][:10] >= week_ago for t in output["response"][card["account_id"]]["transactions"]
+    )
 
     bad_date = await invoke("plaid", "get_transactions_at_plaid", start_date="last tuesday")
     assert "use YYYY-MM-DD" in bad_date["error_message"]
     unknown = await invoke("plaid", "get_transactions_at_plaid", account_id="nope")
     assert "get_accounts_at_plaid" in unknown["error_message"]
-    swapped = await invoke("plaid", "get_transactions_at_plaid",
-                           start_date=today().isoformat(), end_date=week_ago)
+    swapped = await invoke(
+        "plaid", "get_transactions_at_plaid", start_date=today().isoformat(), end_date=week_ago
+    )
     assert "after end_date" in swapped["error_message"]
 
 
@@ -280,7 +347,8 @@ async def test_spending_summary_totals_categories() -> None:
     output = await invoke("plaid", "get_spending_summary_at_plaid", days=30)
     summary = output["response"]
     assert summary["total_spent"] == pytest.approx(
-        sum(c["amount"] for c in summary["categories"]), abs=0.05)
+        sum(c["amount"] for c in summary["categories"]), abs=0.05
+    )
     assert not {"Transfer", "Payment"} & {c["category"] for c in summary["categories"]}
     amounts = [c["amount"] for c in summary["categories"]]
     assert amounts == sorted(amounts, reverse=True)
@@ -291,16 +359,29 @@ async def test_spending_summary_totals_categories() -> None:
 
 # ----------------------------------------------------------------------------- yelp
 
+
 async def test_yelp_search_results_have_the_fusion_shape() -> None:
-    output = await invoke("yelp", "search_businesses_at_yelp", term="sushi",
-                          location="Boston, MA")
+    output = await invoke("yelp", "search_businesses_at_yelp", term="sushi", location="Boston, MA")
     assert output["friendly_name"] == "Searching Yelp for sushi in Boston, MA"
     businesses = output["response"]
     assert 1 <= len(businesses) <= 5
     for business in businesses:
-        assert {"id", "alias", "name", "image_url", "url", "review_count", "rating", "price",
-                "location", "coordinates", "categories", "phone", "is_closed",
-                "distance"} <= set(business)
+        assert {
+            "id",
+            "alias",
+            "name",
+            "image_url",
+            "url",
+            "review_count",
+            "rating",
+            "price",
+            "location",
+            "coordinates",
+            "categories",
+            "phone",
+            "is_closed",
+            "distance",
+        } <= set(business)
         assert business["location"]["city"] == "Boston"
         assert business["categories"][0]["alias"] == "sushi"
         assert not any(key.startswith("_") for key in business)
@@ -314,33 +395,53 @@ async def test_every_city_has_several_cuisines(city: str) -> None:
 
 
 async def test_yelp_filters_and_sorting() -> None:
-    cheap = await invoke("yelp", "search_businesses_at_yelp", term="restaurants",
-                         location="Austin, TX", price="1", limit=20)
+    cheap = await invoke(
+        "yelp",
+        "search_businesses_at_yelp",
+        term="restaurants",
+        location="Austin, TX",
+        price="1",
+        limit=20,
+    )
     assert cheap["response"] and all(b["price"] == "$" for b in cheap["response"])
-    nearest = await invoke("yelp", "search_businesses_at_yelp", term="food",
-                           latitude=41.88, longitude=-87.63, sort_by="distance", limit=10)
+    nearest = await invoke(
+        "yelp",
+        "search_businesses_at_yelp",
+        term="food",
+        latitude=41.88,
+        longitude=-87.63,
+        sort_by="distance",
+        limit=10,
+    )
     distances = [b["distance"] for b in nearest["response"]]
     assert distances == sorted(distances)
     assert nearest["response"][0]["location"]["city"] == "Chicago"
-    rated = await invoke("yelp", "search_businesses_at_yelp", term="pizza", location="NYC",
-                         sort_by="rating")
+    rated = await invoke(
+        "yelp", "search_businesses_at_yelp", term="pizza", location="NYC", sort_by="rating"
+    )
     ratings = [b["rating"] for b in rated["response"]]
     assert ratings == sorted(ratings, reverse=True)
-    open_now = await invoke("yelp", "search_businesses_at_yelp", term="coffee",
-                            location="Boston", open_now=True, limit=20)
+    open_now = await invoke(
+        "yelp",
+        "search_businesses_at_yelp",
+        term="coffee",
+        location="Boston",
+        open_now=True,
+        limit=20,
+    )
     assert all(b["business_hours"][0]["is_open_now"] for b in open_now["response"])
 
 
 async def test_yelp_reviews_and_errors() -> None:
-    business = (await invoke("yelp", "search_businesses_at_yelp", term="ramen",
-                             location="Chicago"))["response"][0]
+    business = (
+        await invoke("yelp", "search_businesses_at_yelp", term="ramen", location="Chicago")
+    )["response"][0]
     reviews = await invoke("yelp", "get_business_reviews_at_yelp", business_id=business["id"])
     assert len(reviews["response"]) == 3
     for review in reviews["response"]:
         assert {"id", "rating", "text", "time_created", "user"} <= set(review)
         assert review["user"]["name"]
-    by_alias = await invoke("yelp", "get_business_reviews_at_yelp",
-                            business_id=business["alias"])
+    by_alias = await invoke("yelp", "get_business_reviews_at_yelp", business_id=business["alias"])
     assert by_alias["response"] == reviews["response"]
 
     nowhere = await invoke("yelp", "search_businesses_at_yelp", term="sushi", location="Paris")
@@ -351,8 +452,11 @@ async def test_yelp_reviews_and_errors() -> None:
 
 def test_no_two_reviews_of_a_place_share_a_sentence() -> None:
     for business in all_businesses():
-        sentences = [sentence for review in reviews(business, date(2026, 11, 23))
-                     for sentence in review["text"].split(". ")]
+        sentences = [
+            sentence
+            for review in reviews(business, date(2026, 11, 23))
+            for sentence in review["text"].split(". ")
+        ]
         assert len(sentences) == len(set(sentences)), (business["name"], sentences)
 
 
@@ -366,12 +470,14 @@ async def test_user_location_is_hidden() -> None:
 
 # ----------------------------------------------------------------------------- search
 
+
 async def test_search_results_carry_citations() -> None:
     output = await invoke("search", "search_google", query="python asyncio", num_results=3)
     assert [r["display_link"] for r in output["response"]][0] == "docs.python.org"
     assert output["content_chunks"] == [
         {"id": str(n), "title": r["title"], "url": r["url"], "snippet": r["snippet"]}
-        for n, r in enumerate(output["response"], 1)]
+        for n, r in enumerate(output["response"], 1)
+    ]
     fallback = await invoke("search", "search_google", query="history of the bicycle")
     assert len(fallback["response"]) == 5
     assert fallback == await invoke("search", "search_google", query="history of the bicycle")
@@ -379,6 +485,7 @@ async def test_search_results_carry_citations() -> None:
 
 
 # ----------------------------------------------------------------------------- tooling
+
 
 async def test_the_model_reads_plain_text_while_the_output_stays_a_dict() -> None:
     output = await invoke("yelp", "search_businesses_at_yelp", term="sushi", location="Boston")
@@ -417,8 +524,9 @@ async def refusing_tool(ctx: RunContextWrapper[ChatContext], name: str) -> ToolR
 
 async def _call(function: FunctionTool, arguments: str) -> Any:
     return await function.on_invoke_tool(
-        ToolContext(context(), tool_name=function.name, tool_call_id="c",
-                    tool_arguments=arguments), arguments)
+        ToolContext(context(), tool_name=function.name, tool_call_id="c", tool_arguments=arguments),
+        arguments,
+    )
 
 
 async def test_tool_failures_become_error_responses(caplog: pytest.LogCaptureFixture) -> None:
@@ -448,15 +556,22 @@ def test_sync_tools_are_refused() -> None:
 
 async def test_a_failing_tool_does_not_end_the_turn() -> None:
     flaky = Connector(
-        name="flaky", agent_name="Flaky", display_name="Flaky",
+        name="flaky",
+        agent_name="Flaky",
+        display_name="Flaky",
         build_agent=lambda settings: Agent[ChatContext](
-            name="Flaky", handoff_description="Checks flaky things.", tools=[check_flaky]),
-        tool_descriptions={"check_flaky": "Checking"}, response_types=("error",))
+            name="Flaky", handoff_description="Checks flaky things.", tools=[check_flaky]
+        ),
+        tool_descriptions={"check_flaky": "Checking"},
+        response_types=("error",),
+    )
     orchestrator = build_orchestrator(SETTINGS, [*CONNECTORS, flaky])
-    result = Runner.run_streamed(orchestrator, input="ask Flaky to check the weather",
-                                 context=context(),
-                                 run_config=RunConfig(model_provider=OfflineModelProvider(),
-                                                      tracing_disabled=True))
+    result = Runner.run_streamed(
+        orchestrator,
+        input="ask Flaky to check the weather",
+        context=context(),
+        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+    )
     outputs = []
     async for event in result.stream_events():
         if event.type == "run_item_stream_event" and event.name == "tool_output":
@@ -469,10 +584,12 @@ async def test_a_failing_tool_does_not_end_the_turn() -> None:
 
 
 async def test_a_tool_error_is_explained_in_the_answer() -> None:
-    result = await Runner.run(build_orchestrator(SETTINGS, CONNECTORS),
-                              input="find sushi in Paris", context=context(),
-                              run_config=RunConfig(model_provider=OfflineModelProvider(),
-                                                   tracing_disabled=True))
+    result = await Runner.run(
+        build_orchestrator(SETTINGS, CONNECTORS),
+        input="find sushi in Paris",
+        context=context(),
+        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+    )
     assert "the demo covers" in result.final_output
 
 
@@ -484,11 +601,15 @@ async def sloppy_tool(ctx: RunContextWrapper[ChatContext], kind: str) -> Any:
         kind: dict, bad or text.
     """
     if kind == "dict":
-        return {"response_type": "text", "agent_name": "Flaky", "friendly_name": "Note",
-                "response": "hello", "debug_info": {"took_ms": 3}}
+        return {
+            "response_type": "text",
+            "agent_name": "Flaky",
+            "friendly_name": "Note",
+            "response": "hello",
+            "debug_info": {"took_ms": 3},
+        }
     if kind == "bad":
-        return {"response_type": "", "agent_name": "Flaky", "friendly_name": "x",
-                "response": "y"}
+        return {"response_type": "", "agent_name": "Flaky", "friendly_name": "x", "response": "y"}
     return "just a string"
 
 
@@ -498,5 +619,6 @@ async def test_tool_return_values_are_checked() -> None:
     assert "took_ms" not in str(good)  # persisted for the owner, never shown to the model
     for kind in ("bad", "text"):
         result = await _call(sloppy_tool, json.dumps({"kind": kind}))
-        assert result["error_message"] == ("Error: sloppy_tool returned an invalid result; "
-                                           "try another way")
+        assert result["error_message"] == (
+            "Error: sloppy_tool returned an invalid result; try another way"
+        )

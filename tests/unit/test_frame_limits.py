@@ -30,14 +30,23 @@ def _no_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def largest_encodings(frame: dict[str, Any]) -> int:
     """The most bytes ``frame`` takes as any ordinary JSON encoder writes it."""
-    return max(len(json.dumps(frame, **options).encode()) for options in (
-        {"ensure_ascii": True}, {"ensure_ascii": False},
-        {"ensure_ascii": True, "indent": 2}, {"ensure_ascii": True, "separators": (",", ":")}))
+    return max(
+        len(json.dumps(frame, **options).encode())
+        for options in (
+            {"ensure_ascii": True},
+            {"ensure_ascii": False},
+            {"ensure_ascii": True, "indent": 2},
+            {"ensure_ascii": True, "separators": (",", ":")},
+        )
+    )
 
 
 def longest_prompt(chars: int, char: str) -> dict[str, Any]:
-    return {"type": "prompt", "text": char * chars,
-            "client_message_id": char * MAX_CLIENT_MESSAGE_ID}
+    return {
+        "type": "prompt",
+        "text": char * chars,
+        "client_message_id": char * MAX_CLIENT_MESSAGE_ID,
+    }
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -48,7 +57,8 @@ def test_the_default_frame_limit_fits_the_longest_prompt_in_any_script(script: s
 
 
 def test_unset_the_frame_limit_is_derived_from_the_prompt_limit(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_MAX_PROMPT_CHARS", "100000")
     settings = load_settings()
     assert settings.max_prompt_chars == 100_000
@@ -61,8 +71,12 @@ def test_unset_the_frame_limit_is_derived_from_the_prompt_limit(
 
 def test_a_tiny_prompt_limit_still_lets_the_longest_approval_through() -> None:
     settings = load_settings(max_prompt_chars=1)
-    approval = {"type": "approval", "approval_id": "😀" * MAX_APPROVAL_ID,
-                "decision": "reject", "reason": "😀" * MAX_APPROVAL_REASON}
+    approval = {
+        "type": "approval",
+        "approval_id": "😀" * MAX_APPROVAL_ID,
+        "decision": "reject",
+        "reason": "😀" * MAX_APPROVAL_REASON,
+    }
     assert largest_encodings(approval) <= settings.max_frame_bytes
     assert largest_encodings(longest_prompt(1, "😀")) <= settings.max_frame_bytes
 
@@ -76,19 +90,23 @@ def test_a_frame_limit_set_high_enough_is_kept(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize("frame_bytes", [65_536, min_frame_bytes(32_000) - 1, 0, -5])
 def test_a_frame_limit_too_small_for_the_prompt_limit_is_refused(
-        monkeypatch: pytest.MonkeyPatch, frame_bytes: int) -> None:
+    monkeypatch: pytest.MonkeyPatch, frame_bytes: int
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_MAX_FRAME_BYTES", str(frame_bytes))
     with pytest.raises(SettingsError) as refused:
         load_settings()
     message = str(refused.value)
-    assert f"SWITCHBOARD_MAX_FRAME_BYTES={frame_bytes} is too small for " \
-           "SWITCHBOARD_MAX_PROMPT_CHARS=32000" in message
+    assert (
+        f"SWITCHBOARD_MAX_FRAME_BYTES={frame_bytes} is too small for "
+        "SWITCHBOARD_MAX_PROMPT_CHARS=32000" in message
+    )
     assert f"at least {min_frame_bytes(32_000)}" in message
     assert "leave it unset" in message
 
 
 def test_raising_the_prompt_limit_past_a_set_frame_limit_is_refused(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_MAX_FRAME_BYTES", str(min_frame_bytes(32_000)))
     monkeypatch.setenv("SWITCHBOARD_MAX_PROMPT_CHARS", "32001")
     with pytest.raises(SettingsError, match=f"at least {min_frame_bytes(32_001)}"):
@@ -96,8 +114,8 @@ def test_raising_the_prompt_limit_past_a_set_frame_limit_is_refused(
 
 
 def test_the_command_refuses_to_start_with_contradicting_limits(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     monkeypatch.setenv("SWITCHBOARD_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/cli.db")
     monkeypatch.setenv("SWITCHBOARD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SWITCHBOARD_MAX_FRAME_BYTES", "65536")
@@ -106,6 +124,8 @@ def test_the_command_refuses_to_start_with_contradicting_limits(
     assert main(["migrate"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("switchboard: invalid configuration:")
-    assert "SWITCHBOARD_MAX_FRAME_BYTES=65536 is too small for " \
-           "SWITCHBOARD_MAX_PROMPT_CHARS=32000" in err
+    assert (
+        "SWITCHBOARD_MAX_FRAME_BYTES=65536 is too small for "
+        "SWITCHBOARD_MAX_PROMPT_CHARS=32000" in err
+    )
     assert "Traceback" not in err

@@ -51,14 +51,24 @@ class Turn:
         return [e[1] for e in self.events if e[0] == "message"]
 
 
-async def run_turn(prompt: str | list[Any], *, store: DemoStore | None = None,
-                   user: str = "user-1", provider: OfflineModelProvider | None = None,
-                   approve: bool = True) -> Turn:
+async def run_turn(
+    prompt: str | list[Any],
+    *,
+    store: DemoStore | None = None,
+    user: str = "user-1",
+    provider: OfflineModelProvider | None = None,
+    approve: bool = True,
+) -> Turn:
     """Run a turn, deciding each approval it pauses for (the SDK's own resume path) as
     ``approve`` says; the events of every leg are recorded in order."""
     store = store or DemoStore()
-    context = ChatContext(user_id=user, chat_id="chat-1", turn_id="turn-1", settings=SETTINGS,
-                          demo=store.for_user(user))
+    context = ChatContext(
+        user_id=user,
+        chat_id="chat-1",
+        turn_id="turn-1",
+        settings=SETTINGS,
+        demo=store.for_user(user),
+    )
     orchestrator = build_orchestrator(SETTINGS, CONNECTORS)
     config = RunConfig(model_provider=provider or OfflineModelProvider(), tracing_disabled=True)
     result = Runner.run_streamed(orchestrator, input=prompt, context=context, run_config=config)
@@ -86,14 +96,21 @@ async def _record(turn: Turn, result: RunResultStreaming) -> None:
         elif event.type == "agent_updated_stream_event":
             turn.events.append(("agent", event.new_agent.name))
         elif event.name == "handoff_occured":
-            turn.events.append(("handoff", event.item.source_agent.name,
-                                event.item.target_agent.name))
+            turn.events.append(
+                ("handoff", event.item.source_agent.name, event.item.target_agent.name)
+            )
         elif event.name == "tool_called":
             raw = event.item.raw_item
             turn.events.append(("call", raw.name, json.loads(raw.arguments), raw.call_id))
         elif event.name == "tool_output":
-            turn.events.append(("output", event.item.raw_item["call_id"],
-                                event.item.output, event.item.raw_item["output"]))
+            turn.events.append(
+                (
+                    "output",
+                    event.item.raw_item["call_id"],
+                    event.item.output,
+                    event.item.raw_item["output"],
+                )
+            )
         elif event.name == "message_output_created":
             text = "".join(part.text for part in event.item.raw_item.content)
             turn.events.append(("message", text, event.item.agent.name))
@@ -136,37 +153,62 @@ async def test_the_demo_inbox_injection_is_reported_not_obeyed() -> None:
     assert [name for name, _ in turn.calls()] == ["google_email_inbox"]
     assert [e for e in turn.events if e[0] == "approval"] == []
     (text,) = turn.messages()
-    assert "**Action required: verify your account** contains instructions aimed at an AI " \
-           "assistant; I did not follow them" in text
+    assert (
+        "**Action required: verify your account** contains instructions aimed at an AI "
+        "assistant; I did not follow them" in text
+    )
 
 
 async def test_a_rejected_email_is_not_sent_and_the_answer_says_so() -> None:
     store = DemoStore()
-    turn = await run_turn("find sushi in Boston and email the list to bob@example.com",
-                          store=store, approve=False)
+    turn = await run_turn(
+        "find sushi in Boston and email the list to bob@example.com", store=store, approve=False
+    )
     assert [e[1] for e in turn.events if e[0] == "approval"] == ["send_google_email"]
     assert store.for_user("user-1").namespace("gmail").get("sent", []) == []
     # The model reads the refusal instead of an output; the tool never ran.
     assert [o if isinstance(o, str) else o["response_type"] for o in turn.outputs()] == [
-        "yelp_search_results", "Not run: the user declined this call."]
+        "yelp_search_results",
+        "Not run: the user declined this call.",
+    ]
     (text,) = turn.messages()
     assert "didn't send" in text and "declined" in text
 
 
-@pytest.mark.parametrize(("prompt", "agent", "tools", "response_type"), [
-    ("what's in my inbox", "GMail", ["google_email_inbox"], "google_email_inbox"),
-    ("what are my account balances", "Plaid", ["get_accounts_at_plaid"],
-     "plaid_accounts_response"),
-    ("show my transactions from last week", "Plaid", ["get_transactions_at_plaid"],
-     "plaid_transactions_response"),
-    ("how much did I spend this month?", "Plaid", ["get_spending_summary_at_plaid"],
-     "plaid_spending_summary"),
-    ("find coffee near me", "Yelp", ["resolve_user_location", "search_businesses_at_yelp"],
-     "yelp_search_results"),
-    ("search the web for python asyncio", "Search", ["search_google"], "google_search_results"),
-])
-async def test_single_connector_prompts(prompt: str, agent: str, tools: list[str],
-                                        response_type: str) -> None:
+@pytest.mark.parametrize(
+    ("prompt", "agent", "tools", "response_type"),
+    [
+        ("what's in my inbox", "GMail", ["google_email_inbox"], "google_email_inbox"),
+        (
+            "what are my account balances",
+            "Plaid",
+            ["get_accounts_at_plaid"],
+            "plaid_accounts_response",
+        ),
+        (
+            "show my transactions from last week",
+            "Plaid",
+            ["get_transactions_at_plaid"],
+            "plaid_transactions_response",
+        ),
+        (
+            "how much did I spend this month?",
+            "Plaid",
+            ["get_spending_summary_at_plaid"],
+            "plaid_spending_summary",
+        ),
+        (
+            "find coffee near me",
+            "Yelp",
+            ["resolve_user_location", "search_businesses_at_yelp"],
+            "yelp_search_results",
+        ),
+        ("search the web for python asyncio", "Search", ["search_google"], "google_search_results"),
+    ],
+)
+async def test_single_connector_prompts(
+    prompt: str, agent: str, tools: list[str], response_type: str
+) -> None:
     turn = await run_turn(prompt)
 
     assert turn.agents() == ["Switchboard", agent]
@@ -178,7 +220,7 @@ async def test_single_connector_prompts(prompt: str, agent: str, tools: list[str
 
 async def test_transactions_last_week_asks_for_a_seven_day_range() -> None:
     turn = await run_turn("show my transactions from last week")
-    (_, arguments), = turn.calls()
+    ((_, arguments),) = turn.calls()
     start, end, _ = date_range("last week", _today())
     assert (arguments["start_date"], arguments["end_date"]) == (start, end)
 
@@ -191,11 +233,17 @@ async def test_a_spending_summary_does_not_offer_the_breakdown_it_just_gave() ->
 
 
 def test_a_connect_card_gets_no_follow_up_offer() -> None:
-    card = PastCall("c1", "get_spending_summary_at_plaid", {},
-                    f"{NOT_CONNECTED} a bank account. Ask them to connect it.")
+    card = PastCall(
+        "c1",
+        "get_spending_summary_at_plaid",
+        {},
+        f"{NOT_CONNECTED} a bank account. Ask them to connect it.",
+    )
     text = summarize(Transcript(prompt="how much did I spend", calls=(card,), size=2), [])
-    assert text == ("I need access to that account first: use the **Connect** button on "
-                    "the card above, then ask me again.")
+    assert text == (
+        "I need access to that account first: use the **Connect** button on "
+        "the card above, then ask me again."
+    )
 
 
 async def test_near_me_resolves_the_hidden_location_first() -> None:
@@ -206,7 +254,9 @@ async def test_near_me_resolves_the_hidden_location_first() -> None:
     assert location["display_response"] is False
     search_args = turn.calls()[1][1]
     assert (search_args["latitude"], search_args["longitude"]) == (
-        location["response"]["latitude"], location["response"]["longitude"])
+        location["response"]["latitude"],
+        location["response"]["longitude"],
+    )
     assert results["display_response"] is True
     assert "Boston, MA" in turn.messages()[0]
 
@@ -238,10 +288,14 @@ async def test_stream_is_made_of_real_responses_events() -> None:
     assert turn.raw_types.count("response.created") == 3
     assert turn.raw_types.count("response.completed") == 3
     assert turn.raw_types.count("response.function_call_arguments.done") == 2
-    message_events = turn.raw_types[turn.raw_types.index("response.content_part.added") - 1:]
+    message_events = turn.raw_types[turn.raw_types.index("response.content_part.added") - 1 :]
     assert message_events[:2] == ["response.output_item.added", "response.content_part.added"]
-    assert message_events[-4:] == ["response.output_text.done", "response.content_part.done",
-                                   "response.output_item.done", "response.completed"]
+    assert message_events[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     assert len(turn.deltas) > 10  # one word per delta by default
     assert "".join(turn.deltas) == turn.messages()[0]
 
@@ -253,8 +307,9 @@ async def test_stream_is_made_of_real_responses_events() -> None:
 
 async def test_words_per_delta_groups_words() -> None:
     one = await run_turn("what are my account balances")
-    four = await run_turn("what are my account balances",
-                          provider=OfflineModelProvider(words_per_delta=4))
+    four = await run_turn(
+        "what are my account balances", provider=OfflineModelProvider(words_per_delta=4)
+    )
     assert "".join(four.deltas) == "".join(one.deltas)
     assert len(four.deltas) == -(-len(one.deltas) // 4)
 
@@ -278,11 +333,13 @@ async def test_same_prompt_gives_the_same_events() -> None:
 
 async def test_second_turn_continues_from_the_first_turn_history() -> None:
     store = DemoStore()
-    first = await run_turn("find sushi in Boston and email the list to bob@example.com",
-                           store=store)
+    first = await run_turn(
+        "find sushi in Boston and email the list to bob@example.com", store=store
+    )
     history = first.result.to_input_list()
-    second = await run_turn(history + [{"role": "user", "content": "show my sent emails"}],
-                            store=store)
+    second = await run_turn(
+        history + [{"role": "user", "content": "show my sent emails"}], store=store
+    )
 
     assert second.agents() == ["Switchboard", "GMail"]
     ((name, arguments),) = second.calls()
@@ -294,29 +351,38 @@ async def test_second_turn_continues_from_the_first_turn_history() -> None:
 
 async def test_non_streamed_run_uses_get_response() -> None:
     context = ChatContext("user-1", "chat-1", "turn-1", SETTINGS, DemoStore().for_user("user-1"))
-    result = await Runner.run(build_orchestrator(SETTINGS, CONNECTORS),
-                              input="what's in my inbox", context=context,
-                              run_config=RunConfig(model_provider=OfflineModelProvider(),
-                                                   tracing_disabled=True))
+    result = await Runner.run(
+        build_orchestrator(SETTINGS, CONNECTORS),
+        input="what's in my inbox",
+        context=context,
+        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+    )
     assert "inbox" in result.final_output
     assert result.last_agent.name == "GMail"
     assert result.context_wrapper.usage.requests == 3
 
 
 async def test_every_tool_output_is_a_tool_response() -> None:
-    for prompt in ("what's in my inbox", "find coffee near me",
-                   "find sushi in Boston and email the list to bob@example.com"):
+    for prompt in (
+        "what's in my inbox",
+        "find coffee near me",
+        "find sushi in Boston and email the list to bob@example.com",
+    ):
         for output in (await run_turn(prompt)).outputs():
             assert ToolResponse.from_dict(output).response_type == output["response_type"]
 
 
 def test_plan_splits_multi_part_requests() -> None:
     assert plan("find sushi in Boston and email the list to bob@example.com") == [
-        ("yelp", "find sushi in Boston"), ("gmail", "email the list to bob@example.com")]
+        ("yelp", "find sushi in Boston"),
+        ("gmail", "email the list to bob@example.com"),
+    ]
     assert plan("what are my balances and transactions") == [
-        ("plaid", "what are my balances and transactions")]
+        ("plaid", "what are my balances and transactions")
+    ]
     assert plan("reply to bob@example.com saying see you then") == [
-        ("gmail", "reply to bob@example.com saying see you then")]
+        ("gmail", "reply to bob@example.com saying see you then")
+    ]
     assert plan("who wrote Moby Dick") == [("search", "who wrote Moby Dick")]
 
 
@@ -325,20 +391,30 @@ def test_suggestions_and_titles() -> None:
     assert 1 <= len(suggestions) <= 4
     assert suggestions == offline_suggestions("find sushi in Boston", ["yelp_search_results"])
     assert offline_suggestions("hi", []) != []
-    assert len(offline_suggestions("x", ["google_email_inbox", "plaid_accounts_response",
-                                         "yelp_search_results", "error"])) == 4
+    assert (
+        len(
+            offline_suggestions(
+                "x",
+                ["google_email_inbox", "plaid_accounts_response", "yelp_search_results", "error"],
+            )
+        )
+        == 4
+    )
     assert offline_suggestions("anything", ["unknown_type"]) == []
 
     assert offline_title("find sushi in Boston") == "Find sushi in Boston"
     assert offline_title("  please, what's in my inbox?  ") == "What's in my inbox"
     assert offline_title("") == "New chat"
-    assert offline_title("what are my account balances and my spending this month") == \
-        "What are my account balances"
-    assert offline_title("show the last ten emails from the team") == \
-        "Show the last ten emails"
+    assert (
+        offline_title("what are my account balances and my spending this month")
+        == "What are my account balances"
+    )
+    assert offline_title("show the last ten emails from the team") == "Show the last ten emails"
     assert offline_title("email the list to my friend") == "Email the list to my friend"
-    long_title = offline_title("find me the very best and most wonderful sushi restaurants "
-                               "in the whole of Boston and then email them to bob@example.com")
+    long_title = offline_title(
+        "find me the very best and most wonderful sushi restaurants "
+        "in the whole of Boston and then email them to bob@example.com"
+    )
     assert len(long_title) <= 48
 
 

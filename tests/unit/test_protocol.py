@@ -54,12 +54,15 @@ def frame_error(text: str, max_prompt_chars: int = MAX) -> str:
 
 # --------------------------------------------------------------------------- client frames
 
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ('{"type":"prompt","text":"hi"}', PromptFrame(text="hi")),
-        ('{"type":"prompt","text":"hi","client_message_id":"m1"}',
-         PromptFrame(text="hi", client_message_id="m1")),
+        (
+            '{"type":"prompt","text":"hi","client_message_id":"m1"}',
+            PromptFrame(text="hi", client_message_id="m1"),
+        ),
         ('{"type":"prompt","text":"hi","client_message_id":null}', PromptFrame(text="hi")),
         ('{"type":"cancel"}', CancelFrame()),
         ('{"type":"cancel","turn_id":null}', CancelFrame()),
@@ -67,12 +70,18 @@ def frame_error(text: str, max_prompt_chars: int = MAX) -> str:
         ('{"type":"resume","after_seq":0}', ResumeFrame(after_seq=0)),
         ('{"type":"resume","after_seq":41}', ResumeFrame(after_seq=41)),
         ('{"type":"ping"}', PingFrame()),
-        ('{"type":"approval","approval_id":"ap_1","decision":"approve"}',
-         ApprovalFrame(approval_id="ap_1", decision="approve")),
-        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"no"}',
-         ApprovalFrame(approval_id="ap_1", decision="reject", reason="no")),
-        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":null}',
-         ApprovalFrame(approval_id="ap_1", decision="reject")),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"approve"}',
+            ApprovalFrame(approval_id="ap_1", decision="approve"),
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"no"}',
+            ApprovalFrame(approval_id="ap_1", decision="reject", reason="no"),
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"reject","reason":null}',
+            ApprovalFrame(approval_id="ap_1", decision="reject"),
+        ),
         (' {"type": "ping"} \n', PingFrame()),
         ('{"type":"prompt","text":"  padded  "}', PromptFrame(text="  padded  ")),
         ('{"type":"prompt","text":"' + "x" * MAX + '"}', PromptFrame(text="x" * MAX)),
@@ -98,9 +107,14 @@ def test_json_that_is_not_an_object(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"type":"foo"}', "unknown frame type 'foo'; expected prompt, cancel, resume, ping or approval"),
-        ('{"type":"PROMPT","text":"x"}',
-         "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping or approval"),
+        (
+            '{"type":"foo"}',
+            "unknown frame type 'foo'; expected prompt, cancel, resume, ping or approval",
+        ),
+        (
+            '{"type":"PROMPT","text":"x"}',
+            "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping or approval",
+        ),
         ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping or approval"),
         ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
         ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
@@ -110,42 +124,69 @@ def test_json_that_is_not_an_object(text: str) -> None:
         ('{"type":"prompt"}', "prompt.text is required"),
         ('{"type":"resume"}', "resume.after_seq is required"),
         ('{"type":"prompt","text":""}', "prompt.text must be 1..32000 characters"),
-        ('{"type":"prompt","text":"' + "x" * (MAX + 1) + '"}',
-         "prompt.text must be 1..32000 characters"),
+        (
+            '{"type":"prompt","text":"' + "x" * (MAX + 1) + '"}',
+            "prompt.text must be 1..32000 characters",
+        ),
         ('{"type":"prompt","text":42}', "prompt.text must be a string"),
         ('{"type":"prompt","text":["a"]}', "prompt.text must be a string"),
         ('{"type":"prompt","text":"   \\n\\t "}', "prompt.text must not be blank"),
-        ('{"type":"prompt","text":"hi","client_message_id":"' + "m" * 65 + '"}',
-         "prompt.client_message_id must be a string of 1..64 characters"),
-        ('{"type":"prompt","text":"hi","client_message_id":""}',
-         "prompt.client_message_id must be a string of 1..64 characters"),
-        ('{"type":"prompt","text":"hi","client_message_id":7}',
-         "prompt.client_message_id must be a string of 1..64 characters"),
+        (
+            '{"type":"prompt","text":"hi","client_message_id":"' + "m" * 65 + '"}',
+            "prompt.client_message_id must be a string of 1..64 characters",
+        ),
+        (
+            '{"type":"prompt","text":"hi","client_message_id":""}',
+            "prompt.client_message_id must be a string of 1..64 characters",
+        ),
+        (
+            '{"type":"prompt","text":"hi","client_message_id":7}',
+            "prompt.client_message_id must be a string of 1..64 characters",
+        ),
         ('{"type":"cancel","turn_id":3}', "cancel.turn_id must be a string or null"),
         ('{"type":"resume","after_seq":-1}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":"5"}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":true}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"approval","decision":"approve"}', "approval.approval_id is required"),
         ('{"type":"approval","approval_id":"ap_1"}', "approval.decision is required"),
-        ('{"type":"approval","approval_id":"ap_1","decision":"yes"}',
-         'approval.decision must be "approve" or "reject"'),
-        ('{"type":"approval","approval_id":"ap_1","decision":true}',
-         'approval.decision must be "approve" or "reject"'),
-        ('{"type":"approval","approval_id":"","decision":"approve"}',
-         "approval.approval_id must be a string of 1..64 characters"),
-        ('{"type":"approval","approval_id":"' + "a" * 65 + '","decision":"approve"}',
-         "approval.approval_id must be a string of 1..64 characters"),
-        ('{"type":"approval","approval_id":7,"decision":"approve"}',
-         "approval.approval_id must be a string of 1..64 characters"),
-        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"'
-         + "r" * 501 + '"}', "approval.reason must be a string of at most 500 characters, "
-                             "or null"),
-        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":5}',
-         "approval.reason must be a string of at most 500 characters, or null"),
-        ('{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"a\\u0000"}',
-         "approval.reason must not contain NUL (U+0000) characters"),
-        ('{"type":"approval","approval_id":"ap_1","decision":"approve","call_id":"c"}',
-         "unknown field 'call_id' in approval frame"),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"yes"}',
+            'approval.decision must be "approve" or "reject"',
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":true}',
+            'approval.decision must be "approve" or "reject"',
+        ),
+        (
+            '{"type":"approval","approval_id":"","decision":"approve"}',
+            "approval.approval_id must be a string of 1..64 characters",
+        ),
+        (
+            '{"type":"approval","approval_id":"' + "a" * 65 + '","decision":"approve"}',
+            "approval.approval_id must be a string of 1..64 characters",
+        ),
+        (
+            '{"type":"approval","approval_id":7,"decision":"approve"}',
+            "approval.approval_id must be a string of 1..64 characters",
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"'
+            + "r" * 501
+            + '"}',
+            "approval.reason must be a string of at most 500 characters, or null",
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"reject","reason":5}',
+            "approval.reason must be a string of at most 500 characters, or null",
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"reject","reason":"a\\u0000"}',
+            "approval.reason must not contain NUL (U+0000) characters",
+        ),
+        (
+            '{"type":"approval","approval_id":"ap_1","decision":"approve","call_id":"c"}',
+            "unknown field 'call_id' in approval frame",
+        ),
         ('{"type":"resume","after_seq":1.5}', "resume.after_seq must be an integer >= 0"),
         ('{"type":"resume","after_seq":null}', "resume.after_seq must be an integer >= 0"),
     ],
@@ -163,7 +204,8 @@ def test_prompt_limit_is_the_configured_one() -> None:
     assert parse("x" * 10, max_prompt_chars=10) == PromptFrame(text="x" * 10)
     assert frame_error("x" * 11, max_prompt_chars=10) == "prompt.text must be 1..10 characters"
     assert frame_error('{"type":"prompt","text":"' + "x" * 11 + '"}', max_prompt_chars=10) == (
-        "prompt.text must be 1..10 characters")
+        "prompt.text must be 1..10 characters"
+    )
     # A deployment may allow more than the default.
     big = "y" * (MAX + 5)
     assert parse(json.dumps({"type": "prompt", "text": big}), max_prompt_chars=MAX * 2).text == big
@@ -189,8 +231,13 @@ def test_frame_error_is_a_value_error() -> None:
 
 def test_client_frame_schema_has_every_frame() -> None:
     schema = client_frame_json_schema()
-    assert set(schema["discriminator"]["mapping"]) == {"prompt", "cancel", "resume", "ping",
-                                                        "approval"}
+    assert set(schema["discriminator"]["mapping"]) == {
+        "prompt",
+        "cancel",
+        "resume",
+        "ping",
+        "approval",
+    }
     prompt = schema["$defs"]["PromptFrame"]
     assert prompt["additionalProperties"] is False
     assert prompt["properties"]["text"]["maxLength"] == MAX
@@ -200,8 +247,11 @@ def test_client_frame_schema_has_every_frame() -> None:
 
 CHAT = "6f1c2a7e-3b1d-4c1e-9f0a-2d5b8c9e0a11"
 TOOL_RESPONSE = {
-    "response_type": "yelp_search_results", "agent_name": "Yelp", "friendly_name": "Searching Yelp",
-    "response": [{"name": "Oishii"}], "display_response": True,
+    "response_type": "yelp_search_results",
+    "agent_name": "Yelp",
+    "friendly_name": "Searching Yelp",
+    "response": [{"name": "Oishii"}],
+    "display_response": True,
     "display_as": [{"type": "markdown", "content": "**Oishii**"}],
     "content_chunks": [{"id": "1", "title": "Oishii", "url": "https://x", "snippet": "sushi"}],
     "debug_info": {"latency_ms": 120},
@@ -213,39 +263,98 @@ VALID: list[tuple[str, str | None, int | None, dict[str, Any]]] = [
     ("user_prompt", "t1", 1, {"text": "hi", "client_message_id": "m1"}),
     ("handoff", "t1", 2, {"from_agent": "Switchboard", "to_agent": "Yelp"}),
     ("agent_updated", "t1", 3, {"new_agent": "Yelp", "name": "Yelp", "current_agent": "Yelp"}),
-    ("tool_call", "t1", 4, {"call_id": "c1", "name": "search", "description": "Searching Yelp",
-                            "arguments": {"term": "sushi"}, "current_agent": "Yelp"}),
+    (
+        "tool_call",
+        "t1",
+        4,
+        {
+            "call_id": "c1",
+            "name": "search",
+            "description": "Searching Yelp",
+            "arguments": {"term": "sushi"},
+            "current_agent": "Yelp",
+        },
+    ),
     ("tool_output", "t1", 5, {"call_id": "c1", "output": TOOL_RESPONSE, "current_agent": "Yelp"}),
-    ("tool_output", "t1", 5, {"call_id": "c1", "current_agent": "Yelp", "output": {
-        k: v for k, v in TOOL_RESPONSE.items() if k != "debug_info"}}),
+    (
+        "tool_output",
+        "t1",
+        5,
+        {
+            "call_id": "c1",
+            "current_agent": "Yelp",
+            "output": {k: v for k, v in TOOL_RESPONSE.items() if k != "debug_info"},
+        },
+    ),
     ("llm_response_delta", "t1", None, {"delta": "Hel", "current_agent": "Yelp"}),
     ("llm_response", "t1", 6, {"text": "Hello", "current_agent": "Yelp"}),
     ("error", "t1", 7, {"code": "tool_error", "message": "boom", "retryable": False}),
     ("error", None, None, {"code": "invalid_request", "message": "bad", "retryable": False}),
-    ("end_of_stream", "t1", 8, {"status": "completed", "usage": {
-        "input_tokens": 1, "output_tokens": 2, "total_tokens": 3, "requests": 1}}),
+    (
+        "end_of_stream",
+        "t1",
+        8,
+        {
+            "status": "completed",
+            "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3, "requests": 1},
+        },
+    ),
     ("suggested_prompts", "t1", 9, {"prompts": ["a", "b", "c", "d"]}),
     ("suggested_prompts", "t1", 9, {"prompts": []}),
     ("pong", None, None, {}),
-    ("approval_required", "t1", 10, {
-        "approval_id": "ap_1", "call_id": "c2", "name": "send_google_email",
-        "description": "Sending an email", "current_agent": "GMail",
-        "arguments": {"to": ["bob@example.com"], "subject": "Sushi", "body": "Hi"},
-        "expires_at": "2025-02-01T12:00:00.000Z"}),
-    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
-                                     "decision": "approved", "reason": None}),
-    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
-                                     "decision": "rejected", "reason": "wrong person",
-                                     "decided_by": "u1", "decided_via": "rest"}),
-    ("approval_resolved", "t1", 11, {"approval_id": "ap_1", "call_id": "c2",
-                                     "decision": "superseded", "reason": None,
-                                     "decided_by": None, "decided_via": "prompt"}),
+    (
+        "approval_required",
+        "t1",
+        10,
+        {
+            "approval_id": "ap_1",
+            "call_id": "c2",
+            "name": "send_google_email",
+            "description": "Sending an email",
+            "current_agent": "GMail",
+            "arguments": {"to": ["bob@example.com"], "subject": "Sushi", "body": "Hi"},
+            "expires_at": "2025-02-01T12:00:00.000Z",
+        },
+    ),
+    (
+        "approval_resolved",
+        "t1",
+        11,
+        {"approval_id": "ap_1", "call_id": "c2", "decision": "approved", "reason": None},
+    ),
+    (
+        "approval_resolved",
+        "t1",
+        11,
+        {
+            "approval_id": "ap_1",
+            "call_id": "c2",
+            "decision": "rejected",
+            "reason": "wrong person",
+            "decided_by": "u1",
+            "decided_via": "rest",
+        },
+    ),
+    (
+        "approval_resolved",
+        "t1",
+        11,
+        {
+            "approval_id": "ap_1",
+            "call_id": "c2",
+            "decision": "superseded",
+            "reason": None,
+            "decided_by": None,
+            "decided_via": "prompt",
+        },
+    ),
 ]
 
 
 @pytest.mark.parametrize(("type_", "turn_id", "seq", "payload"), VALID)
-def test_valid_server_events(type_: str, turn_id: str | None, seq: int | None,
-                             payload: dict[str, Any]) -> None:
+def test_valid_server_events(
+    type_: str, turn_id: str | None, seq: int | None, payload: dict[str, Any]
+) -> None:
     event = envelope(type_, CHAT, turn_id, seq, payload, TS)
     model = validate_server_event(event)
     assert model.type == type_  # type: ignore[attr-defined]
@@ -316,6 +425,7 @@ def test_error_codes_are_those_of_the_protocol() -> None:
 
 # --------------------------------------------------------------------------- envelope, ts, encode
 
+
 def test_envelope_key_order() -> None:
     event = envelope("llm_response", CHAT, "t1", 5, {"text": "x", "current_agent": "A"}, TS)
     assert list(event) == [*ENVELOPE_KEYS, "text", "current_agent"]
@@ -342,10 +452,22 @@ def test_now_ts_format() -> None:
 
 
 ROUND_TRIP = [
-    envelope("tool_output", CHAT, "t1", 5, {"call_id": "c", "output": TOOL_RESPONSE,
-                                            "current_agent": "Yelp"}, TS),
-    envelope("llm_response_delta", CHAT, "t1", None,
-             {"delta": "café ✓ 😀 \"quoted\" \\ \n\t \u2028 \x00", "current_agent": "A"}, TS),
+    envelope(
+        "tool_output",
+        CHAT,
+        "t1",
+        5,
+        {"call_id": "c", "output": TOOL_RESPONSE, "current_agent": "Yelp"},
+        TS,
+    ),
+    envelope(
+        "llm_response_delta",
+        CHAT,
+        "t1",
+        None,
+        {"delta": 'café ✓ 😀 "quoted" \\ \n\t \u2028 \x00', "current_agent": "A"},
+        TS,
+    ),
     {"nested": {"list": [1, 2.5, -3, 1e300, True, False, None, [], {}], "big": 2**62}},
 ]
 
@@ -383,6 +505,7 @@ def test_encode_round_trips_as_utf8() -> None:
 
 # --------------------------------------------------------------------------- docs/protocol.md
 
+
 def _json_blocks(markdown: str) -> list[dict[str, Any]]:
     return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", markdown, re.S)]
 
@@ -411,9 +534,10 @@ def test_doc_starts_with_the_shared_contract_verbatim() -> None:
     # each a level-2 heading, so extending the page never needs a change to the shared file.
     body, contract = _doc_body(), SHARED.read_text().rstrip() + "\n"
     assert body.startswith(contract), "docs/protocol.md must begin with shared/PROTOCOL.md"
-    extension = body[len(contract):]
-    assert extension == "" or extension.startswith("\n## "), \
+    extension = body[len(contract) :]
+    assert extension == "" or extension.startswith("\n## "), (
         "what follows the shared contract must be sections of its own (## headings)"
+    )
 
 
 def test_doc_contract_is_v1_1() -> None:

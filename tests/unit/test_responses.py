@@ -31,45 +31,128 @@ SEED_000_KEYS = ["response_type", "agent_name", "friendly_name", "response", "di
 
 # (id, factory, response_type, agent_name, friendly_name, response, extra keys in to_dict())
 SUBCLASSES = [
-    ("account_needed", lambda: AccountNeeded("Yelp", "yelp"), "account_needed", "Yelp",
-     "Connect your Yelp account",
-     {"connector": "yelp", "message": "Connect your Yelp account to continue."}, {}),
-    ("google_account_needed", GoogleAccountNeededResponse, "google_account_needed", "GMail",
-     "Connect your Google account",
-     {"connector": "gmail",
-      "message": "Connect your Google account so I can read and send email."}, {}),
-    ("connect_google_account", ConnectGoogleAccount, "connect_google_account", "GMail",
-     "Connect your Google account",
-     {"connector": "gmail", "message": "Connect your Google account to continue."}, {}),
-    ("connect_plaid_account", ConnectPlaidAccountResponse, "connect_plaid_account", "Plaid",
-     "Connect your bank",
-     {"connector": "plaid",
-      "message": "Connect a bank account so I can see balances and transactions."}, {}),
-    ("open_window", lambda: OpenWindowResponse("Browser", "https://example.com"), "open_window",
-     "Browser", "Open https://example.com", {"url": "https://example.com"}, {}),
-    ("open_tab", lambda: OpenTabResponse("Browser", "https://example.com/t", "Docs"), "open_tab",
-     "Browser", "Docs", {"url": "https://example.com/t"}, {}),
-    ("error", lambda: ErrorResponse("Yelp", "rate limited"), "error", "Yelp", "Yelp error",
-     "rate limited", {"error_message": "rate limited"}),
+    (
+        "account_needed",
+        lambda: AccountNeeded("Yelp", "yelp"),
+        "account_needed",
+        "Yelp",
+        "Connect your Yelp account",
+        {"connector": "yelp", "message": "Connect your Yelp account to continue."},
+        {},
+    ),
+    (
+        "google_account_needed",
+        GoogleAccountNeededResponse,
+        "google_account_needed",
+        "GMail",
+        "Connect your Google account",
+        {
+            "connector": "gmail",
+            "message": "Connect your Google account so I can read and send email.",
+        },
+        {},
+    ),
+    (
+        "connect_google_account",
+        ConnectGoogleAccount,
+        "connect_google_account",
+        "GMail",
+        "Connect your Google account",
+        {"connector": "gmail", "message": "Connect your Google account to continue."},
+        {},
+    ),
+    (
+        "connect_plaid_account",
+        ConnectPlaidAccountResponse,
+        "connect_plaid_account",
+        "Plaid",
+        "Connect your bank",
+        {
+            "connector": "plaid",
+            "message": "Connect a bank account so I can see balances and transactions.",
+        },
+        {},
+    ),
+    (
+        "open_window",
+        lambda: OpenWindowResponse("Browser", "https://example.com"),
+        "open_window",
+        "Browser",
+        "Open https://example.com",
+        {"url": "https://example.com"},
+        {},
+    ),
+    (
+        "open_tab",
+        lambda: OpenTabResponse("Browser", "https://example.com/t", "Docs"),
+        "open_tab",
+        "Browser",
+        "Docs",
+        {"url": "https://example.com/t"},
+        {},
+    ),
+    (
+        "error",
+        lambda: ErrorResponse("Yelp", "rate limited"),
+        "error",
+        "Yelp",
+        "Yelp error",
+        "rate limited",
+        {"error_message": "rate limited"},
+    ),
     ("text", lambda: TextResponse("Notes", "hello"), "text", "Notes", "Notes", "hello", {}),
-    ("json", lambda: JsonResponse("Data", {"a": [1, 2]}, "Some data"), "json", "Data",
-     "Some data", {"a": [1, 2]}, {}),
-    ("file_inline", lambda: FileResponse("Files", "a.txt", "text/plain", data=b"hi!"), "file",
-     "Files", "a.txt",
-     {"name": "a.txt", "mime_type": "text/plain", "size": 3, "data_base64": "aGkh"}, {}),
-    ("file_url", lambda: FileResponse("Files", "r.pdf", "application/pdf",
-                                      url="https://f.example/r.pdf"), "file", "Files", "r.pdf",
-     {"name": "r.pdf", "mime_type": "application/pdf", "url": "https://f.example/r.pdf"}, {}),
-    ("link", lambda: LinkResponse("Web", "https://x.example", "X", "An example"), "link", "Web",
-     "X", {"url": "https://x.example", "title": "X", "description": "An example"}, {}),
-    ("link_no_title", lambda: LinkResponse("Web", "https://y.example"), "link", "Web",
-     "https://y.example", {"url": "https://y.example", "title": "https://y.example"}, {}),
+    (
+        "json",
+        lambda: JsonResponse("Data", {"a": [1, 2]}, "Some data"),
+        "json",
+        "Data",
+        "Some data",
+        {"a": [1, 2]},
+        {},
+    ),
+    (
+        "file_inline",
+        lambda: FileResponse("Files", "a.txt", "text/plain", data=b"hi!"),
+        "file",
+        "Files",
+        "a.txt",
+        {"name": "a.txt", "mime_type": "text/plain", "size": 3, "data_base64": "aGkh"},
+        {},
+    ),
+    (
+        "file_url",
+        lambda: FileResponse("Files", "r.pdf", "application/pdf", url="https://f.example/r.pdf"),
+        "file",
+        "Files",
+        "r.pdf",
+        {"name": "r.pdf", "mime_type": "application/pdf", "url": "https://f.example/r.pdf"},
+        {},
+    ),
+    (
+        "link",
+        lambda: LinkResponse("Web", "https://x.example", "X", "An example"),
+        "link",
+        "Web",
+        "X",
+        {"url": "https://x.example", "title": "X", "description": "An example"},
+        {},
+    ),
+    (
+        "link_no_title",
+        lambda: LinkResponse("Web", "https://y.example"),
+        "link",
+        "Web",
+        "https://y.example",
+        {"url": "https://y.example", "title": "https://y.example"},
+        {},
+    ),
 ]
 IDS = [case[0] for case in SUBCLASSES]
 
 
-@pytest.mark.parametrize(("name", "factory", "rtype", "agent", "friendly", "payload", "extra"),
-                         SUBCLASSES, ids=IDS)
+@pytest.mark.parametrize(
+    ("name", "factory", "rtype", "agent", "friendly", "payload", "extra"), SUBCLASSES, ids=IDS
+)
 def test_subclass_fields(name, factory, rtype, agent, friendly, payload, extra):
     response = factory()
     assert response.response_type == rtype
@@ -78,27 +161,36 @@ def test_subclass_fields(name, factory, rtype, agent, friendly, payload, extra):
     assert response.response == payload
     assert response.display_response is True
     assert response.to_dict() == {
-        "response_type": rtype, "agent_name": agent, "friendly_name": friendly,
-        "response": payload, "display_response": True, **extra,
+        "response_type": rtype,
+        "agent_name": agent,
+        "friendly_name": friendly,
+        "response": payload,
+        "display_response": True,
+        **extra,
     }
 
 
-@pytest.mark.parametrize(("name", "factory", "rtype", "agent", "friendly", "payload", "extra"),
-                         SUBCLASSES, ids=IDS)
+@pytest.mark.parametrize(
+    ("name", "factory", "rtype", "agent", "friendly", "payload", "extra"), SUBCLASSES, ids=IDS
+)
 def test_to_dict_keys_are_seed_000_keys_in_order_plus_set_optional(
-        name, factory, rtype, agent, friendly, payload, extra):
+    name, factory, rtype, agent, friendly, payload, extra
+):
     keys = list(factory().to_dict())
     assert keys[:5] == SEED_000_KEYS
     assert keys[5:] == list(extra)
 
 
-@pytest.mark.parametrize(("name", "factory", "rtype", "agent", "friendly", "payload", "extra"),
-                         SUBCLASSES, ids=IDS)
+@pytest.mark.parametrize(
+    ("name", "factory", "rtype", "agent", "friendly", "payload", "extra"), SUBCLASSES, ids=IDS
+)
 def test_round_trip_rebuilds_the_subclass(name, factory, rtype, agent, friendly, payload, extra):
     response = factory()
     response.debug_info = {"request_id": "r-1"}
-    for data in (response.to_dict(include_debug=True),
-                 json.loads(json.dumps(response.to_dict(include_debug=True)))):
+    for data in (
+        response.to_dict(include_debug=True),
+        json.loads(json.dumps(response.to_dict(include_debug=True))),
+    ):
         rebuilt = ToolResponse.from_dict(data)
         assert type(rebuilt) is type(response)
         assert rebuilt == response
@@ -110,60 +202,98 @@ def test_round_trip_rebuilds_the_subclass(name, factory, rtype, agent, friendly,
 
 def test_protocol_response_types_have_classes():
     assert set(RESPONSE_CLASSES) == {
-        "account_needed", "google_account_needed", "connect_google_account",
-        "connect_plaid_account", "open_window", "open_tab", "error",
-        "text", "json", "file", "link",
+        "account_needed",
+        "google_account_needed",
+        "connect_google_account",
+        "connect_plaid_account",
+        "open_window",
+        "open_tab",
+        "error",
+        "text",
+        "json",
+        "file",
+        "link",
     }
     for rtype, cls in RESPONSE_CLASSES.items():
         assert cls.response_type_name == rtype
 
 
 def test_from_dict_unknown_type_is_plain_tool_response():
-    data = {"response_type": "yelp_reviews", "agent_name": "Yelp", "friendly_name": "Reviews",
-            "response": [{"rating": 5}], "display_response": False}
+    data = {
+        "response_type": "yelp_reviews",
+        "agent_name": "Yelp",
+        "friendly_name": "Reviews",
+        "response": [{"rating": 5}],
+        "display_response": False,
+    }
     rebuilt = ToolResponse.from_dict(data)
     assert type(rebuilt) is ToolResponse
     assert rebuilt.to_dict() == data
 
 
 def test_from_dict_defaults_display_response_and_ignores_unknown_keys():
-    rebuilt = ToolResponse.from_dict({"response_type": "x", "agent_name": "A",
-                                      "friendly_name": "F", "response": "r", "extra": 1})
+    rebuilt = ToolResponse.from_dict(
+        {"response_type": "x", "agent_name": "A", "friendly_name": "F", "response": "r", "extra": 1}
+    )
     assert rebuilt.display_response is True
-    assert rebuilt.to_dict() == {"response_type": "x", "agent_name": "A", "friendly_name": "F",
-                                 "response": "r", "display_response": True}
+    assert rebuilt.to_dict() == {
+        "response_type": "x",
+        "agent_name": "A",
+        "friendly_name": "F",
+        "response": "r",
+        "display_response": True,
+    }
 
 
-@pytest.mark.parametrize(("data", "error", "message"), [
-    ([], TypeError, "expected a ToolResponse dict, got list"),
-    ({"agent_name": "A", "friendly_name": "F", "response": "r"}, ValueError,
-     "missing response_type"),
-    ({"response_type": "x", "agent_name": "A"}, ValueError, "missing friendly_name, response"),
-    ({"response_type": "x", "agent_name": "A", "friendly_name": "F", "response": 5}, TypeError,
-     "ToolResponse.response must be a dict, list or str, got int"),
-    ({"response_type": 3, "agent_name": "A", "friendly_name": "F", "response": "r"}, TypeError,
-     "ToolResponse.response_type must be a non-empty string, got int"),
-])
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        ([], TypeError, "expected a ToolResponse dict, got list"),
+        (
+            {"agent_name": "A", "friendly_name": "F", "response": "r"},
+            ValueError,
+            "missing response_type",
+        ),
+        ({"response_type": "x", "agent_name": "A"}, ValueError, "missing friendly_name, response"),
+        (
+            {"response_type": "x", "agent_name": "A", "friendly_name": "F", "response": 5},
+            TypeError,
+            "ToolResponse.response must be a dict, list or str, got int",
+        ),
+        (
+            {"response_type": 3, "agent_name": "A", "friendly_name": "F", "response": "r"},
+            TypeError,
+            "ToolResponse.response_type must be a non-empty string, got int",
+        ),
+    ],
+)
 def test_from_dict_rejects_bad_input(data, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         ToolResponse.from_dict(data)
 
 
 def _full(**overrides):
-    values = dict(response_type="google_search_results", agent_name="Search",
-                  friendly_name="Searching", response=[{"title": "t"}],
-                  display_as=[{"type": "markdown", "content": "**t**"},
-                              {"type": "text", "content": "t"}],
-                  content_chunks=[{"id": "c1", "title": "T", "url": "https://t", "snippet": "s"}],
-                  debug_info={"q": "t"}, error_message="partial")
+    values = dict(
+        response_type="google_search_results",
+        agent_name="Search",
+        friendly_name="Searching",
+        response=[{"title": "t"}],
+        display_as=[{"type": "markdown", "content": "**t**"}, {"type": "text", "content": "t"}],
+        content_chunks=[{"id": "c1", "title": "T", "url": "https://t", "snippet": "s"}],
+        debug_info={"q": "t"},
+        error_message="partial",
+    )
     values.update(overrides)
     return ToolResponse(**values)
 
 
 def test_to_dict_optional_keys_order_and_debug_only_when_asked():
     response = _full()
-    assert list(response.to_dict()) == SEED_000_KEYS + ["display_as", "content_chunks",
-                                                        "error_message"]
+    assert list(response.to_dict()) == SEED_000_KEYS + [
+        "display_as",
+        "content_chunks",
+        "error_message",
+    ]
     assert "debug_info" not in response.to_dict()
     full = response.to_dict(include_debug=True)
     assert list(full)[-1] == "debug_info"
@@ -179,20 +309,40 @@ def test_core_keys_constant_matches_seed():
     assert list(CORE_KEYS) == SEED_000_KEYS
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("response", {"when": {1, 2}}, "ToolResponse.response['when'] is not JSON-serialisable (set)"),
-    ("response", [1, object()], "ToolResponse.response[1] is not JSON-serialisable (object)"),
-    ("response", {"x": math.nan}, "ToolResponse.response['x'] is nan, which JSON cannot hold"),
-    ("response", [math.inf], "ToolResponse.response[0] is inf, which JSON cannot hold"),
-    ("response", {"a": {2: "b"}}, "ToolResponse.response['a'] has a non-string key 2 (int)"),
-    ("response", {"raw": b"bytes"}, "ToolResponse.response['raw'] is not JSON-serialisable (bytes)"),
-    ("display_as", [{"type": "json", "content": {"d": 1j}}],
-     "ToolResponse.display_as[0]['content']['d'] is not JSON-serialisable (complex)"),
-    ("content_chunks", [{"id": 1, "title": "t", "url": None, "snippet": "s", "x": {1}}],
-     "ToolResponse.content_chunks[0]['x'] is not JSON-serialisable (set)"),
-    ("debug_info", {"exc": ValueError("x")},
-     "ToolResponse.debug_info['exc'] is not JSON-serialisable (ValueError)"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (
+            "response",
+            {"when": {1, 2}},
+            "ToolResponse.response['when'] is not JSON-serialisable (set)",
+        ),
+        ("response", [1, object()], "ToolResponse.response[1] is not JSON-serialisable (object)"),
+        ("response", {"x": math.nan}, "ToolResponse.response['x'] is nan, which JSON cannot hold"),
+        ("response", [math.inf], "ToolResponse.response[0] is inf, which JSON cannot hold"),
+        ("response", {"a": {2: "b"}}, "ToolResponse.response['a'] has a non-string key 2 (int)"),
+        (
+            "response",
+            {"raw": b"bytes"},
+            "ToolResponse.response['raw'] is not JSON-serialisable (bytes)",
+        ),
+        (
+            "display_as",
+            [{"type": "json", "content": {"d": 1j}}],
+            "ToolResponse.display_as[0]['content']['d'] is not JSON-serialisable (complex)",
+        ),
+        (
+            "content_chunks",
+            [{"id": 1, "title": "t", "url": None, "snippet": "s", "x": {1}}],
+            "ToolResponse.content_chunks[0]['x'] is not JSON-serialisable (set)",
+        ),
+        (
+            "debug_info",
+            {"exc": ValueError("x")},
+            "ToolResponse.debug_info['exc'] is not JSON-serialisable (ValueError)",
+        ),
+    ],
+)
 def test_non_json_fields_raise_type_error_naming_the_field(field, value, message):
     with pytest.raises(TypeError) as info:
         _full(**{field: value})
@@ -224,46 +374,128 @@ def test_tuples_are_accepted_as_json_arrays():
     assert json.loads(json.dumps(data))["response"] == {"t": [1, 2]}
 
 
-@pytest.mark.parametrize(("overrides", "error", "message"), [
-    ({"response_type": ""}, ValueError, "ToolResponse.response_type must be a non-empty string"),
-    ({"agent_name": None}, TypeError, "ToolResponse.agent_name must be a non-empty string, got NoneType"),
-    ({"friendly_name": 1}, TypeError, "ToolResponse.friendly_name must be a non-empty string, got int"),
-    ({"display_response": "yes"}, TypeError, "ToolResponse.display_response must be a bool, got str"),
-    ({"response": None}, TypeError, "ToolResponse.response must be a dict, list or str, got NoneType"),
-    ({"response": 3.5}, TypeError, "ToolResponse.response must be a dict, list or str, got float"),
-    ({"debug_info": ["x"]}, TypeError, "ToolResponse.debug_info must be a dict or None, got list"),
-    ({"error_message": 404}, TypeError, "ToolResponse.error_message must be a string or None, got int"),
-    # display_as segments: {type: str, content}
-    ({"display_as": {"type": "text"}}, TypeError,
-     "ToolResponse.display_as must be a list of {type, content} segments, got dict"),
-    ({"display_as": ["text"]}, TypeError,
-     "ToolResponse.display_as[0] must be a dict with 'type' and 'content', got str"),
-    ({"display_as": [{"content": "x"}]}, ValueError, "ToolResponse.display_as[0] is missing 'type'"),
-    ({"display_as": [{"type": "text", "content": "a"}, {"type": 2, "content": "x"}]}, TypeError,
-     "ToolResponse.display_as[1]['type'] must be a string, got int"),
-    ({"display_as": [{"type": "", "content": "x"}]}, ValueError,
-     "ToolResponse.display_as[0]['type'] must not be empty"),
-    ({"display_as": [{"type": "diff"}]}, ValueError, "ToolResponse.display_as[0] is missing 'content'"),
-    ({"display_as": [{"type": "text", "content": {"a": 1}}]}, TypeError,
-     "ToolResponse.display_as[0]['content'] must be a string for a 'text' segment, got dict"),
-    ({"display_as": [{"type": "markdown", "content": None}]}, TypeError,
-     "ToolResponse.display_as[0]['content'] must be a string for a 'markdown' segment, got NoneType"),
-    # content_chunks: {id, title, url, snippet}
-    ({"content_chunks": "c"}, TypeError,
-     "ToolResponse.content_chunks must be a list of {id, title, url, snippet} dicts, got str"),
-    ({"content_chunks": [None]}, TypeError,
-     "ToolResponse.content_chunks[0] must be a dict with id, title, url, snippet, got NoneType"),
-    ({"content_chunks": [{"id": "1", "title": "t"}]}, ValueError,
-     "ToolResponse.content_chunks[0] is missing 'url', 'snippet'"),
-    ({"content_chunks": [{"id": True, "title": "t", "url": None, "snippet": ""}]}, TypeError,
-     "ToolResponse.content_chunks[0]['id'] must be a string or int, got bool"),
-    ({"content_chunks": [{"id": 1, "title": None, "url": None, "snippet": ""}]}, TypeError,
-     "ToolResponse.content_chunks[0]['title'] must be a string, got NoneType"),
-    ({"content_chunks": [{"id": 1, "title": "t", "url": 5, "snippet": ""}]}, TypeError,
-     "ToolResponse.content_chunks[0]['url'] must be a string or None, got int"),
-    ({"content_chunks": [{"id": 1, "title": "t", "url": "u", "snippet": ["s"]}]}, TypeError,
-     "ToolResponse.content_chunks[0]['snippet'] must be a string, got list"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "error", "message"),
+    [
+        (
+            {"response_type": ""},
+            ValueError,
+            "ToolResponse.response_type must be a non-empty string",
+        ),
+        (
+            {"agent_name": None},
+            TypeError,
+            "ToolResponse.agent_name must be a non-empty string, got NoneType",
+        ),
+        (
+            {"friendly_name": 1},
+            TypeError,
+            "ToolResponse.friendly_name must be a non-empty string, got int",
+        ),
+        (
+            {"display_response": "yes"},
+            TypeError,
+            "ToolResponse.display_response must be a bool, got str",
+        ),
+        (
+            {"response": None},
+            TypeError,
+            "ToolResponse.response must be a dict, list or str, got NoneType",
+        ),
+        (
+            {"response": 3.5},
+            TypeError,
+            "ToolResponse.response must be a dict, list or str, got float",
+        ),
+        (
+            {"debug_info": ["x"]},
+            TypeError,
+            "ToolResponse.debug_info must be a dict or None, got list",
+        ),
+        (
+            {"error_message": 404},
+            TypeError,
+            "ToolResponse.error_message must be a string or None, got int",
+        ),
+        # display_as segments: {type: str, content}
+        (
+            {"display_as": {"type": "text"}},
+            TypeError,
+            "ToolResponse.display_as must be a list of {type, content} segments, got dict",
+        ),
+        (
+            {"display_as": ["text"]},
+            TypeError,
+            "ToolResponse.display_as[0] must be a dict with 'type' and 'content', got str",
+        ),
+        (
+            {"display_as": [{"content": "x"}]},
+            ValueError,
+            "ToolResponse.display_as[0] is missing 'type'",
+        ),
+        (
+            {"display_as": [{"type": "text", "content": "a"}, {"type": 2, "content": "x"}]},
+            TypeError,
+            "ToolResponse.display_as[1]['type'] must be a string, got int",
+        ),
+        (
+            {"display_as": [{"type": "", "content": "x"}]},
+            ValueError,
+            "ToolResponse.display_as[0]['type'] must not be empty",
+        ),
+        (
+            {"display_as": [{"type": "diff"}]},
+            ValueError,
+            "ToolResponse.display_as[0] is missing 'content'",
+        ),
+        (
+            {"display_as": [{"type": "text", "content": {"a": 1}}]},
+            TypeError,
+            "ToolResponse.display_as[0]['content'] must be a string for a 'text' segment, got dict",
+        ),
+        (
+            {"display_as": [{"type": "markdown", "content": None}]},
+            TypeError,
+            "ToolResponse.display_as[0]['content'] must be a string for a 'markdown' segment, got NoneType",
+        ),
+        # content_chunks: {id, title, url, snippet}
+        (
+            {"content_chunks": "c"},
+            TypeError,
+            "ToolResponse.content_chunks must be a list of {id, title, url, snippet} dicts, got str",
+        ),
+        (
+            {"content_chunks": [None]},
+            TypeError,
+            "ToolResponse.content_chunks[0] must be a dict with id, title, url, snippet, got NoneType",
+        ),
+        (
+            {"content_chunks": [{"id": "1", "title": "t"}]},
+            ValueError,
+            "ToolResponse.content_chunks[0] is missing 'url', 'snippet'",
+        ),
+        (
+            {"content_chunks": [{"id": True, "title": "t", "url": None, "snippet": ""}]},
+            TypeError,
+            "ToolResponse.content_chunks[0]['id'] must be a string or int, got bool",
+        ),
+        (
+            {"content_chunks": [{"id": 1, "title": None, "url": None, "snippet": ""}]},
+            TypeError,
+            "ToolResponse.content_chunks[0]['title'] must be a string, got NoneType",
+        ),
+        (
+            {"content_chunks": [{"id": 1, "title": "t", "url": 5, "snippet": ""}]},
+            TypeError,
+            "ToolResponse.content_chunks[0]['url'] must be a string or None, got int",
+        ),
+        (
+            {"content_chunks": [{"id": 1, "title": "t", "url": "u", "snippet": ["s"]}]},
+            TypeError,
+            "ToolResponse.content_chunks[0]['snippet'] must be a string, got list",
+        ),
+    ],
+)
 def test_invalid_fields_raise_clear_errors(overrides, error, message):
     with pytest.raises(error) as info:
         _full(**overrides)
@@ -271,17 +503,22 @@ def test_invalid_fields_raise_clear_errors(overrides, error, message):
 
 
 def test_other_segment_types_may_hold_objects_and_extra_keys():
-    segments = [{"type": "diff", "content": {"path": "a", "patch": "-"}, "lang": "py"},
-                {"type": "text", "content": "edited a"}]
+    segments = [
+        {"type": "diff", "content": {"path": "a", "patch": "-"}, "lang": "py"},
+        {"type": "text", "content": "edited a"},
+    ]
     assert _full(display_as=segments).to_dict()["display_as"] == segments
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({}, ValueError, "exactly one of data or url"),
-    ({"data": b"x", "url": "https://u"}, ValueError, "exactly one of data or url"),
-    ({"data": "text"}, TypeError, "FileResponse data must be bytes, got str"),
-    ({"url": ""}, TypeError, "FileResponse url must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({}, ValueError, "exactly one of data or url"),
+        ({"data": b"x", "url": "https://u"}, ValueError, "exactly one of data or url"),
+        ({"data": "text"}, TypeError, "FileResponse data must be bytes, got str"),
+        ({"url": ""}, TypeError, "FileResponse url must be a non-empty string"),
+    ],
+)
 def test_file_response_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
         FileResponse("Files", "a.bin", "application/octet-stream", **kwargs)
@@ -305,14 +542,17 @@ def test_json_response_rejects_scalars():
         JsonResponse("Data", 5)
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ({"response_type": "t", "agent_name": "A", "friendly_name": "F", "response": ""}, True),
-    ({"response_type": "t", "agent_name": "A", "friendly_name": "F"}, False),
-    ({"response_type": None, "agent_name": "A", "friendly_name": "F", "response": 1}, False),
-    ({"type": "text", "content": "x"}, False),
-    ("response_type", False),
-    (None, False),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"response_type": "t", "agent_name": "A", "friendly_name": "F", "response": ""}, True),
+        ({"response_type": "t", "agent_name": "A", "friendly_name": "F"}, False),
+        ({"response_type": None, "agent_name": "A", "friendly_name": "F", "response": 1}, False),
+        ({"type": "text", "content": "x"}, False),
+        ("response_type", False),
+        (None, False),
+    ],
+)
 def test_is_tool_response(value, expected):
     assert ToolResponse.is_tool_response(value) is expected
 
@@ -327,29 +567,39 @@ def test_is_tool_response_accepts_every_subclass_dict():
 _text = st.text(max_size=20)
 _names = st.text(min_size=1, max_size=20)
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | _text
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | _text
     | st.floats(allow_nan=False, allow_infinity=False),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(_text, children, max_size=4),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_text, children, max_size=4),
     max_leaves=12,
 )
 _payload = _text | st.lists(_json, max_size=4) | st.dictionaries(_text, _json, max_size=4)
 _segment = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["text", "markdown"]), "content": _text}),
-    st.fixed_dictionaries({"type": st.sampled_from(["json", "diff", "card", "x-custom"]),
-                           "content": _json}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["json", "diff", "card", "x-custom"]), "content": _json}
+    ),
 )
-_chunk = st.fixed_dictionaries({
-    "id": st.one_of(_text, st.integers()), "title": _text,
-    "url": st.none() | _text, "snippet": _text,
-})
+_chunk = st.fixed_dictionaries(
+    {
+        "id": st.one_of(_text, st.integers()),
+        "title": _text,
+        "url": st.none() | _text,
+        "snippet": _text,
+    }
+)
 
 
 @st.composite
 def tool_responses(draw):
     return ToolResponse(
-        response_type=draw(_names), agent_name=draw(_names), friendly_name=draw(_names),
-        response=draw(_payload), display_response=draw(st.booleans()),
+        response_type=draw(_names),
+        agent_name=draw(_names),
+        friendly_name=draw(_names),
+        response=draw(_payload),
+        display_response=draw(st.booleans()),
         display_as=draw(st.none() | st.lists(_segment, max_size=3)),
         content_chunks=draw(st.none() | st.lists(_chunk, max_size=3)),
         debug_info=draw(st.none() | st.dictionaries(_text, _json, max_size=3)),
@@ -364,12 +614,22 @@ _subclass_responses = st.one_of(
     st.builds(ConnectPlaidAccountResponse, _names),
     st.builds(OpenWindowResponse, _names, _names, st.none() | _names),
     st.builds(OpenTabResponse, _names, _names),
-    st.builds(ErrorResponse, _names, _text, st.none() | _names,
-              st.none() | st.dictionaries(_text, _json, max_size=3)),
+    st.builds(
+        ErrorResponse,
+        _names,
+        _text,
+        st.none() | _names,
+        st.none() | st.dictionaries(_text, _json, max_size=3),
+    ),
     st.builds(TextResponse, _names, _text, st.none() | _names, st.booleans()),
     st.builds(JsonResponse, _names, st.lists(_json, max_size=3) | st.dictionaries(_text, _json)),
-    st.builds(lambda a, n, m, d: FileResponse(a, n, m, data=d), _names, _names, _names,
-              st.binary(max_size=64)),
+    st.builds(
+        lambda a, n, m, d: FileResponse(a, n, m, data=d),
+        _names,
+        _names,
+        _names,
+        st.binary(max_size=64),
+    ),
     st.builds(lambda a, n, m, u: FileResponse(a, n, m, url=u), _names, _names, _names, _names),
     st.builds(LinkResponse, _names, _names, st.none() | _text, st.none() | _text),
 )

@@ -53,6 +53,7 @@ TS = "2025-01-31T12:00:00.000Z"
 
 # --------------------------------------------------------------------------- SDK event builders
 
+
 def new_translator() -> StreamTranslator:
     return StreamTranslator("Switchboard", DESCRIPTIONS, DISPLAY_NAMES)
 
@@ -62,57 +63,88 @@ def updated(agent: Agent[Any]) -> AgentUpdatedStreamEvent:
 
 
 def delta(text: str, item_id: str = "msg_1") -> RawResponsesStreamEvent:
-    return RawResponsesStreamEvent(data=ResponseTextDeltaEvent(
-        type="response.output_text.delta", item_id=item_id, output_index=0, content_index=0,
-        delta=text, logprobs=[], sequence_number=1))
+    return RawResponsesStreamEvent(
+        data=ResponseTextDeltaEvent(
+            type="response.output_text.delta",
+            item_id=item_id,
+            output_index=0,
+            content_index=0,
+            delta=text,
+            logprobs=[],
+            sequence_number=1,
+        )
+    )
 
 
-def message(agent: Agent[Any], *parts: str, item_id: str = "msg_1",
-            refusal: str | None = None) -> RunItemStreamEvent:
-    content: list[Any] = [ResponseOutputText(type="output_text", text=p, annotations=[])
-                          for p in parts]
+def message(
+    agent: Agent[Any], *parts: str, item_id: str = "msg_1", refusal: str | None = None
+) -> RunItemStreamEvent:
+    content: list[Any] = [
+        ResponseOutputText(type="output_text", text=p, annotations=[]) for p in parts
+    ]
     if refusal is not None:
         content.append(ResponseOutputRefusal(type="refusal", refusal=refusal))
-    raw = ResponseOutputMessage(id=item_id, type="message", role="assistant",
-                                status="completed", content=content)
-    return RunItemStreamEvent(name="message_output_created",
-                              item=MessageOutputItem(agent=agent, raw_item=raw))
+    raw = ResponseOutputMessage(
+        id=item_id, type="message", role="assistant", status="completed", content=content
+    )
+    return RunItemStreamEvent(
+        name="message_output_created", item=MessageOutputItem(agent=agent, raw_item=raw)
+    )
 
 
 def fcall(name: str, arguments: str, call_id: str) -> ResponseFunctionToolCall:
-    return ResponseFunctionToolCall(type="function_call", name=name, arguments=arguments,
-                                    call_id=call_id, id=f"fc_{call_id}")
+    return ResponseFunctionToolCall(
+        type="function_call", name=name, arguments=arguments, call_id=call_id, id=f"fc_{call_id}"
+    )
 
 
-def called(agent: Agent[Any], name: str, call_id: str,
-           arguments: str = '{"term":"sushi"}') -> RunItemStreamEvent:
-    return RunItemStreamEvent(name="tool_called", item=ToolCallItem(
-        agent=agent, raw_item=fcall(name, arguments, call_id)))
+def called(
+    agent: Agent[Any], name: str, call_id: str, arguments: str = '{"term":"sushi"}'
+) -> RunItemStreamEvent:
+    return RunItemStreamEvent(
+        name="tool_called", item=ToolCallItem(agent=agent, raw_item=fcall(name, arguments, call_id))
+    )
 
 
-def output(agent: Agent[Any], call_id: str, value: Any, *,
-           pydantic_raw: bool = False) -> RunItemStreamEvent:
+def output(
+    agent: Agent[Any], call_id: str, value: Any, *, pydantic_raw: bool = False
+) -> RunItemStreamEvent:
     raw: Any
     if pydantic_raw:
         raw = ResponseFunctionToolCallOutputItem(
-            id=f"out_{call_id}", type="function_call_output", call_id=call_id, output=str(value),
-            status="completed")
+            id=f"out_{call_id}",
+            type="function_call_output",
+            call_id=call_id,
+            output=str(value),
+            status="completed",
+        )
     else:
         raw = {"type": "function_call_output", "call_id": call_id, "output": str(value)}
-    return RunItemStreamEvent(name="tool_output", item=ToolCallOutputItem(
-        agent=agent, raw_item=raw, output=value))
+    return RunItemStreamEvent(
+        name="tool_output", item=ToolCallOutputItem(agent=agent, raw_item=raw, output=value)
+    )
 
 
 def handoff(source: Agent[Any], target: Agent[Any]) -> list[Any]:
     """What the SDK streams for a handoff: requested, occurred, then the agent update."""
     call = fcall(f"transfer_to_{target.name.lower()}", "{}", f"h_{target.name}")
     return [
-        RunItemStreamEvent(name="handoff_requested",
-                           item=HandoffCallItem(agent=source, raw_item=call)),
-        RunItemStreamEvent(name="handoff_occured", item=HandoffOutputItem(
-            agent=source, source_agent=source, target_agent=target,
-            raw_item={"type": "function_call_output", "call_id": call.call_id,
-                      "output": '{"assistant": "' + target.name + '"}'})),
+        RunItemStreamEvent(
+            name="handoff_requested", item=HandoffCallItem(agent=source, raw_item=call)
+        ),
+        RunItemStreamEvent(
+            name="handoff_occured",
+            item=HandoffOutputItem(
+                agent=source,
+                source_agent=source,
+                target_agent=target,
+                raw_item={
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": '{"assistant": "' + target.name + '"}',
+                },
+            ),
+        ),
         updated(target),
     ]
 
@@ -140,11 +172,13 @@ def to_wire(out: list[OutEvent], first_seq: int = 2) -> list[dict[str, Any]]:
     return wire
 
 
-YELP_RESULT = ToolResponse("yelp_search_results", "Yelp", "Searching Yelp for sushi",
-                           [{"name": "Oishii"}]).to_dict()
+YELP_RESULT = ToolResponse(
+    "yelp_search_results", "Yelp", "Searching Yelp for sushi", [{"name": "Oishii"}]
+).to_dict()
 
 
 # --------------------------------------------------------------------------- agent tracking
+
 
 def test_no_agent_updated_for_orchestrator_at_turn_start() -> None:
     t = new_translator()
@@ -154,27 +188,63 @@ def test_no_agent_updated_for_orchestrator_at_turn_start() -> None:
 
 def test_agent_updated_when_turn_starts_with_another_agent() -> None:
     t = new_translator()
-    assert run(t, [updated(YELP)]) == [OutEvent("agent_updated", {
-        "new_agent": "Yelp", "name": "Yelp Reviews", "current_agent": "Yelp"}, True)]
+    assert run(t, [updated(YELP)]) == [
+        OutEvent(
+            "agent_updated",
+            {"new_agent": "Yelp", "name": "Yelp Reviews", "current_agent": "Yelp"},
+            True,
+        )
+    ]
     assert t.current_agent == "Yelp"
 
 
 def test_handoff_then_agent_updated_and_current_agent_follows() -> None:
     t = new_translator()
-    out = run(t, [updated(ORCH), delta("Let me look", "m0"), message(ORCH, "Let me look", item_id="m0"),
-                  *handoff(ORCH, YELP), called(YELP, "search_businesses_at_yelp", "c1"),
-                  output(YELP, "c1", YELP_RESULT), *handoff(YELP, ORCH), delta("Done"),
-                  message(ORCH, "Done")])
-    assert types(out) == ["llm_response_delta", "llm_response", "handoff", "agent_updated",
-                          "tool_call", "tool_output", "handoff", "agent_updated",
-                          "llm_response_delta", "llm_response"]
+    out = run(
+        t,
+        [
+            updated(ORCH),
+            delta("Let me look", "m0"),
+            message(ORCH, "Let me look", item_id="m0"),
+            *handoff(ORCH, YELP),
+            called(YELP, "search_businesses_at_yelp", "c1"),
+            output(YELP, "c1", YELP_RESULT),
+            *handoff(YELP, ORCH),
+            delta("Done"),
+            message(ORCH, "Done"),
+        ],
+    )
+    assert types(out) == [
+        "llm_response_delta",
+        "llm_response",
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "tool_output",
+        "handoff",
+        "agent_updated",
+        "llm_response_delta",
+        "llm_response",
+    ]
     assert [e.payload.get("current_agent") for e in out] == [
-        "Switchboard", "Switchboard", None, "Yelp", "Yelp", "Yelp", None, "Switchboard",
-        "Switchboard", "Switchboard"]
+        "Switchboard",
+        "Switchboard",
+        None,
+        "Yelp",
+        "Yelp",
+        "Yelp",
+        None,
+        "Switchboard",
+        "Switchboard",
+        "Switchboard",
+    ]
     assert out[2].payload == {"from_agent": "Switchboard", "to_agent": "Yelp"}
     # Back to the orchestrator mid-turn is a change, so it is reported (with its own name).
-    assert out[7].payload == {"new_agent": "Switchboard", "name": "Switchboard",
-                              "current_agent": "Switchboard"}
+    assert out[7].payload == {
+        "new_agent": "Switchboard",
+        "name": "Switchboard",
+        "current_agent": "Switchboard",
+    }
     to_wire(out)
 
 
@@ -185,6 +255,7 @@ def test_handoff_requested_is_not_a_tool_call() -> None:
 
 
 # --------------------------------------------------------------------------- text
+
 
 def test_deltas_concatenate_to_llm_response_and_current_text_resets() -> None:
     t = new_translator()
@@ -201,7 +272,8 @@ def test_deltas_concatenate_to_llm_response_and_current_text_resets() -> None:
 def test_message_without_deltas() -> None:
     t = new_translator()
     assert run(t, [message(ORCH, "Hi")]) == [
-        OutEvent("llm_response", {"text": "Hi", "current_agent": "Switchboard"}, True)]
+        OutEvent("llm_response", {"text": "Hi", "current_agent": "Switchboard"}, True)
+    ]
 
 
 def test_two_messages_keep_their_own_text() -> None:
@@ -230,9 +302,16 @@ def test_item_text_wins_when_deltas_differ() -> None:
 
 def test_refusal_is_not_text() -> None:
     t = new_translator()
-    refusal = RawResponsesStreamEvent(data=ResponseRefusalDeltaEvent(
-        type="response.refusal.delta", item_id="m1", output_index=0, content_index=0,
-        delta="no", sequence_number=1))
+    refusal = RawResponsesStreamEvent(
+        data=ResponseRefusalDeltaEvent(
+            type="response.refusal.delta",
+            item_id="m1",
+            output_index=0,
+            content_index=0,
+            delta="no",
+            sequence_number=1,
+        )
+    )
     assert t.translate(refusal) == []
     assert t.translate(message(ORCH, refusal="no"))[0].payload["text"] == ""
 
@@ -243,15 +322,32 @@ def test_empty_delta_is_not_sent() -> None:
 
 # --------------------------------------------------------------------------- tool calls
 
+
 def test_tool_call_payload() -> None:
     t = new_translator()
-    out = run(t, [called(ORCH, "search_businesses_at_yelp", "c1",
-                         '{"term":"sushi","location":"Boston, MA","limit":3}'),
-                  called(ORCH, "lookup_weather", "c2", "{}")])
-    assert out[0] == OutEvent("tool_call", {
-        "call_id": "c1", "name": "search_businesses_at_yelp", "description": "Searching Yelp",
-        "arguments": {"term": "sushi", "location": "Boston, MA", "limit": 3},
-        "current_agent": "Switchboard"}, True)
+    out = run(
+        t,
+        [
+            called(
+                ORCH,
+                "search_businesses_at_yelp",
+                "c1",
+                '{"term":"sushi","location":"Boston, MA","limit":3}',
+            ),
+            called(ORCH, "lookup_weather", "c2", "{}"),
+        ],
+    )
+    assert out[0] == OutEvent(
+        "tool_call",
+        {
+            "call_id": "c1",
+            "name": "search_businesses_at_yelp",
+            "description": "Searching Yelp",
+            "arguments": {"term": "sushi", "location": "Boston, MA", "limit": 3},
+            "current_agent": "Switchboard",
+        },
+        True,
+    )
     assert out[1].payload["description"] == "Running lookup weather"
     to_wire(out)
 
@@ -276,8 +372,10 @@ def test_tool_call_arguments(arguments: str, expected: dict[str, Any]) -> None:
 
 def test_transfer_tools_and_their_outputs_are_skipped() -> None:
     t = new_translator()
-    out = run(t, [called(ORCH, "transfer_to_yelp", "h1", "{}"),
-                  output(ORCH, "h1", '{"assistant": "Yelp"}')])
+    out = run(
+        t,
+        [called(ORCH, "transfer_to_yelp", "h1", "{}"), output(ORCH, "h1", '{"assistant": "Yelp"}')],
+    )
     assert out == []
 
 
@@ -288,8 +386,12 @@ def test_tool_call_reported_once() -> None:
 
 
 def test_tool_call_from_dict_raw_item() -> None:
-    raw = {"type": "function_call", "call_id": "c9", "name": "search_businesses_at_yelp",
-           "arguments": '{"term": "ramen"}'}
+    raw = {
+        "type": "function_call",
+        "call_id": "c9",
+        "name": "search_businesses_at_yelp",
+        "arguments": '{"term": "ramen"}',
+    }
     event = RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=YELP, raw_item=raw))
     out = new_translator().translate(event)
     assert out[0].payload["call_id"] == "c9"
@@ -297,21 +399,38 @@ def test_tool_call_from_dict_raw_item() -> None:
 
 
 def test_hosted_and_mcp_tool_calls_do_not_crash() -> None:
-    web = ResponseFunctionWebSearch(id="ws_1", status="completed", type="web_search_call",
-                                    action=ActionSearch(type="search", query="sushi boston"))
-    mcp = McpCall(id="mcp_1", type="mcp_call", name="list_issues", server_label="github",
-                  arguments='{"repo": "x/y"}')
+    web = ResponseFunctionWebSearch(
+        id="ws_1",
+        status="completed",
+        type="web_search_call",
+        action=ActionSearch(type="search", query="sushi boston"),
+    )
+    mcp = McpCall(
+        id="mcp_1",
+        type="mcp_call",
+        name="list_issues",
+        server_label="github",
+        arguments='{"repo": "x/y"}',
+    )
     t = new_translator()
-    out = run(t, [RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=ORCH, raw_item=web)),
-                  RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=ORCH, raw_item=mcp))])
+    out = run(
+        t,
+        [
+            RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=ORCH, raw_item=web)),
+            RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=ORCH, raw_item=mcp)),
+        ],
+    )
     assert [(e.payload["call_id"], e.payload["name"]) for e in out] == [
-        ("ws_1", "web_search_call"), ("mcp_1", "list_issues")]
+        ("ws_1", "web_search_call"),
+        ("mcp_1", "list_issues"),
+    ]
     assert out[0].payload["arguments"]["query"] == "sushi boston"
     assert out[1].payload["arguments"] == {"repo": "x/y"}
     to_wire(out)
 
 
 # --------------------------------------------------------------------------- tool outputs
+
 
 def _call_then_output(value: Any, **kwargs: Any) -> list[OutEvent]:
     t = new_translator()
@@ -323,8 +442,11 @@ def _call_then_output(value: Any, **kwargs: Any) -> list[OutEvent]:
 
 def test_tool_response_output_is_sent_as_is() -> None:
     out = _call_then_output(YELP_RESULT)
-    assert out == [OutEvent("tool_output", {"call_id": "c1", "output": YELP_RESULT,
-                                            "current_agent": "Yelp"}, True)]
+    assert out == [
+        OutEvent(
+            "tool_output", {"call_id": "c1", "output": YELP_RESULT, "current_agent": "Yelp"}, True
+        )
+    ]
 
 
 def test_call_id_from_pydantic_raw_item() -> None:
@@ -333,8 +455,9 @@ def test_call_id_from_pydantic_raw_item() -> None:
 
 
 def test_debug_info_is_kept_for_the_store() -> None:
-    value = ToolResponse("yelp_search_results", "Yelp", "Searching", [],
-                         debug_info={"latency_ms": 5}).to_dict(include_debug=True)
+    value = ToolResponse(
+        "yelp_search_results", "Yelp", "Searching", [], debug_info={"latency_ms": 5}
+    ).to_dict(include_debug=True)
     assert _call_then_output(value)[0].payload["output"]["debug_info"] == {"latency_ms": 5}
     # A ToolResponse object (not yet a dict) keeps it too.
     obj = ToolResponse("yelp_search_results", "Yelp", "Searching", [], debug_info={"k": 1})
@@ -364,12 +487,17 @@ def test_hidden_output_is_neither_sent_nor_persisted(value: dict[str, Any]) -> N
         ({"a": 1}, "json", {"a": 1}),
         ([1, "two"], "json", [1, "two"]),
         ({"when": object()}, "text", None),  # not JSON: its str() is all there is
-        ('{"response_type": "yelp_reviews", "agent_name": "Yelp", "friendly_name": "Reviews", '
-         '"response": []}', "yelp_reviews", []),  # a stringified ToolResponse
+        (
+            '{"response_type": "yelp_reviews", "agent_name": "Yelp", "friendly_name": "Reviews", '
+            '"response": []}',
+            "yelp_reviews",
+            [],
+        ),  # a stringified ToolResponse
     ],
 )
-def test_non_tool_response_outputs_are_wrapped(value: Any, response_type: str,
-                                               response: Any) -> None:
+def test_non_tool_response_outputs_are_wrapped(
+    value: Any, response_type: str, response: Any
+) -> None:
     out = _call_then_output(value)
     assert types(out) == ["tool_output"]
     wrapped = out[0].payload["output"]
@@ -385,11 +513,15 @@ def test_non_tool_response_outputs_are_wrapped(value: Any, response_type: str,
     [
         (ErrorResponse("Yelp", "Yelp is down").to_dict(), "Yelp is down"),
         ("Error: API rate limit exceeded", "API rate limit exceeded"),
-        ("An error occurred while running the tool. Please try again.",
-         "An error occurred while running the tool. Please try again."),
+        (
+            "An error occurred while running the tool. Please try again.",
+            "An error occurred while running the tool. Please try again.",
+        ),
         # Exception text can hold secrets (URLs, keys): only the type reaches the user.
-        (ValueError("bad input\nTraceback (most recent call last):\n  File x"),
-         "The Yelp tool failed (ValueError)."),
+        (
+            ValueError("bad input\nTraceback (most recent call last):\n  File x"),
+            "The Yelp tool failed (ValueError).",
+        ),
         (RuntimeError(), "The Yelp tool failed (RuntimeError)."),
         ("Error: " + "x" * 500, "x" * 199 + "…"),
     ],
@@ -398,8 +530,9 @@ def test_error_outputs_give_tool_output_then_error(value: Any, message: str) -> 
     out = _call_then_output(value)
     assert types(out) == ["tool_output", "error"]
     assert out[0].payload["output"]["response_type"] == "error"
-    assert out[1] == OutEvent("error", {"code": "tool_error", "message": message,
-                                        "retryable": False}, True)
+    assert out[1] == OutEvent(
+        "error", {"code": "tool_error", "message": message, "retryable": False}, True
+    )
 
 
 def test_no_orphan_or_duplicate_tool_output() -> None:
@@ -412,6 +545,7 @@ def test_no_orphan_or_duplicate_tool_output() -> None:
 
 # --------------------------------------------------------------------------- robustness
 
+
 class _Weird:
     type = "something_else"
 
@@ -423,18 +557,32 @@ class _Weird:
         None,
         "text",
         _Weird(),
-        RawResponsesStreamEvent(data=ResponseTextDoneEvent(
-            type="response.output_text.done", item_id="m", output_index=0, content_index=0,
-            text="x", logprobs=[], sequence_number=2)),
-        RunItemStreamEvent(name="reasoning_item_created", item=ReasoningItem(
-            agent=ORCH, raw_item=ResponseReasoningItem(id="r", type="reasoning", summary=[]))),
+        RawResponsesStreamEvent(
+            data=ResponseTextDoneEvent(
+                type="response.output_text.done",
+                item_id="m",
+                output_index=0,
+                content_index=0,
+                text="x",
+                logprobs=[],
+                sequence_number=2,
+            )
+        ),
+        RunItemStreamEvent(
+            name="reasoning_item_created",
+            item=ReasoningItem(
+                agent=ORCH, raw_item=ResponseReasoningItem(id="r", type="reasoning", summary=[])
+            ),
+        ),
         RunItemStreamEvent(name="mcp_list_tools", item=None),  # type: ignore[arg-type]
         RunItemStreamEvent(name="tool_called", item=None),  # type: ignore[arg-type]
-        RunItemStreamEvent(name="tool_called",
-                           item=ToolCallItem(agent=ORCH, raw_item={"type": "function_call"})),
+        RunItemStreamEvent(
+            name="tool_called", item=ToolCallItem(agent=ORCH, raw_item={"type": "function_call"})
+        ),
         RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=ORCH, raw_item=None)),  # type: ignore[arg-type]
-        RunItemStreamEvent(name="tool_output", item=ToolCallOutputItem(
-            agent=ORCH, raw_item=None, output="x")),  # type: ignore[arg-type]
+        RunItemStreamEvent(
+            name="tool_output", item=ToolCallOutputItem(agent=ORCH, raw_item=None, output="x")
+        ),  # type: ignore[arg-type]
         AgentUpdatedStreamEvent(new_agent=None),  # type: ignore[arg-type]
     ],
 )
@@ -450,10 +598,18 @@ def test_out_event_is_frozen() -> None:
 
 def test_usage_payload() -> None:
     usage = Usage(requests=3, input_tokens=120, output_tokens=30, total_tokens=150)
-    assert usage_payload(usage) == {"input_tokens": 120, "output_tokens": 30,
-                                    "total_tokens": 150, "requests": 3}
-    assert usage_payload(None) == {"input_tokens": 0, "output_tokens": 0,
-                                   "total_tokens": 0, "requests": 0}
+    assert usage_payload(usage) == {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "total_tokens": 150,
+        "requests": 3,
+    }
+    assert usage_payload(None) == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+        "requests": 0,
+    }
 
 
 # --------------------------------------------------------------------------- end to end
@@ -487,7 +643,8 @@ def check_order(out: list[OutEvent]) -> list[dict[str, Any]]:
             text = ""
     wire = to_wire(out)
     assert [w["seq"] for w in wire if w["seq"] is not None] == list(
-        range(2, 2 + sum(e.persisted for e in out)))
+        range(2, 2 + sum(e.persisted for e in out))
+    )
     return wire
 
 
@@ -499,15 +656,20 @@ def _no_tracing() -> None:
 @function_tool
 def search_businesses_at_yelp(term: str, location: str) -> dict:
     """Search Yelp for businesses."""
-    return ToolResponse("yelp_search_results", "Yelp", f"Searching Yelp for {term}",
-                        [{"name": "Oishii", "location": location}]).to_dict()
+    return ToolResponse(
+        "yelp_search_results",
+        "Yelp",
+        f"Searching Yelp for {term}",
+        [{"name": "Oishii", "location": location}],
+    ).to_dict()
 
 
 @function_tool
 def geocode(place: str) -> dict:
     """Resolve a place (intermediate: not shown)."""
-    return ToolResponse("geocode", "Yelp", "Locating", {"lat": 42.36, "lng": -71.06},
-                        display_response=False).to_dict()
+    return ToolResponse(
+        "geocode", "Yelp", "Locating", {"lat": 42.36, "lng": -71.06}, display_response=False
+    ).to_dict()
 
 
 @function_tool
@@ -519,9 +681,15 @@ def send_google_email(to: str, subject: str) -> dict:
 def _multi_part_message(*parts: str) -> ResponseOutputMessage:
     # Two content parts: the scripted stream sends one delta per part.
     return ResponseOutputMessage(
-        id="msg_final", type="message", role="assistant", status="completed",
-        content=[ResponseOutputText(type="output_text", text=p, annotations=[], logprobs=[])
-                 for p in parts])
+        id="msg_final",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[
+            ResponseOutputText(type="output_text", text=p, annotations=[], logprobs=[])
+            for p in parts
+        ],
+    )
 
 
 async def _run_streamed(model: ScriptedModel, starting: Agent[Any]) -> tuple[list[OutEvent], Any]:
@@ -536,39 +704,61 @@ async def _run_streamed(model: ScriptedModel, starting: Agent[Any]) -> tuple[lis
 
 
 async def test_end_to_end_with_the_real_runner() -> None:
-    model = ScriptedModel([
-        [function_call("transfer_to_yelp", {}, call_id="h1")],
-        [function_call("search_businesses_at_yelp", {"term": "sushi", "location": "Boston"},
-                       call_id="c1")],
-        [function_call("geocode", {"place": "Boston"}, call_id="c2")],
-        [function_call("transfer_to_gmail", {}, call_id="h2")],
-        [function_call("send_google_email", {"to": "bob@example.com", "subject": "Sushi"},
-                       call_id="c3")],
-        [_multi_part_message("I found Oishii, ", "but the email failed.")],
-    ])
+    model = ScriptedModel(
+        [
+            [function_call("transfer_to_yelp", {}, call_id="h1")],
+            [
+                function_call(
+                    "search_businesses_at_yelp",
+                    {"term": "sushi", "location": "Boston"},
+                    call_id="c1",
+                )
+            ],
+            [function_call("geocode", {"place": "Boston"}, call_id="c2")],
+            [function_call("transfer_to_gmail", {}, call_id="h2")],
+            [
+                function_call(
+                    "send_google_email", {"to": "bob@example.com", "subject": "Sushi"}, call_id="c3"
+                )
+            ],
+            [_multi_part_message("I found Oishii, ", "but the email failed.")],
+        ]
+    )
     gmail = Agent(name="GMail", model=model, tools=[send_google_email])
-    yelp = Agent(name="Yelp", model=model, tools=[search_businesses_at_yelp, geocode],
-                 handoffs=[gmail])
+    yelp = Agent(
+        name="Yelp", model=model, tools=[search_businesses_at_yelp, geocode], handoffs=[gmail]
+    )
     orchestrator = Agent(name="Switchboard", model=model, handoffs=[yelp])
 
     out, result = await _run_streamed(model, orchestrator)
 
     assert types(out) == [
-        "handoff", "agent_updated",
-        "tool_call", "tool_output",  # Yelp search, shown
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "tool_output",  # Yelp search, shown
         "tool_call",  # geocode: display_response false, so no tool_output
-        "handoff", "agent_updated",
-        "tool_call", "tool_output", "error",  # the failing email tool; the turn goes on
-        "llm_response_delta", "llm_response_delta", "llm_response",
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "tool_output",
+        "error",  # the failing email tool; the turn goes on
+        "llm_response_delta",
+        "llm_response_delta",
+        "llm_response",
     ]
     wire = check_order(out)
     assert [(w["from_agent"], w["to_agent"]) for w in wire if w["type"] == "handoff"] == [
-        ("Switchboard", "Yelp"), ("Yelp", "GMail")]
+        ("Switchboard", "Yelp"),
+        ("Yelp", "GMail"),
+    ]
     assert [w["name"] for w in wire if w["type"] == "agent_updated"] == ["Yelp Reviews", "Gmail"]
     calls = [w for w in wire if w["type"] == "tool_call"]
     assert [(c["call_id"], c["name"], c["current_agent"]) for c in calls] == [
-        ("c1", "search_businesses_at_yelp", "Yelp"), ("c2", "geocode", "Yelp"),
-        ("c3", "send_google_email", "GMail")]
+        ("c1", "search_businesses_at_yelp", "Yelp"),
+        ("c2", "geocode", "Yelp"),
+        ("c3", "send_google_email", "GMail"),
+    ]
     assert calls[0]["arguments"] == {"term": "sushi", "location": "Boston"}
     assert calls[0]["description"] == "Searching Yelp"
     outputs = [w for w in wire if w["type"] == "tool_output"]
@@ -584,19 +774,31 @@ async def test_end_to_end_with_the_real_runner() -> None:
 async def test_end_to_end_parallel_tool_calls() -> None:
     # The SDK reports every call of one model response before running them, so parallel
     # calls arrive as call, call, output, output: each output still follows its own call.
-    model = ScriptedModel([
-        [function_call("search_businesses_at_yelp", {"term": "sushi", "location": "A"},
-                       call_id="p1"),
-         function_call("search_businesses_at_yelp", {"term": "ramen", "location": "B"},
-                       call_id="p2")],
-        [_multi_part_message("Both done.")],
-    ])
+    model = ScriptedModel(
+        [
+            [
+                function_call(
+                    "search_businesses_at_yelp", {"term": "sushi", "location": "A"}, call_id="p1"
+                ),
+                function_call(
+                    "search_businesses_at_yelp", {"term": "ramen", "location": "B"}, call_id="p2"
+                ),
+            ],
+            [_multi_part_message("Both done.")],
+        ]
+    )
     orchestrator = Agent(name="Switchboard", model=model, tools=[search_businesses_at_yelp])
 
     out, _ = await _run_streamed(model, orchestrator)
 
-    assert types(out) == ["tool_call", "tool_call", "tool_output", "tool_output",
-                          "llm_response_delta", "llm_response"]
+    assert types(out) == [
+        "tool_call",
+        "tool_call",
+        "tool_output",
+        "tool_output",
+        "llm_response_delta",
+        "llm_response",
+    ]
     assert [e.payload["call_id"] for e in out[:4]] == ["p1", "p2", "p1", "p2"]
     assert all(e.payload["current_agent"] == "Switchboard" for e in out if e.type != "handoff")
     to_wire(out)

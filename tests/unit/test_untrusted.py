@@ -62,8 +62,9 @@ KEPT = [
 ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [case[1:] for case in STRIPPED],
-                         ids=[case[0] for case in STRIPPED])
+@pytest.mark.parametrize(
+    ("text", "expected"), [case[1:] for case in STRIPPED], ids=[case[0] for case in STRIPPED]
+)
 def test_invisible_characters_are_stripped(text: str, expected: str) -> None:
     assert strip_invisible(text) == expected
     assert strip_invisible(expected) == expected
@@ -74,8 +75,24 @@ def test_legitimate_invisible_characters_are_kept(text: str) -> None:
     assert strip_invisible(text) == text
 
 
-_INVISIBLE = st.sampled_from(["\u200b", ZWJ, ZWNJ, "\u200e", "\ufe0f", "\ufe01", "\u2060",
-                              "\U000e0041", "\U000e0101", "\u202e", "a", "👩", "ی", " "])
+_INVISIBLE = st.sampled_from(
+    [
+        "\u200b",
+        ZWJ,
+        ZWNJ,
+        "\u200e",
+        "\ufe0f",
+        "\ufe01",
+        "\u2060",
+        "\U000e0041",
+        "\U000e0101",
+        "\u202e",
+        "a",
+        "👩",
+        "ی",
+        " ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -131,24 +148,49 @@ def _count_markers(text: str) -> int:
     return len(re.findall(r"<[\s/]*external\b", text, re.I))
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("</external>", "(/external>"),
-    ("<<external>>", "(external>>"),
-    ("a < / EXTERNAL >", "a (/EXTERNAL >"),
-    ("<end external>", "(end external>"),
-    ("x << 2 and a<b, <externalise>", "x << 2 and a<b, (externalise>"),
-    ("<b>not a marker</b>", "<b>not a marker</b>"),
-    ("external data", "external data"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("</external>", "(/external>"),
+        ("<<external>>", "(external>>"),
+        ("a < / EXTERNAL >", "a (/EXTERNAL >"),
+        ("<end external>", "(end external>"),
+        ("x << 2 and a<b, <externalise>", "x << 2 and a<b, (externalise>"),
+        ("<b>not a marker</b>", "<b>not a marker</b>"),
+        ("external data", "external data"),
+    ],
+)
 def test_defusing_changes_only_the_bracket(text: str, expected: str) -> None:
     assert defuse_markers(text) == expected
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(
-    ["<", "/", "external", "EXTERNAL", "end", " ", "\u200b", "\u200d", "&lt;", ">", "＜",
-     "x", "e", "xternal", '<external source="a">', "</external>", "\n"]), max_size=25)
-    .map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<",
+                "/",
+                "external",
+                "EXTERNAL",
+                "end",
+                " ",
+                "\u200b",
+                "\u200d",
+                "&lt;",
+                ">",
+                "＜",
+                "x",
+                "e",
+                "xternal",
+                '<external source="a">',
+                "</external>",
+                "\n",
+            ]
+        ),
+        max_size=25,
+    ).map("".join)
+)
 def test_a_fence_always_has_exactly_its_own_two_markers(text: str) -> None:
     fenced = fence(text, "web page")
     assert fenced.startswith(fence_open("web page") + "\n")
@@ -157,12 +199,15 @@ def test_a_fence_always_has_exactly_its_own_two_markers(text: str) -> None:
     assert _count_markers(defuse_markers(strip_invisible(text))) == 0
 
 
-@pytest.mark.parametrize(("source", "opening"), [
-    ("email", '<external source="email">'),
-    ("Web Results", '<external source="web results">'),
-    ('x"><external source="y', '<external source="xexternal sourcey">'),
-    ("", '<external source="unknown">'),
-])
+@pytest.mark.parametrize(
+    ("source", "opening"),
+    [
+        ("email", '<external source="email">'),
+        ("Web Results", '<external source="web results">'),
+        ('x"><external source="y', '<external source="xexternal sourcey">'),
+        ("", '<external source="unknown">'),
+    ],
+)
 def test_the_opening_marker_names_a_clean_source(source: str, opening: str) -> None:
     assert fence_open(source) == opening
 

@@ -52,8 +52,9 @@ async def serve(settings: Settings, hooks: tuple[Any, ...] = ()) -> AsyncIterato
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on",
-                            ws_max_size=settings.max_frame_bytes * 4)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", ws_max_size=settings.max_frame_bytes * 4
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     await wait_started(lambda: server.started, task, what="the app server to start")
@@ -114,8 +115,7 @@ class Client:
                 if event["type"] == type_:
                     return received
 
-    async def turn(self, text: str, *, approve: bool = True,
-                   **fields: Any) -> list[dict[str, Any]]:
+    async def turn(self, text: str, *, approve: bool = True, **fields: Any) -> list[dict[str, Any]]:
         """Send a prompt and return every event up to its suggested prompts, deciding each
         approval it asks for as ``approve`` says (PROTOCOL §3a), as a person would."""
         await self.send({"type": "prompt", "text": text, **fields})
@@ -124,8 +124,9 @@ class Client:
             events += await self.until("suggested_prompts")
         return events
 
-    async def decide_until_end(self, approve: bool = True,
-                               within: float = 20) -> list[dict[str, Any]]:
+    async def decide_until_end(
+        self, approve: bool = True, within: float = 20
+    ) -> list[dict[str, Any]]:
         """Receive until ``end_of_stream``, approving (or rejecting) each request."""
         received = []
         async with asyncio.timeout(within):
@@ -137,14 +138,22 @@ class Client:
                 if event["type"] == "end_of_stream":
                     return received
 
-    async def decide(self, approval_id: str, approve: bool = True,
-                     reason: str | None = None) -> None:
-        await self.send({"type": "approval", "approval_id": approval_id,
-                         "decision": "approve" if approve else "reject", "reason": reason})
+    async def decide(
+        self, approval_id: str, approve: bool = True, reason: str | None = None
+    ) -> None:
+        await self.send(
+            {
+                "type": "approval",
+                "approval_id": approval_id,
+                "decision": "approve" if approve else "reject",
+                "reason": reason,
+            }
+        )
 
 
 @asynccontextmanager
-async def open_client(url: str, *, auto_approve: bool = False,
-                      **kwargs: Any) -> AsyncIterator[Client]:
+async def open_client(
+    url: str, *, auto_approve: bool = False, **kwargs: Any
+) -> AsyncIterator[Client]:
     async with connect(url, open_timeout=10, **kwargs) as connection:
         yield Client(connection, auto_approve)

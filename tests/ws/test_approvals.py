@@ -49,21 +49,25 @@ async def test_a_send_pauses_and_runs_only_after_approve(server: LiveServer) -> 
     async with open_client(server.ws_url(chat_id)) as client:
         before, asked = await ask(client)
         validate_server_event(asked)
-        call = next(e for e in before if e["type"] == "tool_call"
-                    and e["name"] == "send_google_email")
+        call = next(
+            e for e in before if e["type"] == "tool_call" and e["name"] == "send_google_email"
+        )
         assert asked["call_id"] == call["call_id"] and asked["arguments"] == call["arguments"]
         assert asked["arguments"]["to"] == ["bob@example.com"]
         assert (asked["name"], asked["description"], asked["current_agent"]) == (
-            "send_google_email", "Sending an email", "GMail")
-        assert datetime.fromisoformat(asked["expires_at"]) > datetime.now(UTC) + timedelta(
-            hours=23)
+            "send_google_email",
+            "Sending an email",
+            "GMail",
+        )
+        assert datetime.fromisoformat(asked["expires_at"]) > datetime.now(UTC) + timedelta(hours=23)
         # Paused: nothing sent, nothing more happens, and the pause is listed.
         await client.send({"type": "ping"})
         assert [e["type"] for e in await client.until("pong")] == ["pong"]
         assert sent_mail(server) == []
         listed = await pending(server)
         assert [(a["approval_id"], a["chat_id"], a["name"]) for a in listed] == [
-            (asked["approval_id"], chat_id, "send_google_email")]
+            (asked["approval_id"], chat_id, "send_google_email")
+        ]
 
         await client.decide(asked["approval_id"])
         after = await client.decide_until_end()
@@ -74,7 +78,10 @@ async def test_a_send_pauses_and_runs_only_after_approve(server: LiveServer) -> 
     assert types[0] == "approval_resolved" and types.index("tool_output") > 0
     resolved = after[0]
     assert (resolved["decision"], resolved["reason"], resolved["approval_id"]) == (
-        "approved", None, asked["approval_id"])
+        "approved",
+        None,
+        asked["approval_id"],
+    )
     assert resolved["decided_by"] == LOCAL_USER and resolved["decided_via"].startswith("socket:")
     output = next(e for e in after if e["type"] == "tool_output")
     assert output["call_id"] == asked["call_id"]
@@ -89,7 +96,10 @@ async def test_a_send_pauses_and_runs_only_after_approve(server: LiveServer) -> 
     assert [t["status"] for t in detail["turns"]] == ["completed"]
     record = detail["approvals"][0]
     assert (record["status"], record["decided_by"], record["arguments"]) == (
-        "approved", LOCAL_USER, asked["arguments"])
+        "approved",
+        LOCAL_USER,
+        asked["arguments"],
+    )
     assert record["decided_via"] == resolved["decided_via"] and record["decided_at"]
     assert stored == [e for e in events if e["seq"] is not None]
 
@@ -102,17 +112,22 @@ async def test_reject_sends_nothing_and_the_model_is_told_why(server: LiveServer
         after = await client.decide_until_end()
     resolved = after[0]
     assert (resolved["type"], resolved["decision"], resolved["reason"]) == (
-        "approval_resolved", "rejected", "not Bob, Alice")
-    assert not any(e["type"] == "tool_output" and e["call_id"] == asked["call_id"]
-                   for e in after)
+        "approval_resolved",
+        "rejected",
+        "not Bob, Alice",
+    )
+    assert not any(e["type"] == "tool_output" and e["call_id"] == asked["call_id"] for e in after)
     answer = next(e for e in after if e["type"] == "llm_response")["text"]
     assert "didn't send" in answer and "not Bob, Alice" in answer
     assert after[-1]["status"] == "completed"
     assert sent_mail(server) == []
     # The model read the refusal, reason included, and the next turn's history keeps it.
     items = await ChatSession(server.services.db, chat_id).get_items()
-    refusal = next(i for i in items if i.get("type") == "function_call_output"
-                   and i.get("call_id") == asked["call_id"])
+    refusal = next(
+        i
+        for i in items
+        if i.get("type") == "function_call_output" and i.get("call_id") == asked["call_id"]
+    )
     assert refusal["output"].startswith("Not run:") and "not Bob, Alice" in refusal["output"]
 
 
@@ -127,7 +142,10 @@ async def test_a_new_prompt_supersedes_the_pending_approval(server: LiveServer) 
     assert types[:3] == ["approval_resolved", "end_of_stream", "user_prompt"]
     assert "error" not in types  # no turn_in_progress
     assert (events[0]["decision"], events[0]["decided_by"], events[0]["decided_via"]) == (
-        "superseded", None, "prompt")
+        "superseded",
+        None,
+        "prompt",
+    )
     assert events[1]["status"] == "cancelled" and events[1]["turn_id"] == asked["turn_id"]
     assert events[2]["turn_id"] != asked["turn_id"]
     assert [e["status"] for e in events if e["type"] == "end_of_stream"][-1] == "completed"
@@ -147,25 +165,36 @@ async def test_cancel_supersedes_the_pending_approval(server: LiveServer) -> Non
         await client.decide(asked["approval_id"])
         refused = await client.until("error")
     assert [(e["type"], e.get("decision"), e.get("status")) for e in events] == [
-        ("approval_resolved", "superseded", None), ("end_of_stream", None, "cancelled")]
+        ("approval_resolved", "superseded", None),
+        ("end_of_stream", None, "cancelled"),
+    ]
     assert events[0]["decided_via"] == "cancel"
     assert refused[-1]["code"] == "invalid_request"
     assert "already superseded" in refused[-1]["message"]
     assert sent_mail(server) == []
 
 
-@pytest.mark.parametrize(("frame", "message"), [
-    ({"approval_id": "ap_nope", "decision": "approve"}, "no approval 'ap_nope' in this chat"),
-    ({"decision": "approve"}, "approval.approval_id is required"),
-    ({"approval_id": "ap_x", "decision": "yes"}, 'approval.decision must be "approve" or'),
-    ({"approval_id": "ap_x", "decision": "reject", "reason": "x" * 501},
-     "approval.reason must be a string of at most 500"),
-    ({"approval_id": "", "decision": "approve"}, "approval.approval_id must be a string"),
-    ({"approval_id": "ap_x", "decision": "approve", "when": "now"},
-     "unknown field 'when' in approval frame"),
-])
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        ({"approval_id": "ap_nope", "decision": "approve"}, "no approval 'ap_nope' in this chat"),
+        ({"decision": "approve"}, "approval.approval_id is required"),
+        ({"approval_id": "ap_x", "decision": "yes"}, 'approval.decision must be "approve" or'),
+        (
+            {"approval_id": "ap_x", "decision": "reject", "reason": "x" * 501},
+            "approval.reason must be a string of at most 500",
+        ),
+        ({"approval_id": "", "decision": "approve"}, "approval.approval_id must be a string"),
+        (
+            {"approval_id": "ap_x", "decision": "approve", "when": "now"},
+            "unknown field 'when' in approval frame",
+        ),
+    ],
+)
 async def test_bad_approval_frames_change_nothing(
-    server: LiveServer, frame: dict[str, Any], message: str,
+    server: LiveServer,
+    frame: dict[str, Any],
+    message: str,
 ) -> None:
     chat_id = new_chat()
     async with open_client(server.ws_url(chat_id)) as client:
@@ -201,8 +230,9 @@ async def test_a_second_decision_is_refused_and_the_first_stands(server: LiveSer
         await client.decide(asked["approval_id"], approve=True)
         events = await client.until("end_of_stream")
         error = next(e for e in events if e["type"] == "error" and e["seq"] is None)
-    assert error["message"] == (f"approval '{asked['approval_id']}' is already rejected; "
-                                "the first decision stands")
+    assert error["message"] == (
+        f"approval '{asked['approval_id']}' is already rejected; the first decision stands"
+    )
     assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == ["rejected"]
     assert sent_mail(server) == []
 
@@ -218,8 +248,7 @@ async def test_every_socket_sees_the_pause_and_any_can_decide(server: LiveServer
             await second.decide(asked["approval_id"])
             theirs = await second.until("end_of_stream")
         ours = await first.until("end_of_stream")
-    assert [e for e in ours if e["seq"] is not None] == [
-        e for e in theirs if e["seq"] is not None]
+    assert [e for e in ours if e["seq"] is not None] == [e for e in theirs if e["seq"] is not None]
     assert ours[0]["type"] == "approval_resolved"
 
 
@@ -236,32 +265,47 @@ async def test_rest_decides_from_another_client(server: LiveServer) -> None:
     body = decided.json()["approval"]
     assert (body["status"], body["decided_via"], body["reason"]) == ("approved", "rest", "ok")
     assert again.status_code == 409
-    assert again.json() == {"error": {"code": "invalid_request", "message": (
-        f"approval '{asked['approval_id']}' is already approved; the first decision stands")}}
+    assert again.json() == {
+        "error": {
+            "code": "invalid_request",
+            "message": (
+                f"approval '{asked['approval_id']}' is already approved; the first decision stands"
+            ),
+        }
+    }
     assert events[0]["type"] == "approval_resolved" and events[0]["decided_via"] == "rest"
     assert events[-1]["status"] == "completed"
     assert len(sent_mail(server)) == 1
 
 
-@pytest.mark.parametrize(("body", "status", "message"), [
-    ({"decision": "maybe"}, 400, "decision: Input should be 'approve' or 'reject'"),
-    ({}, 400, "decision: Field required"),
-    ({"decision": "approve", "extra": 1}, 400, "extra: Extra inputs are not permitted"),
-    ({"decision": "reject", "reason": 5}, 400, "reason: Input should be a valid string"),
-    ({"decision": "reject", "reason": "r" * 501}, 400, "reason: String should have at most"),
-    (["approve"], 400, "the body must be a JSON object"),
-    ("approve", 400, "the body must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"decision": "maybe"}, 400, "decision: Input should be 'approve' or 'reject'"),
+        ({}, 400, "decision: Field required"),
+        ({"decision": "approve", "extra": 1}, 400, "extra: Extra inputs are not permitted"),
+        ({"decision": "reject", "reason": 5}, 400, "reason: Input should be a valid string"),
+        ({"decision": "reject", "reason": "r" * 501}, 400, "reason: String should have at most"),
+        (["approve"], 400, "the body must be a JSON object"),
+        ("approve", 400, "the body must be a JSON object"),
+    ],
+)
 async def test_rest_refuses_malformed_decisions(
-    server: LiveServer, body: Any, status: int, message: str,
+    server: LiveServer,
+    body: Any,
+    status: int,
+    message: str,
 ) -> None:
     chat_id = new_chat()
     async with open_client(server.ws_url(chat_id)) as client:
         _before, asked = await ask(client)
     async with server.client() as http:
         url = f"/api/chats/{chat_id}/approvals/{asked['approval_id']}"
-        response = await http.post(url, content=body if isinstance(body, str) else None,
-                                   json=None if isinstance(body, str) else body)
+        response = await http.post(
+            url,
+            content=body if isinstance(body, str) else None,
+            json=None if isinstance(body, str) else body,
+        )
     assert response.status_code == status
     assert response.json()["error"]["message"].startswith(message)
     assert [a["status"] for a in await pending(server)] == ["pending"]
@@ -275,10 +319,12 @@ async def test_rest_unknown_and_other_chats_approvals_are_404(server: LiveServer
         await client.send({"type": "ping"})
         await client.until("pong")
     async with server.client() as http:
-        for url in (f"/api/chats/{chat_id}/approvals/ap_nope",
-                    f"/api/chats/{other}/approvals/{asked['approval_id']}",
-                    f"/api/chats/no-such-chat/approvals/{asked['approval_id']}",
-                    f"/api/chats/{chat_id}/approvals/{'x' * 65}"):
+        for url in (
+            f"/api/chats/{chat_id}/approvals/ap_nope",
+            f"/api/chats/{other}/approvals/{asked['approval_id']}",
+            f"/api/chats/no-such-chat/approvals/{asked['approval_id']}",
+            f"/api/chats/{chat_id}/approvals/{'x' * 65}",
+        ):
             response = await http.post(url, json={"decision": "approve"})
             assert response.status_code == 404, url
             assert response.json()["error"]["code"] == "not_found"
@@ -301,8 +347,10 @@ async def test_another_users_approval_is_invisible_and_undecidable(
             _before, asked = await ask(client)
         assert await pending(live, bob_token) == []
         async with live.client(bob_token) as http:
-            response = await http.post(f"/api/chats/{chat_id}/approvals/"
-                                       f"{asked['approval_id']}", json={"decision": "approve"})
+            response = await http.post(
+                f"/api/chats/{chat_id}/approvals/{asked['approval_id']}",
+                json={"decision": "approve"},
+            )
         assert response.status_code == 404
         # Bob's own chat cannot reach it either.
         async with open_client(live.ws_url(new_chat(), token=bob_token)) as client:
@@ -316,8 +364,9 @@ async def test_another_users_approval_is_invisible_and_undecidable(
 async def pass_every_deadline(server: LiveServer) -> None:
     """The approval timeout passes: moved, not waited for."""
     async with server.services.db.session(write=True) as session:
-        await session.execute(update(approvals).values(
-            expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await session.execute(
+            update(approvals).values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        )
         await session.commit()
 
 
@@ -349,26 +398,30 @@ async def test_a_decision_racing_the_expiry_sweep_is_refused_as_expired(
         await client.decide(asked["approval_id"])
         events = await client.until("end_of_stream")
     error = next(e for e in events if e["type"] == "error" and e["seq"] is None)
-    assert error["message"] == (f"approval '{asked['approval_id']}' had expired, so "
-                                "nothing was run")
+    assert error["message"] == (
+        f"approval '{asked['approval_id']}' had expired, so nothing was run"
+    )
     assert error["approval_id"] == asked["approval_id"]
-    assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == [
-        "expired"]
+    assert [e["decision"] for e in events if e["type"] == "approval_resolved"] == ["expired"]
     assert sent_mail(server) == []
 
 
 async def test_simultaneous_decisions_run_the_tool_once(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id)) as first, \
-            open_client(server.ws_url(chat_id)) as second:
+    async with (
+        open_client(server.ws_url(chat_id)) as first,
+        open_client(server.ws_url(chat_id)) as second,
+    ):
         _before, asked = await ask(first)
         await second.until("approval_required")
         url = f"/api/chats/{chat_id}/approvals/{asked['approval_id']}"
         async with server.client() as http:
             results = await asyncio.gather(
-                first.decide(asked["approval_id"]), second.decide(asked["approval_id"]),
+                first.decide(asked["approval_id"]),
+                second.decide(asked["approval_id"]),
                 http.post(url, json={"decision": "approve"}),
-                http.post(url, json={"decision": "approve"}))
+                http.post(url, json={"decision": "approve"}),
+            )
         events = await first.until("end_of_stream")
     rest_codes = sorted(r.status_code for r in results[2:])
     resolved = [e for e in events if e["type"] == "approval_resolved"]
@@ -393,8 +446,9 @@ async def test_a_prompt_racing_a_decision_never_closes_the_turn_it_resumes(
     async def decide_then_prompt(*args: Any, **kwargs: Any) -> Any:
         decided = await decide(*args, **kwargs)
         try:
-            await turns.submit(LOCAL_USER, decided.event.chat_id, "a prompt in between",
-                               None, decided.event.ts)
+            await turns.submit(
+                LOCAL_USER, decided.event.chat_id, "a prompt in between", None, decided.event.ts
+            )
         except Exception as exc:  # noqa: BLE001 - what it raises is the assertion
             refused.append(exc)
         return decided

@@ -47,8 +47,9 @@ def scripted(model: ScriptedModel) -> Any:
     @asynccontextmanager
     async def hook(services: Any) -> AsyncIterator[None]:
         engine = services.turns.engine
-        engine.orchestrator = Agent(name="Switchboard", instructions="test",
-                                    tools=[flaky_lookup, fine_lookup])
+        engine.orchestrator = Agent(
+            name="Switchboard", instructions="test", tools=[flaky_lookup, fine_lookup]
+        )
         engine.run_config = RunConfig(model_provider=_Provider(model), tracing_disabled=True)
         yield
 
@@ -56,11 +57,13 @@ def scripted(model: ScriptedModel) -> Any:
 
 
 async def test_a_failing_tool_is_reported_and_the_turn_goes_on(make_settings: Any) -> None:
-    model = ScriptedModel([
-        [function_call("flaky_lookup", {"city": "Oslo"}, call_id="c1")],
-        [function_call("fine_lookup", {"city": "Oslo"}, call_id="c2")],
-        [assistant_message("The first lookup failed, the second says sunny.")],
-    ])
+    model = ScriptedModel(
+        [
+            [function_call("flaky_lookup", {"city": "Oslo"}, call_id="c1")],
+            [function_call("fine_lookup", {"city": "Oslo"}, call_id="c2")],
+            [assistant_message("The first lookup failed, the second says sunny.")],
+        ]
+    )
     async with serve(make_settings(), hooks=(scripted(model),)) as live:
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
             events = await client.turn("weather in Oslo?")
@@ -78,10 +81,12 @@ async def test_a_failing_tool_is_reported_and_the_turn_goes_on(make_settings: An
 
 
 async def test_a_failing_model_fails_the_turn_and_the_server_goes_on(make_settings: Any) -> None:
-    model = ScriptedModel([
-        RuntimeError(f"upstream said 500 with api_key={SECRET}"),
-        [assistant_message("Back to normal.")],
-    ])
+    model = ScriptedModel(
+        [
+            RuntimeError(f"upstream said 500 with api_key={SECRET}"),
+            [assistant_message("Back to normal.")],
+        ]
+    )
     async with serve(make_settings(), hooks=(scripted(model),)) as live:
         chat_id = uuid.uuid4().hex
         async with open_client(live.ws_url(chat_id)) as client:
@@ -119,16 +124,22 @@ async def test_text_is_checkpointed_while_it_streams(make_settings: Any) -> None
 
 
 async def test_the_next_turn_has_the_previous_turns_context(make_settings: Any) -> None:
-    model = ScriptedModel([
-        [function_call("fine_lookup", {"city": "Lisbon"}, call_id="c1")],
-        [assistant_message("It is sunny in Lisbon.")],
-        [assistant_message("Yes, still Lisbon.")],
-    ])
+    model = ScriptedModel(
+        [
+            [function_call("fine_lookup", {"city": "Lisbon"}, call_id="c1")],
+            [assistant_message("It is sunny in Lisbon.")],
+            [assistant_message("Yes, still Lisbon.")],
+        ]
+    )
     async with serve(make_settings(), hooks=(scripted(model),)) as live:
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
             await client.turn("weather in Lisbon?")
             await client.turn("and tomorrow?")
     history = str(model.calls[2].input)
-    for earlier in ("weather in Lisbon?", "Sunny in Lisbon", "It is sunny in Lisbon.",
-                    "and tomorrow?"):
+    for earlier in (
+        "weather in Lisbon?",
+        "Sunny in Lisbon",
+        "It is sunny in Lisbon.",
+        "and tomorrow?",
+    ):
         assert earlier in history, f"{earlier!r} missing from the second turn's input"

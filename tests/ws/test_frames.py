@@ -25,14 +25,17 @@ def new_chat() -> str:
         ('{"type": "prompt"}', "text"),
         ('{"type": "prompt", "text": ""}', "text"),
         ('{"type": "prompt", "text": "hi", "colour": "red"}', "colour"),
-        ('{"type": "prompt", "text": "hi", "client_message_id": "' + "x" * 65 + '"}',
-         "client_message_id"),
+        (
+            '{"type": "prompt", "text": "hi", "client_message_id": "' + "x" * 65 + '"}',
+            "client_message_id",
+        ),
         ('{"type": "resume", "after_seq": -1}', "after_seq"),
         ('{"type": "prompt", "text": "' + "a" * 32_001 + '"}', "text"),
     ],
 )
 async def test_malformed_frames_get_invalid_request_and_the_socket_stays_open(
-        server: LiveServer, frame: str, fragment: str) -> None:
+    server: LiveServer, frame: str, fragment: str
+) -> None:
     async with open_client(server.ws_url(new_chat())) as client:
         await client.send(frame)
         error = await client.recv()
@@ -84,8 +87,9 @@ async def test_bad_after_seq_is_refused(server: LiveServer) -> None:
 
 
 async def test_foreign_origin_is_refused(server: LiveServer) -> None:
-    async with open_client(server.ws_url(new_chat()),
-                           additional_headers={"Origin": "http://evil.example"}) as client:
+    async with open_client(
+        server.ws_url(new_chat()), additional_headers={"Origin": "http://evil.example"}
+    ) as client:
         with pytest.raises(ConnectionClosed) as closed:
             await client.recv()
     assert closed.value.rcvd.code == 4403
@@ -93,8 +97,9 @@ async def test_foreign_origin_is_refused(server: LiveServer) -> None:
 
 async def test_own_origin_is_accepted(server: LiveServer) -> None:
     origin = f"http://127.0.0.1:{server.port}"
-    async with open_client(server.ws_url(new_chat()),
-                           additional_headers={"Origin": origin}) as client:
+    async with open_client(
+        server.ws_url(new_chat()), additional_headers={"Origin": origin}
+    ) as client:
         await client.send({"type": "ping"})
         assert (await client.recv())["type"] == "pong"
 

@@ -34,11 +34,19 @@ ATTEMPTS = 20
 def server_logging() -> Iterator[None]:
     """The logging ``switchboard serve`` configures; every logger restored afterwards."""
     # Every logger there is, and those configure_logging may be the first to touch.
-    names = {*logging.Logger.manager.loggerDict, *QUIET_AT_DEBUG, "alembic.runtime.plugins",
-             "uvicorn", "uvicorn.error", "uvicorn.access"}
+    names = {
+        *logging.Logger.manager.loggerDict,
+        *QUIET_AT_DEBUG,
+        "alembic.runtime.plugins",
+        "uvicorn",
+        "uvicorn.error",
+        "uvicorn.access",
+    }
     loggers = [logging.getLogger(), *(logging.getLogger(name) for name in names)]
-    saved = [(logger, logger.level, logger.propagate, list(logger.handlers),
-              list(logger.filters)) for logger in loggers]
+    saved = [
+        (logger, logger.level, logger.propagate, list(logger.handlers), list(logger.filters))
+        for logger in loggers
+    ]
     configure_logging("INFO")
     yield
     for logger, level, propagate, handlers, filters in saved:
@@ -50,7 +58,8 @@ def server_logging() -> Iterator[None]:
 
 @pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True)
 async def test_frames_that_are_not_utf8_close_with_1007_and_log_one_warning(
-        make_settings: Callable[..., Settings], server_logging: None) -> None:
+    make_settings: Callable[..., Settings], server_logging: None
+) -> None:
     async with serve(make_settings()) as live:
         with capture_logs(logging.INFO) as logs:
             started = time.monotonic()
@@ -65,8 +74,9 @@ async def test_frames_that_are_not_utf8_close_with_1007_and_log_one_warning(
         lines = [record for record in logs.records if "UTF-8" in record.getMessage()]
         # One line per interval (more only if the loop above took longer than one).
         assert 1 <= len(lines) <= 1 + took // CLIENT_NOISE_INTERVAL, logs.describe(lines)
-        assert all(record.levelno == logging.WARNING and not record.exc_info
-                   for record in lines), logs.describe(lines)
+        assert all(record.levelno == logging.WARNING and not record.exc_info for record in lines), (
+            logs.describe(lines)
+        )
 
 
 def test_the_next_line_after_the_interval_counts_those_left_out() -> None:
@@ -87,7 +97,9 @@ def test_the_next_line_after_the_interval_counts_those_left_out() -> None:
         logger.removeHandler(logs)
     assert [(record.levelname, record.getMessage()) for record in logs.records] == [
         ("WARNING", "Invalid UTF-8 sequence received from client"),
-        ("WARNING", "Invalid UTF-8 sequence received from client "
-                    "(3 more since the last such line)"),
+        (
+            "WARNING",
+            "Invalid UTF-8 sequence received from client (3 more since the last such line)",
+        ),
         ("ERROR", "something else"),
     ]

@@ -37,8 +37,10 @@ async def test_too_many_prompts_a_minute_are_refused(make_settings: Any) -> None
 
 async def test_turns_in_flight_per_user_are_limited(make_settings: Any) -> None:
     async with serve(make_settings(max_turns_per_user=1, offline_delta_delay=0.02)) as live:
-        async with open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as first, \
-                open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as second:
+        async with (
+            open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as first,
+            open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as second,
+        ):
             await first.send({"type": "prompt", "text": "search the web for python asyncio"})
             await first.until("user_prompt")
             await second.send({"type": "prompt", "text": "what's in my inbox"})

@@ -25,8 +25,11 @@ SCRIPTS = {"euro": "€", "cjk": "漢", "emoji": "😀"}
 
 def longest_frame(settings: Settings, char: str) -> str:
     """A prompt at the limit, with the longest client_message_id, escaped to pure ASCII."""
-    frame = {"type": "prompt", "text": char * settings.max_prompt_chars,
-             "client_message_id": char * MAX_CLIENT_MESSAGE_ID}
+    frame = {
+        "type": "prompt",
+        "text": char * settings.max_prompt_chars,
+        "client_message_id": char * MAX_CLIENT_MESSAGE_ID,
+    }
     encoded = json.dumps(frame)  # ensure_ascii=True: the worst case in bytes
     assert encoded.isascii()
     return encoded
@@ -48,7 +51,8 @@ async def assert_accepted(url: str, settings: Settings, char: str) -> None:
 
 @pytest.mark.parametrize("script", SCRIPTS)
 async def test_the_longest_prompt_in_any_script_is_accepted_with_the_defaults(
-        make_settings: Callable[..., Settings], script: str) -> None:
+    make_settings: Callable[..., Settings], script: str
+) -> None:
     settings = make_settings()
     assert len(longest_frame(settings, SCRIPTS[script])) > 64 * 1024  # the old limit
     async with serve(settings) as live:
@@ -61,9 +65,11 @@ async def test_the_longest_prompt_in_any_script_is_accepted_with_the_defaults(
 
 @pytest.fixture
 def cli_server(database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    env = {"SWITCHBOARD_DATABASE_URL": database_url,
-           "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-           "SWITCHBOARD_LOG_LEVEL": "WARNING"}
+    env = {
+        "SWITCHBOARD_DATABASE_URL": database_url,
+        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+    }
     server = ServerProcess(env, tmp_path / "server.log")
     server.start()
     try:
@@ -73,7 +79,8 @@ def cli_server(database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 async def test_switchboard_serve_accepts_the_longest_prompt_at_its_own_socket_limit(
-        cli_server: ServerProcess, make_settings: Callable[..., Any]) -> None:
+    cli_server: ServerProcess, make_settings: Callable[..., Any]
+) -> None:
     # `switchboard serve` sets uvicorn's ws_max_size to the frame limit itself (the in-process
     # server above allows four times that), so this is the limit an operator really gets.
     settings = make_settings()

@@ -88,12 +88,14 @@ def small_queues(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def long_prompts(make_settings: Callable[..., Settings]) -> Settings:
-    return make_settings(offline_delta_delay=0, max_prompt_chars=len(PROMPT),
-                         prompts_per_minute=1000)
+    return make_settings(
+        offline_delta_delay=0, max_prompt_chars=len(PROMPT), prompts_per_minute=1000
+    )
 
 
 async def test_a_socket_that_stops_reading_is_cut_once_its_queue_passes_the_bound(
-        long_prompts: Settings, small_queues: None) -> None:
+    long_prompts: Settings, small_queues: None
+) -> None:
     async with serve(long_prompts) as live:
         connections = live.services.connections
         url = live.ws_url(uuid.uuid4().hex)
@@ -107,9 +109,11 @@ async def test_a_socket_that_stops_reading_is_cut_once_its_queue_passes_the_boun
                             break
                         events = await driver.turn(PROMPT)
                         assert events[-2]["status"] == "completed", events[-2]
-                    await wait_until(lambda: connections.total == 1,
-                                     within=CLOSE_TIMEOUT + 10,
-                                     what="the server to drop the socket that stopped reading")
+                    await wait_until(
+                        lambda: connections.total == 1,
+                        within=CLOSE_TIMEOUT + 10,
+                        what="the server to drop the socket that stopped reading",
+                    )
                 async with asyncio.timeout(10):
                     await stalled.until_closed()
             finally:
@@ -117,11 +121,14 @@ async def test_a_socket_that_stops_reading_is_cut_once_its_queue_passes_the_boun
         assert not logs.errors(), logs.describe(logs.errors())
         # Closed as too slow, and cut: its close frame could not get through.
         assert [r.getMessage() for r in logs.records if r.name == "websocket.handler"] == [
-            "socket too slow, closing", "socket not reading, connection cut"]
+            "socket too slow, closing",
+            "socket not reading, connection cut",
+        ]
 
 
 async def test_a_socket_past_the_bound_that_still_reads_gets_the_reason(
-        long_prompts: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    long_prompts: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Any backlog passes this bound: a second frame published before the sender has taken
     # the first from the queue (a batch of the turn's writer, frames while the long prompt
     # is being sent). Sooner or later a turn has one.
@@ -133,4 +140,6 @@ async def test_a_socket_past_the_bound_that_still_reads_gets_the_reason(
                     await client.turn(PROMPT)
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
-        1011, "too slow: reconnect and resume")
+        1011,
+        "too slow: reconnect and resume",
+    )

@@ -39,8 +39,9 @@ class EndBarrier:
             store = services.store
             append, start_turn = store.append, store.start_turn
 
-            async def held_append(chat_id: str, events: Any, update: Any = None,
-                                  **fences: Any) -> list[EventRecord]:
+            async def held_append(
+                chat_id: str, events: Any, update: Any = None, **fences: Any
+            ) -> list[EventRecord]:
                 records = await append(chat_id, events, update, **fences)
                 if barrier.held is None and any(r.type == "end_of_stream" for r in records):
                     barrier.held = records[-1].turn_id
@@ -66,7 +67,8 @@ async def stored(live: LiveServer, chat_id: str) -> list[dict[str, Any]]:
 
 
 async def test_a_prompt_while_the_last_turn_saves_its_end_starts_a_turn_that_stays_whole(
-        make_settings: Any) -> None:
+    make_settings: Any,
+) -> None:
     barrier = EndBarrier()
     async with serve(make_settings(offline_delta_delay=0.02), hooks=(barrier.hook(),)) as live:
         chat_id = uuid.uuid4().hex
@@ -87,8 +89,7 @@ async def test_a_prompt_while_the_last_turn_saves_its_end_starts_a_turn_that_sta
             refused = [e for e in await client.until("error") if e["type"] == "error"]
             assert refused[-1]["code"] == "turn_in_progress"
             await client.send({"type": "cancel", "turn_id": second})
-            ends = [e for e in await client.until("end_of_stream")
-                    if e["type"] == "end_of_stream"]
+            ends = [e for e in await client.until("end_of_stream") if e["type"] == "end_of_stream"]
         assert ends[-1]["turn_id"] == second and ends[-1]["status"] == "cancelled"
         await live.services.turns.wait_idle(30)
         log = check_chat_log(await stored(live, chat_id))
@@ -96,8 +97,7 @@ async def test_a_prompt_while_the_last_turn_saves_its_end_starts_a_turn_that_sta
     assert live.services.turns.running_count == 0
 
 
-async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(
-        make_settings: Any) -> None:
+async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(make_settings: Any) -> None:
     """Suggestions still being made when the next turn starts are dropped, not written
     among the next turn's events (and the next turn does not wait for them)."""
     making = asyncio.Event()
@@ -113,8 +113,7 @@ async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(
         services.turns.engine.suggest = suggest
         yield
 
-    async with serve(make_settings(shutdown_grace_seconds=1),
-                     hooks=(slow_suggestions,)) as live:
+    async with serve(make_settings(shutdown_grace_seconds=1), hooks=(slow_suggestions,)) as live:
         chat_id = uuid.uuid4().hex
         async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             await client.send({"type": "prompt", "text": "what are my account balances"})
@@ -128,19 +127,29 @@ async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(
     assert "suggested_prompts" not in [e["type"] for e in events]
 
 
-async def test_a_client_message_id_reused_with_another_text_is_refused(
-        make_settings: Any) -> None:
+async def test_a_client_message_id_reused_with_another_text_is_refused(make_settings: Any) -> None:
     async with serve(make_settings()) as live:
         chat_id = uuid.uuid4().hex
         async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
-            await client.send({"type": "prompt", "text": "what are my account balances",
-                               "client_message_id": "m-1"})
+            await client.send(
+                {
+                    "type": "prompt",
+                    "text": "what are my account balances",
+                    "client_message_id": "m-1",
+                }
+            )
             await client.until("end_of_stream")
-            await client.send({"type": "prompt", "text": "send all my money to Mallory",
-                               "client_message_id": "m-1"})
+            await client.send(
+                {
+                    "type": "prompt",
+                    "text": "send all my money to Mallory",
+                    "client_message_id": "m-1",
+                }
+            )
             refusal = [e for e in await client.until("error") if e["type"] == "error"][-1]
         events = await stored(live, chat_id)
     assert refusal["code"] == "invalid_request"
     assert "m-1" in refusal["message"] and "different prompt" in refusal["message"]
     assert [e["text"] for e in events if e["type"] == "user_prompt"] == [
-        "what are my account balances"]
+        "what are my account balances"
+    ]

@@ -35,7 +35,7 @@ def assert_turn_order(events: list[dict[str, Any]]) -> None:
     assert types[0] == "user_prompt"
     end = types.index("end_of_stream")
     assert all(t not in ("user_prompt", "end_of_stream") for t in types[1:end])
-    assert types[end + 1:] in ([], ["suggested_prompts"])
+    assert types[end + 1 :] in ([], ["suggested_prompts"])
     seqs = [event["seq"] for event in persisted(events)]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
     calls: set[str] = set()
@@ -67,19 +67,31 @@ async def test_multi_agent_turn_emits_every_event_in_order(server: LiveServer) -
 
     assert_turn_order(events)
     types = [event["type"] for event in events]
-    for expected in ("user_prompt", "handoff", "agent_updated", "tool_call", "tool_output",
-                     "llm_response_delta", "llm_response", "end_of_stream",
-                     "suggested_prompts"):
+    for expected in (
+        "user_prompt",
+        "handoff",
+        "agent_updated",
+        "tool_call",
+        "tool_output",
+        "llm_response_delta",
+        "llm_response",
+        "end_of_stream",
+        "suggested_prompts",
+    ):
         assert expected in types, f"{expected} missing from {types}"
     assert events[0]["text"] == MULTI_AGENT and events[0]["client_message_id"] == "m1"
     assert events[0]["seq"] == 1
     agents = [event["new_agent"] for event in events if event["type"] == "agent_updated"]
     assert agents == ["Yelp", "GMail"]
-    outputs = [event["output"]["response_type"] for event in events
-               if event["type"] == "tool_output"]
+    outputs = [
+        event["output"]["response_type"] for event in events if event["type"] == "tool_output"
+    ]
     assert outputs == ["yelp_search_results", "send_google_email"]
-    sent = next(e for e in events if e["type"] == "tool_output"
-                and e["output"]["response_type"] == "send_google_email")
+    sent = next(
+        e
+        for e in events
+        if e["type"] == "tool_output" and e["output"]["response_type"] == "send_google_email"
+    )
     assert sent["output"]["response"]["to"] == ["bob@example.com"]
     assert sent["current_agent"] == "GMail"
     end = next(event for event in events if event["type"] == "end_of_stream")
@@ -113,20 +125,26 @@ async def test_hidden_tool_output_is_never_sent_nor_persisted(server: LiveServer
     hidden = [call_id for call_id, name in calls.items() if name == "resolve_user_location"]
     assert hidden, f"the location helper was not called: {calls}"
     assert not set(hidden) & outputs
-    assert all(e["output"]["response_type"] != "user_location"
-               for e in events if e["type"] == "tool_output")
+    assert all(
+        e["output"]["response_type"] != "user_location"
+        for e in events
+        if e["type"] == "tool_output"
+    )
     async with server.client() as http:
         stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
     stored_outputs = [e for e in stored if e["type"] == "tool_output"]
-    assert stored_outputs and all(e["output"]["response_type"] != "user_location"
-                                  for e in stored_outputs)
+    assert stored_outputs and all(
+        e["output"]["response_type"] != "user_location" for e in stored_outputs
+    )
     assert not {e["call_id"] for e in stored_outputs} & set(hidden)
 
 
 async def test_two_sockets_on_one_chat_receive_identical_events(server: LiveServer) -> None:
     chat_id = new_chat()
-    async with open_client(server.ws_url(chat_id), auto_approve=True) as first, \
-            open_client(server.ws_url(chat_id), auto_approve=True) as second:
+    async with (
+        open_client(server.ws_url(chat_id), auto_approve=True) as first,
+        open_client(server.ws_url(chat_id), auto_approve=True) as second,
+    ):
         await first.send({"type": "ping"})
         await second.send({"type": "ping"})
         await first.until("pong")
@@ -141,8 +159,9 @@ async def test_repeated_client_message_id_starts_nothing(server: LiveServer) -> 
     chat_id = new_chat()
     async with open_client(server.ws_url(chat_id), auto_approve=True) as client:
         first = await client.turn("what's in my inbox", client_message_id="same")
-        await client.send({"type": "prompt", "text": "what's in my inbox",
-                           "client_message_id": "same"})
+        await client.send(
+            {"type": "prompt", "text": "what's in my inbox", "client_message_id": "same"}
+        )
         again = await client.until("user_prompt")
     assert again[-1]["seq"] == first[0]["seq"] and again[-1]["turn_id"] == first[0]["turn_id"]
     async with server.client() as http:
@@ -188,7 +207,8 @@ async def test_cancel_ends_the_turn_as_cancelled(make_settings: Any) -> None:
 
 
 async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
-        make_settings: Any) -> None:
+    make_settings: Any,
+) -> None:
     from tests.ws.conftest import serve
 
     async with serve(make_settings(offline_delta_delay=0.01)) as live:
@@ -199,9 +219,13 @@ async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
         last_seq = max(e["seq"] for e in before if e["seq"] is not None)
         # The turn goes on with no socket: wait until it has stored more than the client
         # saw, so the resume below must replay from storage, not only follow live.
-        await wait_until(lambda: stored_after(live, chat_id, last_seq),
-                         what="the turn to store events after the socket dropped")
-        async with open_client(live.ws_url(chat_id, after_seq=last_seq), auto_approve=True) as client:
+        await wait_until(
+            lambda: stored_after(live, chat_id, last_seq),
+            what="the turn to store events after the socket dropped",
+        )
+        async with open_client(
+            live.ws_url(chat_id, after_seq=last_seq), auto_approve=True
+        ) as client:
             after = await client.until("end_of_stream")
             after += await client.until("suggested_prompts")
         async with live.client() as http:
@@ -236,6 +260,7 @@ async def test_a_first_turn_that_was_stopped_still_titles_the_chat(server: LiveS
         await client.send({"type": "cancel"})
         assert (await client.until("end_of_stream"))[-1]["status"] == "cancelled"
     async with server.client() as http:
+
         async def title() -> str | None:
             return (await http.get(f"/api/chats/{chat_id}")).json()["title"]
 

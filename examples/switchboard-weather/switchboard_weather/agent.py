@@ -22,5 +22,9 @@ already shows the forecast table. If a tool returns "Error: ...", explain briefl
 
 def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
     del settings  # demo and live share one agent; the tool picks the backend per call
-    return Agent[ChatContext](name=AGENT_NAME, handoff_description=HANDOFF_DESCRIPTION,
-                              instructions=INSTRUCTIONS, tools=list(TOOLS))
+    return Agent[ChatContext](
+        name=AGENT_NAME,
+        handoff_description=HANDOFF_DESCRIPTION,
+        instructions=INSTRUCTIONS,
+        tools=list(TOOLS),
+    )

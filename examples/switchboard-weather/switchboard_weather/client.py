@@ -38,28 +38,59 @@ class OpenMeteoBackend:
         return body if isinstance(body, dict) else {}
 
     async def forecast(self, city: str, days: int) -> Forecast:
-        found = await self._get(f"{self._geocoding}/v1/search",
-                                {"name": city, "count": 1, "language": "en", "format": "json"})
+        found = await self._get(
+            f"{self._geocoding}/v1/search",
+            {"name": city, "count": 1, "language": "en", "format": "json"},
+        )
         places = found.get("results") or []
         if not places:
-            raise ToolError(f"Open-Meteo does not know a place called {city!r}; try the "
-                            "city's full name, e.g. \"Portland, Oregon\"")
+            raise ToolError(
+                f"Open-Meteo does not know a place called {city!r}; try the "
+                'city\'s full name, e.g. "Portland, Oregon"'
+            )
         place = places[0]
-        data = await self._get(f"{self._base}/v1/forecast", {
-            "latitude": place["latitude"], "longitude": place["longitude"], "daily": DAILY,
-            "timezone": "auto", "forecast_days": days})
+        data = await self._get(
+            f"{self._base}/v1/forecast",
+            {
+                "latitude": place["latitude"],
+                "longitude": place["longitude"],
+                "daily": DAILY,
+                "timezone": "auto",
+                "forecast_days": days,
+            },
+        )
         daily = data.get("daily") or {}
-        columns = [daily.get(key) or [] for key in ("time", "weather_code",
-                                                    "temperature_2m_max",
-                                                    "temperature_2m_min",
-                                                    "precipitation_probability_max")]
-        out = [{"date": day, "summary": describe(int(code)), "high_c": high, "low_c": low,
-                "precipitation_chance": rain}
-               for day, code, high, low, rain in zip(*columns, strict=False)]
-        where = ", ".join(str(part) for part in (place.get("name"), place.get("admin1"),
-                                                 place.get("country")) if part)
-        return {"place": where, "latitude": place["latitude"],
-                "longitude": place["longitude"], "days": out}
+        columns = [
+            daily.get(key) or []
+            for key in (
+                "time",
+                "weather_code",
+                "temperature_2m_max",
+                "temperature_2m_min",
+                "precipitation_probability_max",
+            )
+        ]
+        out = [
+            {
+                "date": day,
+                "summary": describe(int(code)),
+                "high_c": high,
+                "low_c": low,
+                "precipitation_chance": rain,
+            }
+            for day, code, high, low, rain in zip(*columns, strict=False)
+        ]
+        where = ", ".join(
+            str(part)
+            for part in (place.get("name"), place.get("admin1"), place.get("country"))
+            if part
+        )
+        return {
+            "place": where,
+            "latitude": place["latitude"],
+            "longitude": place["longitude"],
+            "days": out,
+        }
 
 
 def options(settings: ConnectorSettings) -> dict[str, str]:
@@ -68,7 +99,7 @@ def options(settings: ConnectorSettings) -> dict[str, str]:
 
 def live_backend(context: ChatContext) -> OpenMeteoBackend:
     chosen = options(context.settings)
-    http = ServiceHttp.for_settings(shared_client(context.http, SERVICE), SERVICE,
-                                    context.settings)
-    return OpenMeteoBackend(http, chosen.get("base_url", BASE_URL),
-                            chosen.get("geocoding_url", GEOCODING_URL))
+    http = ServiceHttp.for_settings(shared_client(context.http, SERVICE), SERVICE, context.settings)
+    return OpenMeteoBackend(
+        http, chosen.get("base_url", BASE_URL), chosen.get("geocoding_url", GEOCODING_URL)
+    )

@@ -15,12 +15,29 @@ from connectors.tooling import ToolError
 Forecast = dict[str, Any]
 
 # WMO weather interpretation codes (what Open-Meteo's weather_code means).
-WEATHER_CODES = {0: "Clear sky", 1: "Mainly clear", 2: "Partly cloudy", 3: "Overcast",
-                 45: "Fog", 48: "Freezing fog", 51: "Light drizzle", 53: "Drizzle",
-                 55: "Heavy drizzle", 61: "Light rain", 63: "Rain", 65: "Heavy rain",
-                 71: "Light snow", 73: "Snow", 75: "Heavy snow", 80: "Rain showers",
-                 81: "Heavy rain showers", 82: "Violent rain showers", 95: "Thunderstorm",
-                 96: "Thunderstorm with hail", 99: "Thunderstorm with heavy hail"}
+WEATHER_CODES = {
+    0: "Clear sky",
+    1: "Mainly clear",
+    2: "Partly cloudy",
+    3: "Overcast",
+    45: "Fog",
+    48: "Freezing fog",
+    51: "Light drizzle",
+    53: "Drizzle",
+    55: "Heavy drizzle",
+    61: "Light rain",
+    63: "Rain",
+    65: "Heavy rain",
+    71: "Light snow",
+    73: "Snow",
+    75: "Heavy snow",
+    80: "Rain showers",
+    81: "Heavy rain showers",
+    82: "Violent rain showers",
+    95: "Thunderstorm",
+    96: "Thunderstorm with hail",
+    99: "Thunderstorm with heavy hail",
+}
 
 
 def describe(code: int) -> str:
@@ -55,8 +72,14 @@ _CODES = (0, 1, 2, 3, 3, 45, 61, 63, 80, 95)
 
 def find_city(text: str) -> City | None:
     lowered = f" {text.lower()} "
-    return next((city for city in CITIES if f" {city.name.lower()}" in lowered
-                 or lowered.strip().startswith(city.name.lower())), None)
+    return next(
+        (
+            city
+            for city in CITIES
+            if f" {city.name.lower()}" in lowered or lowered.strip().startswith(city.name.lower())
+        ),
+        None,
+    )
 
 
 class DemoForecastBackend:
@@ -74,8 +97,18 @@ class DemoForecastBackend:
             rng = random.Random(f"{found.name}|{day.isoformat()}")
             code = rng.choice(_CODES)
             high = round(found.mean_c + rng.uniform(-4, 4), 1)
-            out.append({"date": day.isoformat(), "summary": describe(code),
-                        "high_c": high, "low_c": round(high - rng.uniform(5, 10), 1),
-                        "precipitation_chance": 80 if code >= 61 else rng.choice([0, 5, 10, 20])})
-        return {"place": f"{found.name}, {found.region}", "latitude": found.latitude,
-                "longitude": found.longitude, "days": out}
+            out.append(
+                {
+                    "date": day.isoformat(),
+                    "summary": describe(code),
+                    "high_c": high,
+                    "low_c": round(high - rng.uniform(5, 10), 1),
+                    "precipitation_chance": 80 if code >= 61 else rng.choice([0, 5, 10, 20]),
+                }
+            )
+        return {
+            "place": f"{found.name}, {found.region}",
+            "latitude": found.latitude,
+            "longitude": found.longitude,
+            "days": out,
+        }

@@ -25,8 +25,9 @@ def backend(ctx: RunContextWrapper[ChatContext]) -> ForecastBackend:
 
 
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
-async def get_weather_forecast(ctx: RunContextWrapper[ChatContext], city: str,
-                               days: int = 3) -> ToolResponse:
+async def get_weather_forecast(
+    ctx: RunContextWrapper[ChatContext], city: str, days: int = 3
+) -> ToolResponse:
     """Daily weather forecast for a city: conditions, high and low, chance of rain.
 
     Args:
@@ -38,18 +39,35 @@ async def get_weather_forecast(ctx: RunContextWrapper[ChatContext], city: str,
     if not 1 <= days <= MAX_DAYS:
         raise ToolError(f"days must be between 1 and {MAX_DAYS}")
     forecast = await backend(ctx).forecast(city.strip(), days)
-    rows = [f"| {d['date']} | {d['summary']} | {d['high_c']} °C | {d['low_c']} °C | "
-            f"{d['precipitation_chance']}% |" for d in forecast["days"]]
-    table = "\n".join([f"**{forecast['place']}**", "",
-                       "| Day | Weather | High | Low | Rain |", "|---|---|---:|---:|---:|",
-                       *rows])
-    lines = [f"{d['date']}: {d['summary']}, {d['low_c']}–{d['high_c']} °C, "
-             f"{d['precipitation_chance']}% rain" for d in forecast["days"]]
-    return ToolResponse("weather_forecast", AGENT_NAME, f"Forecast for {forecast['place']}",
-                        forecast,
-                        display_as=[{"type": "markdown", "content": table},
-                                    {"type": "text",
-                                     "content": "\n".join([forecast["place"], *lines])}])
+    rows = [
+        f"| {d['date']} | {d['summary']} | {d['high_c']} °C | {d['low_c']} °C | "
+        f"{d['precipitation_chance']}% |"
+        for d in forecast["days"]
+    ]
+    table = "\n".join(
+        [
+            f"**{forecast['place']}**",
+            "",
+            "| Day | Weather | High | Low | Rain |",
+            "|---|---|---:|---:|---:|",
+            *rows,
+        ]
+    )
+    lines = [
+        f"{d['date']}: {d['summary']}, {d['low_c']}–{d['high_c']} °C, "
+        f"{d['precipitation_chance']}% rain"
+        for d in forecast["days"]
+    ]
+    return ToolResponse(
+        "weather_forecast",
+        AGENT_NAME,
+        f"Forecast for {forecast['place']}",
+        forecast,
+        display_as=[
+            {"type": "markdown", "content": table},
+            {"type": "text", "content": "\n".join([forecast["place"], *lines])},
+        ],
+    )
 
 
 TOOLS = [get_weather_forecast]
