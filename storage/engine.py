@@ -55,6 +55,8 @@ WRITE_OPTION = "switchboard_write"
 SCHEMA_PARAM = "schema"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 SQLITE_BUSY_TIMEOUT_MS = 5000
+# Marks a pooled SQLite connection whose BEGIN was interrupted (see _configure_sqlite).
+_BEGIN_UNFINISHED = "switchboard_begin_unfinished"
 # A readiness probe must answer even when the database hangs.
 PING_TIMEOUT = 5.0
 
@@ -268,18 +270,31 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get(WRITE_OPTION, False)
         statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+        pooled = conn.connection
+        driver = pooled.driver_connection
+        assert driver is not None, "a pooled connection always has its driver connection"
         try:
-            driver = conn.connection.driver_connection
-            assert driver is not None, "a pooled connection always has its driver connection"
             await_only(driver.execute(statement))
         except sqlite3.Error as exc:  # e.g. "database is locked": as SQLAlchemy reports it
             raise OperationalError(statement, (), exc) from exc
+        except BaseException:
+            # Cancelled while BEGIN waits on the driver's thread (for another process's
+            # write lock): it still runs there, after the connection is back in the pool.
+            pooled.info[_BEGIN_UNFINISHED] = True
+            raise
 
     @event.listens_for(sync_engine, "reset")
-    def _on_reset(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
+    def _on_reset(
+        dbapi_connection: Any, record: ConnectionPoolEntry, state: PoolResetState
+    ) -> None:
         if state.terminate_only or not state.asyncio_safe:
             return
-        if dbapi_connection.driver_connection.in_transaction:
+        # The rollback queues behind an unfinished BEGIN on the driver's thread, so it
+        # undoes that BEGIN too.
+        if (
+            record.info.pop(_BEGIN_UNFINISHED, False)
+            or dbapi_connection.driver_connection.in_transaction
+        ):
             dbapi_connection.rollback()
 
 

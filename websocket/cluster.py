@@ -246,6 +246,7 @@ class RedisCluster:
             current_text=current,
             current_agent=state.get("agent", ""),
             mark=(turn_id, int(state["msg"]), len(current)),
+            remote=True,
         )
 
     def publish(self, channel: str, turn: RunningTurn | None, frames: list[Frame]) -> None:

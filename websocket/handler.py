@@ -249,28 +249,33 @@ class _Session:
         subscription.on_overflow = interrupt
         last_sent = -1
         # Deltas the snapshot already holds (a turn running on another instance).
-        covered = snapshot.mark if after_seq is not None else None
+        covered: Mark | None = None
         # After catching up from storage, deltas already queued may belong to a message
         # whose llm_response was just sent: drop deltas until the next persisted frame.
         stale_deltas = False
         try:
             if after_seq is not None:
+                snapshot = await self._trusted(snapshot, subscription.channel)
+                covered = snapshot.mark
                 last_sent = await self._replay(snapshot, after_seq)
             while True:
                 frame = await subscription.get()
+                # Where storage is read from when live frames were lost: after what was
+                # sent, else after what the client said it had.
+                since = last_sent if last_sent >= 0 else after_seq
                 if frame.resync:
-                    if last_sent >= 0:
-                        caught_up = await self._catch_up(last_sent)
-                        stale_deltas = caught_up > last_sent
-                        last_sent = caught_up
+                    if since is not None and since >= 0:
+                        caught_up = await self._catch_up(since)
+                        if caught_up > since:
+                            last_sent, stale_deltas = caught_up, True
                     continue
                 if frame.seq is not None:
                     if frame.seq <= last_sent:
                         continue  # already replayed from storage
-                    if 0 <= last_sent < frame.seq - 1:
+                    if since is not None and 0 <= since < frame.seq - 1:
                         # Frames of another instance were lost on the way (a failed Redis
                         # publish): storage has them.
-                        last_sent = await self._catch_up(last_sent, before=frame.seq)
+                        last_sent = await self._catch_up(since, before=frame.seq)
                     last_sent, stale_deltas = frame.seq, False
                 elif stale_deltas and frame.delta is not None:
                     continue
@@ -295,6 +300,23 @@ class _Session:
     async def _too_slow(self) -> None:
         logger.warning("socket too slow, closing", extra={"chat_id": self.chat_id})
         await self._close(CLOSE_SERVER_ERROR, "too slow: reconnect and resume")
+
+    async def _trusted(self, snapshot: Snapshot, channel: str) -> Snapshot:
+        """``snapshot``, unless it is another instance's of a turn that has ended.
+
+        Such a snapshot is left in Redis when the turn's end could not be told (Redis was
+        away, the instance was killed). Trusted, it would cut the replay at that old turn
+        and the socket would wait for frames that never come.
+        """
+        if not snapshot.remote or snapshot.turn_id is None:
+            return snapshot
+        turn = await self.services.store.get_turn(snapshot.turn_id)
+        if turn is not None and turn.status == "running":
+            return snapshot
+        cluster = self.services.hub.cluster
+        if cluster is not None:
+            cluster.turn_ended(channel, snapshot.turn_id)  # tidy it away: compare-and-delete
+        return Snapshot()
 
     async def _replay(self, snapshot: Snapshot, after_seq: int) -> int:
         """Send persisted events after ``after_seq`` exactly once, then the text so far.

@@ -144,6 +144,10 @@ class Snapshot:
     current_text: str = ""
     current_agent: str = ""
     mark: Mark | None = None
+    # Read from Redis, written by another instance: a hint that outlives its turn when
+    # the instance could not tell Redis the turn ended (an outage, a kill). Checked
+    # against storage before it is trusted.
+    remote: bool = False
 
 
 @dataclass

@@ -8,12 +8,16 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.browser.proxy import DroppingProxy
+from tests.waiting import wait_until
 from tests.ws.conftest import open_client
+from websocket.hub import channel_of
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 EPHEMERAL = {"llm_response_delta", "pong"}
+EMAIL = "find sushi in Boston and email the list to bob@example.com"
 
 # Run on PostgreSQL only: several processes on one SQLite file is not a deployment we offer.
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
@@ -137,3 +141,78 @@ async def test_an_orphaned_turn_is_closed_when_its_lease_expires(
     ends = [e for e in events if e["type"] == "end_of_stream"]
     assert [e["status"] for e in ends] == ["failed", "completed"]
     assert [e["seq"] for e in persisted(events)] == list(range(1, len(persisted(events)) + 1))
+
+
+async def test_a_snapshot_left_behind_by_an_ended_turn_does_not_stall_a_resume(
+    pair: Any, redis_url: str
+) -> None:
+    """An instance that could not tell Redis its turn ended (Redis was away at that moment,
+    or the instance was killed) leaves the turn's snapshot behind for an hour. A socket
+    resuming on another instance must still get everything stored after its ``after_seq``,
+    not wait for frames of that long-ended turn."""
+    import redis.asyncio as redis
+
+    first, second = pair
+    chat_id = uuid.uuid4().hex
+    async with open_client(first.ws_url(chat_id), auto_approve=True) as client:
+        earlier = await client.turn("what are my account balances")
+        later = await client.turn(MULTI_AGENT)
+    # What a lost end leaves: the earlier turn's state as its instance last wrote it.
+    stale = {"turn_id": earlier[0]["turn_id"], "seq": earlier[0]["seq"], "msg": 0, "agent": ""}
+    key = f"sb:turn:{channel_of('local', chat_id)}"
+    client_ = redis.from_url(redis_url)
+    try:
+        await client_.hset(key, mapping=stale)
+        resume_from = later[0]["seq"]  # the later turn's user_prompt
+        async with open_client(second.ws_url(chat_id, after_seq=resume_from)) as client:
+            resumed = await client.until("suggested_prompts")
+        assert persisted(resumed) == persisted(later)[1:]
+
+        # The stale snapshot is tidied away once found out (compare-and-delete).
+        async def gone() -> bool:
+            return await client_.exists(key) == 0
+
+        await wait_until(gone, what="the stale snapshot deleted")
+    finally:
+        await client_.delete(key)
+        await client_.aclose()
+
+
+async def test_a_socket_resumed_while_redis_is_away_gets_the_turn_once_it_is_back(
+    servers: Any, database_url: str, redis_url: str
+) -> None:
+    """A socket that resumes on another instance while Redis is away, with nothing new to
+    replay, catches up from storage when Redis comes back: the turn it follows may have
+    ended meanwhile, its frames lost on the way."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    proxy = DroppingProxy(port)
+    await proxy.start()
+    via_proxy = f"redis://127.0.0.1:{proxy.port}/0"
+    first = servers(database_url, redis_url=via_proxy, offline_delta_delay=0.01)
+    second = servers(database_url, redis_url=via_proxy, offline_delta_delay=0.01)
+    first.start()
+    second.start()
+    chat_id = uuid.uuid4().hex
+    try:
+        async with open_client(first.ws_url(chat_id)) as here:
+            await here.send({"type": "prompt", "text": EMAIL})
+            asked = (await here.until("approval_required"))[-1]
+            proxy.refusing = True
+            proxy.drop()
+            for server in (first, second):
+                await wait_until(lambda s=server: redis_state(s, "unreachable"), what="no redis")
+            async with open_client(second.ws_url(chat_id, after_seq=asked["seq"])) as there:
+                await there.send({"type": "ping"})
+                await there.until("pong")  # replayed (nothing) and following the chat
+                await here.decide(asked["approval_id"])
+                ended = await here.until("end_of_stream")  # published to no one
+                proxy.refusing = False
+                resumed = await there.until("end_of_stream", within=60)
+        assert persisted(resumed) == persisted(ended)
+    finally:
+        await proxy.close()
+
+
+async def redis_state(server: Any, state: str) -> bool:
+    async with httpx.AsyncClient(base_url=server.http) as http:
+        return (await http.get("/readyz")).json().get("redis") == state

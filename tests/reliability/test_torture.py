@@ -36,6 +36,8 @@ TEXTS = (
 @dataclass
 class Cluster:
     servers: list[Any]
+    # With Redis a socket on any server sees every turn; without it, only its own server's.
+    events_cross: bool = True
     dead: set[int] = field(default_factory=set)
     finished: int = 0  # prompts followed to their end, all chats together
     progress: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -100,11 +102,15 @@ async def run_prompt(
                     ):
                         outcome.end = event["status"]
                         return outcome, after_seq
+        except TimeoutError:  # an OSError too: without this a stall would reconnect forever
+            raise AssertionError(f"{chat_id}: prompt {index} stalled (no event for 90 s)") from None
         except (ConnectionClosed, InvalidHandshake, OSError):
             if outcome is not None and server is not cluster.pick(hop - 1):
                 outcome.killed = True  # its server died; the turn ends elsewhere
             continue
         action = "plain"  # reconnected once: now follow it to the end
+        if not cluster.events_cross:
+            hop -= 1  # no Redis: only the server running the turn streams it
 
 
 async def cancel(client: Client, outcome: Outcome) -> bool:
@@ -157,7 +163,8 @@ def started(servers: Any, database_url: str, count: int, **settings: Any) -> Clu
         [
             servers(database_url, offline_delta_delay=0.01, turn_lease_seconds=LEASE, **settings)
             for _ in range(count)
-        ]
+        ],
+        events_cross="redis_url" in settings,
     )
     for server in cluster.servers:
         server.start()
@@ -188,7 +195,10 @@ async def test_two_processes_with_redis_through_an_outage_and_a_kill(
         await wait_for_turns(cluster, 4)
         proxy.refusing = True
         proxy.drop()
-        await wait_for_turns(cluster, 10)
+        # Without Redis a socket resumed on the other server sees the turn only once Redis
+        # is back (docs/reliability.md), so a chat may stall at its first resume (prompt
+        # 2): 8 prompts, 2 a chat, are reachable whatever the chats had done by now.
+        await wait_for_turns(cluster, 8)
         proxy.refusing = False
         await wait_for_turns(cluster, 14)
         cluster.dead.add(1)

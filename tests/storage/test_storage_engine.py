@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import insert, select, text
@@ -100,3 +101,56 @@ async def test_foreign_keys_enforced(db: Database) -> None:
             await session.execute(
                 insert(chats).values(id="c", user_id="nobody", created_at=now, updated_at=now)
             )
+
+
+async def test_a_transaction_cancelled_while_its_begin_waits_leaves_no_transaction_open(
+    tmp_path: Path,
+) -> None:
+    """aiosqlite runs BEGIN on its own thread: a task cancelled while BEGIN waits there
+    (another process holds the write lock) gives the connection back to the pool before
+    the BEGIN has run. Once it runs, the pooled connection would sit in a transaction and
+    every later use of it fail with "cannot start a transaction within a transaction"."""
+    import sqlite3
+    import threading
+
+    from sqlalchemy import event
+    from sqlalchemy.util import await_only
+
+    path = tmp_path / "x.db"
+    db = Database(f"sqlite+aiosqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    begin_running = threading.Event()
+
+    def trace(statement: str) -> None:  # on the driver's thread, as a statement starts
+        if statement.startswith("BEGIN IMMEDIATE"):
+            begin_running.set()
+
+    @event.listens_for(db.engine.sync_engine, "connect")
+    def _traced(dbapi_connection: Any, _record: Any) -> None:
+        await_only(dbapi_connection.driver_connection.set_trace_callback(trace))
+
+    try:
+        async with db.session() as session:
+            await session.execute(text("CREATE TABLE t (x INTEGER)"))
+            await session.commit()
+        other.execute("BEGIN IMMEDIATE")  # another process writing: BEGIN IMMEDIATE waits
+
+        async def write(value: int) -> None:
+            async with db.transaction(write=True) as conn:
+                await conn.execute(text("INSERT INTO t VALUES (:x)"), {"x": value})
+
+        task = asyncio.create_task(write(0))
+        assert await asyncio.to_thread(begin_running.wait, 30), "BEGIN IMMEDIATE never ran"
+        task.cancel()
+        await asyncio.sleep(0)  # the task handles its cancellation (and frees the connection)
+        other.execute("COMMIT")  # now the waiting BEGIN runs
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+        for value in range(1, 4):
+            await write(value)
+        async with db.session() as session:
+            assert await session.scalar(text("SELECT count(*) FROM t")) == 3
+    finally:
+        other.close()
+        await db.dispose()
