@@ -1,4 +1,4 @@
-"""REST for approvals (PROTOCOL.md §3a, §7): the user's pending approvals, and deciding one.
+"""REST for approvals (docs/protocol.md §3a, §7): the user's pending approvals, and deciding one.
 
 ``POST /api/chats/{id}/approvals/{approval_id}`` takes exactly the decision an ``approval``
 frame takes, through the same ``TurnManager.decide``: the first decision wins, from any

@@ -1,4 +1,4 @@
-"""Connector accounts over REST (PROTOCOL.md §7), and where the live flows complete.
+"""Connector accounts over REST (docs/protocol.md §7), and where the live flows complete.
 
 ``GET /api/connectors``                 every connector, its tools, mode and the user's state
 ``POST /api/connectors/{name}/connect`` demo: connected at once; live Gmail: the Google

@@ -1,6 +1,6 @@
 """The REST error shape ``{"error": {"code", "message"}}`` and the handlers that produce it.
 
-Codes are those of PROTOCOL.md §5. Messages are short and never carry secrets, SQL or
+Codes are those of docs/protocol.md §5. Messages are short and never carry secrets, SQL or
 stack traces; an unexpected exception is logged here with its traceback and answered with
 a generic 500.
 

@@ -7,7 +7,7 @@
 A callback is checked in this order, and nothing unchecked reaches a conversation:
 its token (401: unknown, forged or long expired), its signature when the server has a
 ``secret`` (401), its body (415, 413, 400), its ``group_id``/``id`` against the call the
-token was issued for (404: logged and discarded, seed 001), then delivered once: a repeat
+token was issued for (404: logged and discarded, docs/rap.md), then delivered once: a repeat
 of the accepted result is answered 200 and ignored, a result for a call that timed out
 410. Log lines never carry the token or the result text.
 """

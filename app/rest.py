@@ -1,4 +1,4 @@
-"""REST API for chat history (PROTOCOL.md §7). Same auth as the socket.
+"""REST API for chat history (docs/protocol.md §7). Same auth as the socket.
 
 A chat that belongs to another user answers 404 exactly like one that does not exist:
 the repositories enforce ownership and raise ``ChatNotFound``, which ``app.errors`` maps.

@@ -7,7 +7,7 @@
   fenced as data (``connectors.untrusted``); our own headings, counts and notes stay outside
   the fence. The ToolResponse dicts themselves (what the UI shows) are never changed.
 - ``to_function_call_output``: the OpenAI Responses ``function_call_output`` input item.
-- ``pick_display_segment``: which ``display_as`` hint a client renders (seed 001).
+- ``pick_display_segment``: which ``display_as`` hint a client renders (docs/rap.md).
 - ``coerce_tool_output``: turn *any* tool output into a valid ToolResponse dict, so the
   stream translator never fails a turn on an odd output.
 
@@ -802,7 +802,7 @@ def pick_display_segment(
 ) -> dict[str, Any] | None:
     """The first segment whose type is supported, else the first ``text`` one, else None.
 
-    Segments that are not dicts or have no string ``type`` are skipped (seed 001).
+    Segments that are not dicts or have no string ``type`` are skipped (docs/rap.md).
     """
     if not segments or not isinstance(segments, list | tuple):
         return None

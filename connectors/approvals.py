@@ -1,4 +1,4 @@
-"""Which tool calls wait for the person's approval (PROTOCOL.md §3a). Pure: no I/O.
+"""Which tool calls wait for the person's approval (docs/protocol.md §3a). Pure: no I/O.
 
 Every tool declares whether it has side effects (``connector_tool(side_effect=…)``, a RAP
 toolset's ``side_effect``); a tool that declares nothing is treated as having them:

@@ -134,7 +134,7 @@ def build_orchestrator(
         if chosen is not None:
             _set_model(agent, chosen)
 
-    # The SDK pauses before a call that needs the person's approval (PROTOCOL.md §3a).
+    # The SDK pauses before a call that needs the person's approval (docs/protocol.md §3a).
     apply_policy(specialists, settings.approval_policy)
 
     return Agent[ChatContext](

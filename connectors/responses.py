@@ -1,4 +1,4 @@
-"""The ToolResponse family: what every connector tool returns (seed 000, extended by 001/003/004).
+"""The ToolResponse family: what every connector tool returns (docs/connectors.md).
 
 Tools return ``SomeResponse(...).to_dict()`` so the value is plain JSON for the Agents SDK,
 the socket and chat storage alike. Pure: no I/O.
@@ -8,10 +8,10 @@ Validation happens once, when a response is built (``__post_init__``):
 - ``response_type``, ``agent_name``, ``friendly_name``: non-empty strings;
   ``display_response``: a bool; ``error_message``: a string or None.
 - ``response``: a dict, list or str. ``debug_info``: a dict or None.
-- ``display_as``: a list of ``{"type": str, "content": ...}`` render hints (seed 001;
+- ``display_as``: a list of ``{"type": str, "content": ...}`` render hints (docs/rap.md;
   ``text`` and ``markdown`` content must be a string).
 - ``content_chunks``: a list of citations ``{"id": str | int, "title": str,
-  "url": str | None, "snippet": str}`` (seed 004).
+  "url": str | None, "snippet": str}`` (docs/connectors.md).
 - every one of ``response``, ``display_as``, ``content_chunks`` and ``debug_info`` must be
   strict JSON (dicts with string keys, lists/tuples, str, int, finite float, bool, None),
   so that what is persisted is exactly what is read back.
@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 JSONPayload = dict[str, Any] | list[Any] | str
 
-# The keys of seed 000, always present in ``to_dict()`` and in this order.
+# The ToolResponse keys (docs/connectors.md), always present in ``to_dict()``, in this order.
 CORE_KEYS = ("response_type", "agent_name", "friendly_name", "response", "display_response")
 # Present in ``to_dict()`` only when set (not None); ``debug_info`` only with include_debug.
 OPTIONAL_KEYS = ("display_as", "content_chunks", "error_message")
@@ -349,7 +349,7 @@ class ErrorResponse(ToolResponse):
         )
 
 
-# Seed 003 kinds: generic shapes a connector can return without inventing a response_type.
+# Generic kinds (docs/connectors.md): shapes a connector can return without a response_type of its own.
 
 
 @dataclass(init=False)

@@ -55,7 +55,7 @@ class ConnectorSettings(BaseSettings):
     rap_tools: Annotated[list[RapServerConfig], NoDecode] = Field(default_factory=list)
     rap_callback_url: str | None = None
     rap_timeout: float = Field(120.0, gt=0, le=86_400)
-    # Approvals (docs/approvals.md, PROTOCOL.md §3a): which tool calls wait for the person.
+    # Approvals (docs/approvals.md, docs/protocol.md §3a): which tool calls wait for the person.
     # side_effects: every tool that sends, pays, writes or deletes (or does not say);
     # always: every tool call; off: none (trusted automation only, logged at start-up).
     approvals: ApprovalMode = "side_effects"

@@ -4,7 +4,7 @@ What it adds over ``agents.function_tool``:
 
 - A tool never raises into the SDK. A ``ToolError`` becomes an ``ErrorResponse`` with its
   (user-safe) message; any other exception is logged with its stack trace and the model
-  and the UI get a generic ``Error: …`` card (PROTOCOL.md §5: no stack traces, no secrets).
+  and the UI get a generic ``Error: …`` card (docs/protocol.md §5: no stack traces, no secrets).
   Bad arguments from the model (schema validation, invalid JSON) also become an
   ``ErrorResponse`` through the SDK's ``failure_error_function`` hook.
 - An optional per-tool timeout (``asyncio.timeout``) → ``Error: <tool> timed out …``.

@@ -1,4 +1,4 @@
-"""Approvals and paused turns (PROTOCOL.md §3a): pausing, deciding, superseding.
+"""Approvals and paused turns (docs/protocol.md §3a): pausing, deciding, superseding.
 
 Every operation here is one transaction that first locks the chat row, the same lock the
 event log takes to hand out seqs, so it is ordered with every other write to the chat on

@@ -215,7 +215,7 @@ class ConnectedAccountRow(Base):
 
 
 class RapSubscription(Base):
-    """A RAP tool call that started a subscription (seed 001: ``subscription: true``),
+    """A RAP tool call that started a subscription (docs/rap.md: ``subscription: true``),
     kept in the chat's metadata so the agent or the user can later cancel it."""
 
     __tablename__ = "rap_subscriptions"
@@ -259,7 +259,7 @@ APPROVAL_STATUSES = ("pending", "approved", "rejected", "expired", "superseded")
 
 
 class Approval(Base):
-    """A tool call waiting for (or decided by) the person: PROTOCOL.md §3a.
+    """A tool call waiting for (or decided by) the person: docs/protocol.md §3a.
 
     The row is the record of the decision too: who (``decided_by``, a user id, or None
     when the server decided: expiry, a new prompt), when, through what (``decided_via``:

@@ -1,4 +1,4 @@
-"""RAP subscriptions recorded on a chat (seed 001: ``subscription: true``)."""
+"""RAP subscriptions recorded on a chat (docs/rap.md: ``subscription: true``)."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ class EventRecord:
     ts: str
 
     def to_wire(self, include_debug: bool = False) -> dict[str, Any]:
-        """The event exactly as the socket sends it (PROTOCOL.md §3).
+        """The event exactly as the socket sends it (docs/protocol.md §3).
 
         ``debug_info`` of a tool output is persisted but only shown when asked for; the
         stored payload is never mutated.

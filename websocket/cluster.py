@@ -166,6 +166,7 @@ class RedisCluster:
         self._confirmations: dict[str, asyncio.Future[None]] = {}
         self._outbox: asyncio.Queue[tuple[str, Any, list[Frame] | None]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._unsubscribing: set[asyncio.Task[Any]] = set()
         self._subscribed = False  # to the control channel, on a live connection
 
     @property
@@ -195,9 +196,9 @@ class RedisCluster:
                 await asyncio.wait_for(self._outbox.join(), REDIS_TIMEOUT)
             except TimeoutError:
                 pass
-        for task in self._tasks:
+        for task in [*self._tasks, *self._unsubscribing]:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._unsubscribing, return_exceptions=True)
         try:
             await self._pubsub.aclose()
             await self._redis.aclose()
@@ -224,7 +225,10 @@ class RedisCluster:
             self._confirmations.pop(name, None)
 
     def unwatch(self, channel: str) -> None:
-        asyncio.ensure_future(self._quietly(self._pubsub.unsubscribe(EVENTS_PREFIX + channel)))
+        # Kept until done (the loop holds tasks weakly) and cancelled on close.
+        task = asyncio.create_task(self._quietly(self._pubsub.unsubscribe(EVENTS_PREFIX + channel)))
+        self._unsubscribing.add(task)
+        task.add_done_callback(self._unsubscribing.discard)
 
     async def snapshot(self, channel: str) -> Snapshot | None:
         try:

@@ -1,4 +1,4 @@
-"""The chat WebSocket endpoint: ``/ws/chats/{chat_id}`` (PROTOCOL.md §1–§4).
+"""The chat WebSocket endpoint: ``/ws/chats/{chat_id}`` (docs/protocol.md §1–§4).
 
 A socket is two loops: this receive loop, which must always stay responsive (``ping``,
 ``cancel``, malformed frames) and a sender task that writes the socket's queue, so the

@@ -1,4 +1,4 @@
-"""Wire protocol v1.1: client frames, server events and the one serialiser (PROTOCOL.md §2, §3, §5).
+"""Wire protocol v1.1: client frames, server events and the one serialiser (docs/protocol.md §2, §3, §5).
 
 The pydantic models describe every frame and event exactly; they are used to parse client
 frames, to validate server events in tests and to publish JSON schema. The hot path (one

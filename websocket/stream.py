@@ -1,4 +1,4 @@
-"""Agents SDK stream events -> protocol events (PROTOCOL.md §3). Pure: no I/O, no asyncio.
+"""Agents SDK stream events -> protocol events (docs/protocol.md §3). Pure: no I/O, no asyncio.
 
 One ``StreamTranslator`` per turn. The turn runner feeds it every event of
 ``RunResultStreaming.stream_events()``, envelopes what comes out (``websocket.protocol``),

@@ -312,7 +312,7 @@ class TurnManager:
         if tasks:
             await asyncio.wait(tasks)
 
-    # -- approvals (PROTOCOL.md §3a) ------------------------------------------------------
+    # -- approvals (docs/protocol.md §3a) ------------------------------------------------------
 
     async def decide(
         self,
@@ -803,7 +803,7 @@ class TurnManager:
         current_agent: str,
         log_extra: dict[str, Any],
     ) -> tuple[list[EventRecord], EventWriter | None]:
-        """Store the pause (PROTOCOL.md §3a) after every event before it.
+        """Store the pause (docs/protocol.md §3a) after every event before it.
 
         Returns its ``approval_required`` events, and None; or, when storage failed, no
         events and a fresh writer for the failed turn's end.

@@ -335,7 +335,7 @@ def _as_cancelled_update(update: TurnUpdate | None) -> TurnUpdate | None:
 def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:
     """Consecutive deltas of one agent in a batch become one delta frame.
 
-    PROTOCOL.md §3 only promises that a message's deltas join to its text; under load a
+    docs/protocol.md §3 only promises that a message's deltas join to its text; under load a
     batch holds many, and one frame instead of dozens halves the per-delta cost.
     """
     out: list[_Item] = []

@@ -1,4 +1,4 @@
-"""What a failed model call means for the user: the ``error`` event of PROTOCOL.md §5.
+"""What a failed model call means for the user: the ``error`` event of docs/protocol.md §5.
 
 Provider errors carry the provider's own text, which may echo the request (prompts, tool
 schemas) and, from odd servers, even the key. So neither the event nor the log line

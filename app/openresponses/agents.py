@@ -55,7 +55,7 @@ def function_tools(orchestrator: Agent[Any]) -> dict[str, tuple[Agent[Any], Func
 
 
 def gated_tools(orchestrator: Agent[Any]) -> frozenset[str]:
-    """The tools whose calls may wait for the person's approval (PROTOCOL.md §3a)."""
+    """The tools whose calls may wait for the person's approval (docs/protocol.md §3a)."""
     return frozenset(
         agent_tool.name
         for agent in specialists(orchestrator)

@@ -1,4 +1,4 @@
-"""The Open Responses error object and its HTTP statuses (seed 002, "Error Types").
+"""The Open Responses error object and its HTTP statuses (the Open Responses spec, "Error Types").
 
 ``{"error": {"type": "invalid_request", "code": "…", "param": "input[1].role",
 "message": "…"}}``. Messages say what to change and never carry secrets or traces.

@@ -1,4 +1,4 @@
-"""``POST /v1/responses`` (Open Responses, seed 002) and ``GET /v1/responses/{id}``.
+"""``POST /v1/responses`` (Open Responses, docs/open-responses.md) and ``GET /v1/responses/{id}``.
 
 Same authentication as the REST API (``Authorization: Bearer <token>`` in token mode, the
 local user in local mode). Errors use the spec's shape and statuses

@@ -10,7 +10,7 @@ The turn runs in the turn manager (``websocket.turn.TurnPlan``): this module fee
 events to a ``ResponseBuilder`` and, when the turn has ended, stores the final Response
 object before the terminal event goes out, so a client can chain on it at once.
 
-Approvals (PROTOCOL.md §3a): a turn that pauses for them ends its response ``completed``
+Approvals (docs/protocol.md §3a): a turn that pauses for them ends its response ``completed``
 with ``switchboard:approval_request`` items; the paused turn stays the chat's running
 turn. A request chained on that response with ``switchboard:approval_response`` items
 takes the decisions (``TurnManager.decide``) and the turn resumes into the new response;
@@ -66,7 +66,7 @@ from websocket.turn import TurnOutcome, TurnPlan
 logger = logging.getLogger("switchboard.openresponses")
 
 # A cancelled turn (a graceful shutdown ran out of time, or someone pressed Stop in the
-# chat) is a failed response: "incomplete" is for a token budget (seed 002).
+# chat) is a failed response: "incomplete" is for a token budget (docs/open-responses.md).
 CANCELLED = {
     "code": "cancelled",
     "message": "The response was stopped before it finished "
@@ -106,7 +106,7 @@ def response_error(error: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def http_error(response_id: str, outcome: TurnOutcome) -> OpenResponsesError:
-    """What a non-streaming request that failed answers (seed 002, "Error Types")."""
+    """What a non-streaming request that failed answers (the Open Responses spec, "Error Types")."""
     error = outcome.error or CANCELLED
     code = str(error.get("code") or "server_error")
     message = f"{error.get('message') or 'The response failed.'} (response {response_id})"

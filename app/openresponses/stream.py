@@ -5,7 +5,7 @@ Pure, like ``websocket.stream`` (no I/O, no asyncio): one ``ResponseBuilder`` pe
 the item events; ``finish(...)`` closes what is open and gives the terminal event
 (``response.completed`` / ``.failed`` / ``.incomplete``). Every event carries a
 ``sequence_number`` increasing from 0 and, for item events, ``output_index`` and
-``item_id`` (seed 002, "State Machines and Event Emission").
+``item_id`` (the Open Responses spec, "State Machines and Event Emission").
 
 What becomes an output item:
 
@@ -14,7 +14,7 @@ What becomes an output item:
 - each call of a Switchboard tool: a ``function_call`` item followed, once it returned,
   by its ``function_call_output`` item holding exactly the text the model read. Clients
   see the agent's work and need not run anything.
-- a call of a tool that may wait for the person's approval (``gated``, PROTOCOL.md §3a) is
+- a call of a tool that may wait for the person's approval (``gated``, docs/protocol.md §3a) is
   held back until it has run, then shown as both items at once: in the spec's agentic
   loop a ``function_call`` without its output asks the *client* to run it, which must
   never be read into a call waiting for approval. If the turn pauses instead, ``finish``
@@ -457,7 +457,7 @@ def _usage(usage: Mapping[str, int]) -> dict[str, Any]:
 
 
 def sse(event: Event) -> str:
-    """One SSE message; its ``event:`` line matches the body's ``type`` (seed 002)."""
+    """One SSE message; its ``event:`` line matches the body's ``type`` (docs/open-responses.md)."""
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
 
 

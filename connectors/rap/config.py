@@ -2,7 +2,7 @@
 
 Pydantic models at the edges, pure (no I/O): the settings (``SWITCHBOARD_RAP_TOOLS``), the
 toolset a server publishes at ``/.well-known/rap-toolset`` and the ``tool_result`` /
-``oauth`` messages it POSTs to our callback (seed 001; https://infinity.hydro.run/docs/rap).
+``oauth`` messages it POSTs to our callback (docs/rap.md; https://infinity.hydro.run/docs/rap).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ class DiffContent(BaseModel):
 
 class DisplaySegment(BaseModel):
     """A render hint. ``text`` and ``diff`` are checked; other types pass through (a UI
-    that does not know one skips it, seed 001)."""
+    that does not know one skips it, docs/rap.md)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -220,7 +220,7 @@ class DisplaySegment(BaseModel):
 
 
 class ToolResultMessage(BaseModel):
-    """``{"type": "tool_result", …}`` (seed 001)."""
+    """``{"type": "tool_result", …}`` (docs/rap.md)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 

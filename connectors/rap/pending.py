@@ -5,7 +5,7 @@ that arrives before the invocation's HTTP answer still finds it. It then moves o
 ``pending`` to ``answered`` (its result was accepted), ``expired`` (no result in time) or
 ``closed`` (the invocation failed or the turn was cancelled). Finished calls are
 remembered for ``retain`` seconds so that a repeated delivery is answered as a duplicate
-(seed 001: idempotent processing) and a late one as gone, instead of as unknown.
+(docs/rap.md: idempotent processing) and a late one as gone, instead of as unknown.
 
 In memory, per process: each instance advertises its own callback URL (docs/rap.md).
 """

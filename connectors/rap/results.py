@@ -1,6 +1,6 @@
 """A RAP callback message → the ToolResult the model and the UI get. Pure: no I/O.
 
-Seed 001: the model receives the tool's *full* ``text`` (never shortened, never a
+docs/rap.md: the model receives the tool's *full* ``text`` (never shortened, never a
 summary), while ``display_as`` only drives the card (the UI renders the first segment
 type it supports, then falls back to the text). A ``text`` starting with ``Error`` is the
 protocol's only error convention: it becomes an error card, the model reads it whole.
