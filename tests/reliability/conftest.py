@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.settings import Settings
+from tests.browser.proxy import DroppingProxy, dropping_proxy
 from tests.fakes.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,3 +153,18 @@ async def redis_url() -> AsyncIterator[str]:
     finally:
         await client.aclose()
     yield REDIS_URL
+
+
+@pytest.fixture
+async def redis_proxy(redis_url: str) -> AsyncIterator[tuple[DroppingProxy, str]]:
+    """A proxy in front of the test Redis that the test cuts (``refusing``, ``drop()``),
+    and the Redis URL through it for the servers it starts."""
+    async with dropping_proxy(int(redis_url.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        yield proxy, f"redis://127.0.0.1:{proxy.port}/0"
+
+
+async def readiness(server: Any) -> dict[str, Any]:
+    """A server process's ``/readyz`` body."""
+    async with httpx.AsyncClient(base_url=server.http) as http:
+        body: dict[str, Any] = (await http.get("/readyz")).json()
+        return body

@@ -19,8 +19,9 @@ import httpx
 
 from tests.browser.proxy import DroppingProxy
 from tests.reliability.chat_log import check_chat_log
-from tests.reliability.conftest import ROOT
+from tests.reliability.conftest import ROOT, readiness
 from tests.reliability.orphans import LEASE, stored_events
+from tests.waiting import wait_until
 from tests.ws.conftest import open_client
 
 MULTI_AGENT = "find sushi in Boston and show my account balances"
@@ -73,73 +74,63 @@ async def test_a_second_server_never_touches_the_first_ones_running_turn(
 
 
 async def test_a_server_that_starts_without_redis_keeps_trying_and_says_so(
-    servers: Any, database_url: str, redis_url: str
+    servers: Any, database_url: str, redis_url: str, redis_proxy: tuple[DroppingProxy, str]
 ) -> None:
-    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
-    proxy = DroppingProxy(port)
-    await proxy.start()
+    proxy, via_proxy = redis_proxy
     proxy.refusing = True
-    try:
-        late = servers(database_url, redis_url=f"redis://127.0.0.1:{proxy.port}/0")
-        await asyncio.to_thread(late.start)  # serving, degraded
-        async with httpx.AsyncClient(base_url=late.http) as http:
-            ready = await http.get("/readyz")
-            assert ready.status_code == 200
-            assert ready.json() == {"status": "degraded", "database": "ok", "redis": "unreachable"}
-            proxy.refusing = False
-            for _ in range(600):  # it reconnects by itself (backoff of at most 5 s)
-                if (await http.get("/readyz")).json()["status"] == "ok":
-                    break
-                await asyncio.sleep(0.1)
-            assert (await http.get("/readyz")).json() == {
-                "status": "ok",
-                "database": "ok",
-                "redis": "ok",
-            }
-        # Still a cluster member: another instance's sockets see its turns live.
-        other = servers(database_url, redis_url=redis_url)
-        await asyncio.to_thread(other.start)
-        chat_id = uuid.uuid4().hex
-        async with (
-            open_client(other.ws_url(chat_id), auto_approve=True) as watcher,
-            open_client(late.ws_url(chat_id), auto_approve=True) as client,
-        ):
-            await watcher.send({"type": "ping"})
-            await watcher.until("pong")
-            await client.send({"type": "prompt", "text": "what are my account balances"})
-            seen = await watcher.until("end_of_stream")
-        assert seen[-1]["status"] == "completed"
-    finally:
-        await proxy.close()
+    late = servers(database_url, redis_url=via_proxy)
+    await asyncio.to_thread(late.start)  # serving, degraded
+    async with httpx.AsyncClient(base_url=late.http) as http:
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "degraded", "database": "ok", "redis": "unreachable"}
+        proxy.refusing = False
+
+        async def reconnected() -> bool:  # by itself, with a backoff of at most 5 s
+            return (await readiness(late))["status"] == "ok"
+
+        await wait_until(reconnected, what="the server back in cluster mode")
+        assert (await http.get("/readyz")).json() == {
+            "status": "ok",
+            "database": "ok",
+            "redis": "ok",
+        }
+    # Still a cluster member: another instance's sockets see its turns live.
+    other = servers(database_url, redis_url=redis_url)
+    await asyncio.to_thread(other.start)
+    chat_id = uuid.uuid4().hex
+    async with (
+        open_client(other.ws_url(chat_id), auto_approve=True) as watcher,
+        open_client(late.ws_url(chat_id), auto_approve=True) as client,
+    ):
+        await watcher.send({"type": "ping"})
+        await watcher.until("pong")
+        await client.send({"type": "prompt", "text": "what are my account balances"})
+        seen = await watcher.until("end_of_stream")
+    assert seen[-1]["status"] == "completed"
 
 
 async def test_a_cancel_reaches_another_instance_while_redis_is_down(
-    servers: Any, database_url: str, redis_url: str
+    servers: Any, database_url: str, redis_proxy: tuple[DroppingProxy, str]
 ) -> None:
-    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
-    proxy = DroppingProxy(port)
-    await proxy.start()
-    try:
-        via_proxy = f"redis://127.0.0.1:{proxy.port}/0"
-        runner = servers(
-            database_url, redis_url=via_proxy, offline_delta_delay=0.2, turn_lease_seconds=LEASE
-        )
-        remote = servers(database_url, redis_url=via_proxy, turn_lease_seconds=LEASE)
-        await asyncio.to_thread(runner.start)
-        await asyncio.to_thread(remote.start)
-        chat_id = uuid.uuid4().hex
-        async with open_client(runner.ws_url(chat_id), auto_approve=True) as here:
-            await here.send({"type": "prompt", "text": MULTI_AGENT})
-            await here.until("llm_response_delta")
-            proxy.refusing = True
-            proxy.drop()  # Redis is gone for both instances
-            async with open_client(remote.ws_url(chat_id), auto_approve=True) as there:
-                await there.send({"type": "cancel"})
-                await there.send({"type": "ping"})  # handled after the cancel, in order
-                replies = await there.until("pong")
-            assert not [e for e in replies if e["type"] == "error"], replies
-            end = (await here.until("end_of_stream", within=60))[-1]
-        assert end["status"] == "cancelled"
-        check_chat_log(await stored_events(runner, chat_id))
-    finally:
-        await proxy.close()
+    proxy, via_proxy = redis_proxy
+    runner = servers(
+        database_url, redis_url=via_proxy, offline_delta_delay=0.2, turn_lease_seconds=LEASE
+    )
+    remote = servers(database_url, redis_url=via_proxy, turn_lease_seconds=LEASE)
+    await asyncio.to_thread(runner.start)
+    await asyncio.to_thread(remote.start)
+    chat_id = uuid.uuid4().hex
+    async with open_client(runner.ws_url(chat_id), auto_approve=True) as here:
+        await here.send({"type": "prompt", "text": MULTI_AGENT})
+        await here.until("llm_response_delta")
+        proxy.refusing = True
+        proxy.drop()  # Redis is gone for both instances
+        async with open_client(remote.ws_url(chat_id), auto_approve=True) as there:
+            await there.send({"type": "cancel"})
+            await there.send({"type": "ping"})  # handled after the cancel, in order
+            replies = await there.until("pong")
+        assert not [e for e in replies if e["type"] == "error"], replies
+        end = (await here.until("end_of_stream", within=60))[-1]
+    assert end["status"] == "cancelled"
+    check_chat_log(await stored_events(runner, chat_id))

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.browser.proxy import DroppingProxy
+from tests.reliability.conftest import readiness
 from tests.waiting import wait_until
 from tests.ws.conftest import open_client
 from websocket.hub import channel_of
@@ -179,40 +180,35 @@ async def test_a_snapshot_left_behind_by_an_ended_turn_does_not_stall_a_resume(
 
 
 async def test_a_socket_resumed_while_redis_is_away_gets_the_turn_once_it_is_back(
-    servers: Any, database_url: str, redis_url: str
+    servers: Any, database_url: str, redis_proxy: tuple[DroppingProxy, str]
 ) -> None:
     """A socket that resumes on another instance while Redis is away, with nothing new to
     replay, catches up from storage when Redis comes back: the turn it follows may have
     ended meanwhile, its frames lost on the way."""
-    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
-    proxy = DroppingProxy(port)
-    await proxy.start()
-    via_proxy = f"redis://127.0.0.1:{proxy.port}/0"
+    proxy, via_proxy = redis_proxy
     first = servers(database_url, redis_url=via_proxy, offline_delta_delay=0.01)
     second = servers(database_url, redis_url=via_proxy, offline_delta_delay=0.01)
     first.start()
     second.start()
     chat_id = uuid.uuid4().hex
-    try:
-        async with open_client(first.ws_url(chat_id)) as here:
-            await here.send({"type": "prompt", "text": EMAIL})
-            asked = (await here.until("approval_required"))[-1]
-            proxy.refusing = True
-            proxy.drop()
-            for server in (first, second):
-                await wait_until(lambda s=server: redis_state(s, "unreachable"), what="no redis")
-            async with open_client(second.ws_url(chat_id, after_seq=asked["seq"])) as there:
-                await there.send({"type": "ping"})
-                await there.until("pong")  # replayed (nothing) and following the chat
-                await here.decide(asked["approval_id"])
-                ended = await here.until("end_of_stream")  # published to no one
-                proxy.refusing = False
-                resumed = await there.until("end_of_stream", within=60)
-        assert persisted(resumed) == persisted(ended)
-    finally:
-        await proxy.close()
+    async with open_client(first.ws_url(chat_id)) as here:
+        await here.send({"type": "prompt", "text": EMAIL})
+        asked = (await here.until("approval_required"))[-1]
+        proxy.refusing = True
+        proxy.drop()
+        for server in (first, second):
+            await wait_until(
+                lambda s=server: redis_state(s, "unreachable"), what="redis unreachable"
+            )
+        async with open_client(second.ws_url(chat_id, after_seq=asked["seq"])) as there:
+            await there.send({"type": "ping"})
+            await there.until("pong")  # replayed (nothing) and following the chat
+            await here.decide(asked["approval_id"])
+            ended = await here.until("end_of_stream")  # published to no one
+            proxy.refusing = False
+            resumed = await there.until("end_of_stream", within=60)
+    assert persisted(resumed) == persisted(ended)
 
 
 async def redis_state(server: Any, state: str) -> bool:
-    async with httpx.AsyncClient(base_url=server.http) as http:
-        return (await http.get("/readyz")).json().get("redis") == state
+    return (await readiness(server)).get("redis") == state

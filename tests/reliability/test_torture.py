@@ -181,14 +181,10 @@ async def test_two_processes_without_redis(servers: Any, database_url: str) -> N
 
 @pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 async def test_two_processes_with_redis_through_an_outage_and_a_kill(
-    servers: Any, database_url: str, redis_url: str
+    servers: Any, database_url: str, redis_proxy: tuple[DroppingProxy, str]
 ) -> None:
-    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
-    proxy = DroppingProxy(port)
-    await proxy.start()
-    cluster = await asyncio.to_thread(
-        started, servers, database_url, 2, redis_url=f"redis://127.0.0.1:{proxy.port}/0"
-    )
+    proxy, via_proxy = redis_proxy
+    cluster = await asyncio.to_thread(started, servers, database_url, 2, redis_url=via_proxy)
 
     async def chaos() -> None:
         # Let the chats get going, then take Redis away for a while, then kill one server.
@@ -204,10 +200,7 @@ async def test_two_processes_with_redis_through_an_outage_and_a_kill(
         cluster.dead.add(1)
         cluster.servers[1].kill()
 
-    try:
-        await torture(cluster, chaos)
-    finally:
-        await proxy.close()
+    await torture(cluster, chaos)
 
 
 async def wait_for_turns(cluster: Cluster, count: int) -> None:
