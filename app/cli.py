@@ -71,7 +71,7 @@ async def _nothing(db: Database) -> None:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from app.logging import configure_logging
+    from app.log_setup import configure_logging
     from app.services import build_fernet
 
     # The factory reads settings from the environment, so overrides travel through it.

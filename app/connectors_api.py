@@ -41,9 +41,9 @@ from connectors.accounts import (
     live_credentials,
 )
 from connectors.gmail import oauth as google
-from connectors.http import ServiceError, ServiceHttp, new_client, read_json
 from connectors.plaid import client as plaid
 from connectors.registry import Connector
+from connectors.service_http import ServiceError, ServiceHttp, new_client, read_json
 from storage.accounts import AccountRepository
 from storage.records import ConnectedAccount, UserRecord
 
@@ -111,7 +111,7 @@ async def _described(services: Services, user: UserRecord, connector: Connector)
 
 
 def _upstream(exc: ServiceError) -> ApiError:
-    # The message is already safe to show (connectors.http); 502: the service failed us.
+    # The message is already safe to show (connectors.service_http); 502: the service failed us.
     status = 400 if exc.status == 400 else 502
     code = "invalid_request" if status == 400 else "server_error"
     return ApiError(status, code, str(exc))

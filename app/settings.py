@@ -47,7 +47,7 @@ class Settings(ConnectorSettings):
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     secret_key: str | None = None
     model: str = "offline"
-    # Model providers (app/models/providers.py); specs are parsed by app/models/spec.py.
+    # Model providers (app/llm/providers.py); specs are parsed by app/llm/spec.py.
     connector_model: str | None = None
     suggest_model: str | None = None
     model_api_key: SecretStr | None = None
@@ -100,7 +100,7 @@ class Settings(ConnectorSettings):
     @field_validator("model", "connector_model", "suggest_model")
     @classmethod
     def _check_model_spec(cls, value: str | None, info: ValidationInfo) -> str | None:
-        from app.models.spec import parse_optional_spec
+        from app.llm.spec import parse_optional_spec
 
         if value is None or not value.strip():
             return None if info.field_name != "model" else "offline"
@@ -122,7 +122,7 @@ class Settings(ConnectorSettings):
 
     @model_validator(mode="after")
     def _check_model_key(self) -> Settings:
-        from app.models.spec import parse_optional_spec
+        from app.llm.spec import parse_optional_spec
 
         chosen = {
             "SWITCHBOARD_MODEL": self.model,

@@ -12,9 +12,9 @@ import httpx
 from agents import Agent
 from cryptography.fernet import MultiFernet
 
-from app.models.errors import report_turn_failure
-from app.models.providers import ConfiguredModels, build_models, describe
-from app.models.suggest import Suggester
+from app.llm.errors import report_turn_failure
+from app.llm.providers import ConfiguredModels, build_models, describe
+from app.llm.suggest import Suggester
 from app.services import Services
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of

@@ -25,7 +25,7 @@ import orjson
 from agents import RunConfig, Runner
 from websockets.asyncio.client import connect
 
-from app.models.offline import OfflineModelProvider
+from app.llm.offline import OfflineModelProvider
 from app.settings import load_settings
 from bench.common import (
     PROMPT,

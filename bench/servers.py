@@ -108,7 +108,7 @@ def main() -> None:
     os.environ["BENCH_WORDS"] = str(args.words)
     factory = "bench.servers:raw_app" if args.app == "raw" else "bench.servers:long_message_app"
     if args.app == "long-message":
-        from app.logging import configure_logging
+        from app.log_setup import configure_logging
         from app.settings import load_settings
 
         configure_logging(load_settings().log_level)

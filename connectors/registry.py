@@ -23,7 +23,7 @@ from connectors.context import ChatContext
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.connectors")
 
 ENTRY_POINT_GROUP = "switchboard.connectors"
 

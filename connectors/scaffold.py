@@ -288,7 +288,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.context import ChatContext
-from connectors.http import ServiceHttp, read_json, shared_client
+from connectors.service_http import ServiceHttp, read_json, shared_client
 from connectors.tooling import ToolError
 
 from [[package]].demo import Item

@@ -51,9 +51,9 @@ from cryptography.fernet import Fernet, MultiFernet
 from connectors.accounts import demo_credentials, demo_meta
 from connectors.adapters import ACCOUNT_NEEDED_TYPES, to_plain_text
 from connectors.context import ChatContext, DemoStore
-from connectors.http import new_client
 from connectors.registry import Connector
 from connectors.responses import ToolResponse
+from connectors.service_http import new_client
 from connectors.settings import ConnectorSettings
 
 __all__ = ["ConnectorContract", "Harness", "call_tool", "harness", "sample_arguments", "tools_of"]

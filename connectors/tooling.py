@@ -38,7 +38,7 @@ from connectors.approvals import declare_side_effect
 from connectors.responses import ErrorResponse, ToolResponse
 from connectors.untrusted import fence
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.connectors.tools")
 
 ToolFunc = Callable[..., Awaitable[ToolResponse | dict[str, Any]]]
 

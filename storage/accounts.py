@@ -20,7 +20,7 @@ from storage.engine import Database, rowcount
 from storage.models import connected_accounts, utcnow
 from storage.records import ConnectedAccount
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("switchboard.storage")
 
 
 class AccountRepository:

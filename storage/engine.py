@@ -48,7 +48,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("switchboard.storage")
 
 # Execution option that marks connections of write sessions (see the module docstring).
 WRITE_OPTION = "switchboard_write"

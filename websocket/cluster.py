@@ -36,7 +36,7 @@ from websocket.hub import Frame, RunningTurn, Snapshot
 if TYPE_CHECKING:
     from websocket.hub import Hub
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.cluster")
 
 CONTROL_CHANNEL = "sb:control"
 EVENTS_PREFIX = "sb:chat:"  # followed by the hub channel

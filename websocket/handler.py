@@ -50,7 +50,7 @@ from websocket.protocol import (
 )
 from websocket.turn import ServerDraining
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.socket")
 
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from connectors.adapters import coerce_tool_output
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.stream")
 
 HANDOFF_TOOL_PREFIX = "transfer_to_"
 MAX_ERROR_MESSAGE = 200

@@ -48,7 +48,7 @@ from websocket.protocol import encode, now_ts
 from websocket.stream import OutEvent, PendingCall, StreamTranslator, pending_call, usage_payload
 from websocket.writer import EventWriter, WriterFailed
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.turn")
 
 EMPTY_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "requests": 0}
 STORAGE_FAILED = {

@@ -32,7 +32,7 @@ from websocket.metrics import Metrics
 from websocket.protocol import encode, envelope, now_ts
 from websocket.stream import OutEvent
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.writer")
 
 _WRITE_ATTEMPTS = 3
 _RETRY_DELAYS = (0.05, 0.25, 1.0)

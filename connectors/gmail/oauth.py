@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 from cryptography.fernet import InvalidToken, MultiFernet
 
-from connectors.http import ServiceError, ServiceHttp, read_json
+from connectors.service_http import ServiceError, ServiceHttp, read_json
 from connectors.settings import ConnectorSettings
 
 SCOPES = (

@@ -20,8 +20,8 @@ from typing import Any
 
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
-from connectors.http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.responses import ConnectPlaidAccountResponse
+from connectors.service_http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.settings import ConnectorSettings
 from connectors.tooling import NeedsAccount
 

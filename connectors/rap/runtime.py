@@ -30,19 +30,19 @@ from pydantic import ValidationError
 
 from connectors.approvals import declare_side_effect
 from connectors.context import ChatContext
-from connectors.http import ServiceError, ServiceHttp
 from connectors.orchestrator import ORCHESTRATOR_NAME
 from connectors.rap.config import TOOLSET_PATH, RapServerConfig, RapToolDefinition, RapToolset
 from connectors.rap.pending import DuplicateCall, PendingCalls
 from connectors.rap.results import RESPONSE_TYPE, result_from_message, timeout_result
 from connectors.rap.signing import SIGNATURE_HEADER, sign
 from connectors.registry import Connector
+from connectors.service_http import ServiceError, ServiceHttp
 from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolResult, error_result
 from storage.engine import Database
 from storage.rap import SubscriptionRepository
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.rap")
 
 CALLBACK_PATH = "/rap/callback"
 # What the Agents SDK uses as the item id when a provider has none (Chat Completions).

@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import httpx
 
 from connectors.context import ChatContext
-from connectors.http import ServiceHttp, one_line, read_json, shared_client
 from connectors.search.demo import Result, SearchBackend
+from connectors.service_http import ServiceHttp, one_line, read_json, shared_client
 from connectors.settings import ConnectorSettings
 
 GOOGLE_PAGE = 10  # the API's maximum ``num``

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from connectors.context import ChatContext
-from connectors.http import ServiceHttp, read_json, shared_client
+from connectors.service_http import ServiceHttp, read_json, shared_client
 from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 from connectors.yelp.demo import MAX_LIMIT, Business, SortBy, price_levels

@@ -136,7 +136,7 @@ def test_serve_checks_the_database_before_starting(
     sqlite_env: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Keep the test process's logging as pytest set it up.
-    monkeypatch.setattr("app.logging.configure_logging", lambda level: None)
+    monkeypatch.setattr("app.log_setup.configure_logging", lambda level: None)
     assert main(["serve", "--no-migrate"]) == 1
     assert "run `switchboard migrate`" in capsys.readouterr().err
 

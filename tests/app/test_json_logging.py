@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from app.logging import JsonFormatter, redact
+from app.log_setup import JsonFormatter, redact
 
 
 def record(message: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -59,7 +59,7 @@ def test_oauth_callback_codes_and_api_keys_are_redacted() -> None:
 
 
 def test_debug_level_keeps_driver_loggers_quiet() -> None:
-    from app.logging import QUIET_AT_DEBUG, configure_logging
+    from app.log_setup import QUIET_AT_DEBUG, configure_logging
 
     root = logging.getLogger()
     before = root.level

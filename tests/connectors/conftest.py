@@ -12,8 +12,8 @@ from cryptography.fernet import MultiFernet
 
 from app.settings import Settings
 from connectors.context import ChatContext, DemoStore
-from connectors.http import new_client
 from connectors.registry import Connector, load_connectors
+from connectors.service_http import new_client
 from connectors.testing import call_tool
 from storage.accounts import AccountRepository
 from storage.engine import Database

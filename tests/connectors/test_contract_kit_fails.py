@@ -10,9 +10,9 @@ import pytest
 from agents import Agent, RunContextWrapper
 
 from connectors.context import ChatContext
-from connectors.http import ServiceHttp, shared_client
 from connectors.registry import Connector
 from connectors.responses import ToolResponse
+from connectors.service_http import ServiceHttp, shared_client
 from connectors.testing import ConnectorContract
 from connectors.tooling import ToolError, connector_tool
 

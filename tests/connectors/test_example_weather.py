@@ -13,7 +13,7 @@ import httpx
 import pytest
 from agents import RunConfig, Runner
 
-from app.models.offline import OfflineModelProvider
+from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import ENTRY_POINT_GROUP, Connector, load_connectors

@@ -1,4 +1,4 @@
-"""connectors.http: Retry-After, backoff, which requests are retried, safe error texts."""
+"""connectors.service_http: Retry-After, backoff, which requests are retried, safe error texts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from connectors.http import (
+from connectors.service_http import (
     RetryPolicy,
     ServiceError,
     ServiceHttp,

@@ -14,7 +14,7 @@ import pytest
 from agents import Agent, FunctionTool, Handoff, RunConfig, RunContextWrapper, Runner
 from agents.tool_context import ToolContext
 
-from app.models.offline import OfflineModelProvider
+from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
 from connectors.adapters import to_plain_text
 from connectors.context import ChatContext, DemoStore
@@ -118,7 +118,7 @@ def test_entry_points_add_plugins_and_skip_broken_ones(caplog: pytest.LogCapture
         FakeEntryPoint("yelp", "connectors.yelp:connector", lambda: BY_NAME["yelp"]),
         FakeEntryPoint("clash", "c:connector", lambda: _plugin("clash", "GMail")),
     ]
-    with caplog.at_level(logging.ERROR, logger="connectors.registry"):
+    with caplog.at_level(logging.ERROR, logger="switchboard.connectors"):
         loaded = load_connectors(SETTINGS, points=points)  # type: ignore[arg-type]
 
     assert [c.name for c in loaded] == ["gmail", "plaid", "yelp", "search", "weather", "zeta"]

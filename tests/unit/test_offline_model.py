@@ -11,16 +11,16 @@ import pytest
 from agents import RunConfig, Runner
 from agents.result import RunResultStreaming
 
-from app.models.offline import (
+from app.llm.offline import (
     OfflineModel,
     OfflineModelProvider,
     offline_suggestions,
     offline_title,
 )
-from app.models.offline_planner import plan
-from app.models.offline_steps import date_range
-from app.models.offline_summary import NOT_CONNECTED, summarize
-from app.models.offline_transcript import PastCall, Transcript
+from app.llm.offline_planner import plan
+from app.llm.offline_steps import date_range
+from app.llm.offline_summary import NOT_CONNECTED, summarize
+from app.llm.offline_transcript import PastCall, Transcript
 from app.settings import Settings
 from connectors.context import ChatContext, DemoStore
 from connectors.orchestrator import build_orchestrator

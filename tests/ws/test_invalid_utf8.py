@@ -3,7 +3,7 @@
 uvicorn decodes every text frame before the app sees it; one that is not UTF-8 closes the
 socket with 1007 and was logged at ERROR with a traceback, once per connection, so a
 client reconnecting in a loop could write as many errors as it liked.
-``app.logging.configure_logging`` (what ``switchboard serve`` runs) turns those lines into
+``app.log_setup.configure_logging`` (what ``switchboard serve`` runs) turns those lines into
 warnings, at most one per ``CLIENT_NOISE_INTERVAL``.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from websockets.exceptions import ConnectionClosedError
 
-from app.logging import (
+from app.log_setup import (
     CLIENT_NOISE_INTERVAL,
     QUIET_AT_DEBUG,
     ClientNoiseFilter,

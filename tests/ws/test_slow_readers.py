@@ -120,7 +120,7 @@ async def test_a_socket_that_stops_reading_is_cut_once_its_queue_passes_the_boun
                 stalled.close()
         assert not logs.errors(), logs.describe(logs.errors())
         # Closed as too slow, and cut: its close frame could not get through.
-        assert [r.getMessage() for r in logs.records if r.name == "websocket.handler"] == [
+        assert [r.getMessage() for r in logs.records if r.name == "switchboard.socket"] == [
             "socket too slow, closing",
             "socket not reading, connection cut",
         ]

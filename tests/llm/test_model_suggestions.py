@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
-from app.models.offline import offline_title
+from app.llm.offline import offline_title
 from app.settings import Settings
 from tests.fakes.model_server import Call, Fail, FakeModelServer, Say, Stall
-from tests.models.conftest import API_KEY
-from tests.models.test_model_turns import wait_for_title
+from tests.llm.conftest import API_KEY
+from tests.llm.test_model_turns import wait_for_title
 from tests.ws.conftest import open_client, serve
 
 # The provider paths use storage the same way on both engines: the full turns of

@@ -42,8 +42,8 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from app.models.offline_planner import decide, is_small_talk, plan
-from app.models.offline_transcript import CallTool, Decision, Offer, Say, read_transcript
+from app.llm.offline_planner import decide, is_small_talk, plan
+from app.llm.offline_transcript import CallTool, Decision, Offer, Say, read_transcript
 
 MODEL_NAME = "offline"
 OutputItem = ResponseOutputMessage | ResponseFunctionToolCall

@@ -33,11 +33,11 @@ from agents.models.interface import Model, ModelProvider
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 from openai import AsyncOpenAI, Timeout
 
-from app.models.offline import OfflineModelProvider
-from app.models.spec import OPENAI_BASE_URL, ModelSpec, parse_model_spec, parse_optional_spec
+from app.llm.offline import OfflineModelProvider
+from app.llm.spec import OPENAI_BASE_URL, ModelSpec, parse_model_spec, parse_optional_spec
 from app.settings import Settings, SettingsError
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.llm")
 
 # Servers without authentication (a local Ollama or vLLM) still get a Bearer value: the
 # OpenAI client refuses to start without one, and these servers ignore it.
@@ -282,5 +282,5 @@ def build_models(settings: Settings, environ: Mapping[str, str] = os.environ) ->
 
 
 def describe(models: ConfiguredModels) -> dict[str, Any]:
-    """Log fields naming the models in use (specs carry no keys: see ``app.models.spec``)."""
+    """Log fields naming the models in use (specs carry no keys: see ``app.llm.spec``)."""
     return {f"{role}_model": spec for role, spec in models.specs.items()}

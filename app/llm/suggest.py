@@ -18,10 +18,10 @@ from agents import Agent, RunConfig, Runner
 from agents.models.interface import Model
 from pydantic import BaseModel, Field
 
-from app.models.errors import classify_model_error
-from app.models.offline import offline_suggestions, offline_title
+from app.llm.errors import classify_model_error
+from app.llm.offline import offline_suggestions, offline_title
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.llm")
 
 MAX_SUGGESTIONS = 4
 MAX_SUGGESTION_CHARS = 100

@@ -12,7 +12,7 @@ import pytest
 
 from app.settings import Settings
 from tests.fakes.model_server import Fail, FakeModelServer, Say, Stall, reply
-from tests.models.conftest import API_KEY
+from tests.llm.conftest import API_KEY
 from tests.ws.conftest import LiveServer, open_client, serve
 
 # The provider paths use storage the same way on both engines: the full turns of

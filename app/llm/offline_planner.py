@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from app.models.offline_steps import generic_arguments, steps_for
-from app.models.offline_summary import help_text, small_talk_reply, summarize
-from app.models.offline_transcript import (
+from app.llm.offline_steps import generic_arguments, steps_for
+from app.llm.offline_summary import help_text, small_talk_reply, summarize
+from app.llm.offline_transcript import (
     TOOL_ROLE,
     CallTool,
     Decision,

@@ -31,7 +31,7 @@ import httpx
 from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("switchboard.connectors.http")
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _DETAIL_CHARS = 200

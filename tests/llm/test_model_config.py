@@ -13,9 +13,9 @@ from agents import ModelSettings, OpenAIChatCompletionsModel, OpenAIResponsesMod
 from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelTimeoutError
 from agents.retry import ModelRetryNormalizedError, RetryPolicyContext
 
-from app.models.errors import classify_model_error
-from app.models.offline import OfflineModel
-from app.models.providers import (
+from app.llm.errors import classify_model_error
+from app.llm.offline import OfflineModel
+from app.llm.providers import (
     KEYLESS_PLACEHOLDER,
     RETRY_MAX_DELAY,
     backoff_delay,
@@ -23,8 +23,8 @@ from app.models.providers import (
     resolve_api_key,
     transient_retry_policy,
 )
-from app.models.spec import ModelSpec, parse_model_spec
-from app.models.suggest import clean_suggestions, clean_title
+from app.llm.spec import ModelSpec, parse_model_spec
+from app.llm.suggest import clean_suggestions, clean_title
 from app.settings import SettingsError, load_settings
 from connectors.instructions import CONNECTOR_RULES, connector_instructions, context_note
 

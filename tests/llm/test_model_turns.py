@@ -15,7 +15,7 @@ import httpx
 
 from app.settings import Settings
 from tests.fakes.model_server import Call, FakeModelServer, Recorded, Say, reply
-from tests.models.conftest import API_KEY
+from tests.llm.conftest import API_KEY
 from tests.waiting import wait_until
 from tests.ws.conftest import open_client, serve
 from tests.ws.test_turns import assert_turn_order

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from app.models.offline_summary import items_of, parse_json, strip_item, where_from_header
-from app.models.offline_transcript import TOOL_ROLE, PastCall, Transcript
+from app.llm.offline_summary import items_of, parse_json, strip_item, where_from_header
+from app.llm.offline_transcript import TOOL_ROLE, PastCall, Transcript
 
 # ----------------------------------------------------------------------------- tool steps
 

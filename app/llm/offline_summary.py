@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from app.models.offline_transcript import TOOL_ROLE, Offer, PastCall, Transcript
+from app.llm.offline_transcript import TOOL_ROLE, Offer, PastCall, Transcript
 
 # ----------------------------------------------------------------------------- reading outputs
 
