@@ -6,6 +6,7 @@ that arrives before the invocation's HTTP answer still finds it. It then moves o
 ``closed`` (the invocation failed or the turn was cancelled). Finished calls are
 remembered for ``retain`` seconds so that a repeated delivery is answered as a duplicate
 (docs/rap.md: idempotent processing) and a late one as gone, instead of as unknown.
+Those seconds are read from ``clock`` (``time.monotonic`` unless a test passes its own).
 
 In memory, per process: each instance advertises its own callback URL (docs/rap.md).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -60,9 +62,15 @@ class PendingCall:
 
 
 class PendingCalls:
-    def __init__(self, retain: float = 3600.0, max_finished: int = 20_000) -> None:
+    def __init__(
+        self,
+        retain: float = 3600.0,
+        max_finished: int = 20_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.retain = retain
         self.max_finished = max_finished
+        self.clock = clock
         self._by_digest: dict[str, PendingCall] = {}
         self._waiting: dict[tuple[str, str], PendingCall] = {}
         self._finished: OrderedDict[str, PendingCall] = OrderedDict()
@@ -96,6 +104,7 @@ class PendingCalls:
             turn_id=turn_id,
             digest=token_digest(token),
             future=asyncio.get_running_loop().create_future(),
+            opened_at=self.clock(),
         )
         self._by_digest[call.digest] = call
         self._waiting[(group_id, id)] = call
@@ -139,13 +148,13 @@ class PendingCalls:
         if call.state is not CallState.PENDING:
             return
         call.state = state
-        call.finished_at = time.monotonic()
+        call.finished_at = self.clock()
         self._waiting.pop((call.group_id, call.id), None)
         self._finished[call.digest] = call
         self._prune()
 
     def _prune(self) -> None:
-        horizon = time.monotonic() - self.retain
+        horizon = self.clock() - self.retain
         while self._finished:
             digest, oldest = next(iter(self._finished.items()))
             if len(self._finished) <= self.max_finished and (oldest.finished_at or 0) > horizon:
