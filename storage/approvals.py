@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import Database, rowcount
 from storage.errors import ApprovalDecided, ApprovalNotFound, ChatNotFound, TurnFenced
-from storage.events import ZERO_USAGE, append_events
+from storage.events import append_events
 from storage.models import (
     approvals,
     chats,
@@ -44,8 +44,15 @@ from storage.records import (
     approval_from_row,
 )
 from storage.session import answer_unanswered
+from wire.events import (
+    ZERO_USAGE,
+    ApprovalRequiredEvent,
+    ApprovalResolvedEvent,
+    Decision,
+    EndOfStreamEvent,
+    Usage,
+)
 
-Decision = str  # approved | rejected | expired | superseded
 # What the model reads for a call that never ran because its turn was stopped.
 NOT_RUN = (
     "Not run: the user stopped this request (or sent a new one) before approving "
@@ -86,21 +93,21 @@ class Decided:
     expired: bool = False
 
 
-def resolved_payload(
+def resolved_event(
     approval: ApprovalRecord,
     decision: Decision,
     reason: str | None,
     decided_by: str | None,
     via: str,
-) -> dict[str, Any]:
-    return {
-        "approval_id": approval.id,
-        "call_id": approval.call_id,
-        "decision": decision,
-        "reason": reason,
-        "decided_by": decided_by,
-        "decided_via": via,
-    }
+) -> ApprovalResolvedEvent:
+    return ApprovalResolvedEvent(
+        approval_id=approval.id,
+        call_id=approval.call_id,
+        decision=decision,
+        reason=reason,
+        decided_by=decided_by,
+        decided_via=via,
+    )
 
 
 class ApprovalStore:
@@ -127,18 +134,17 @@ class ApprovalStore:
         now = utcnow()
         expires = _rfc3339(expires_at)
         events = [
-            NewEvent(
-                "approval_required",
+            NewEvent.of(
+                ApprovalRequiredEvent(
+                    approval_id=request.id,
+                    call_id=request.call_id,
+                    name=request.name,
+                    description=request.description,
+                    arguments=request.arguments,
+                    current_agent=request.current_agent,
+                    expires_at=expires,
+                ),
                 turn_id,
-                {
-                    "approval_id": request.id,
-                    "call_id": request.call_id,
-                    "name": request.name,
-                    "description": request.description,
-                    "arguments": request.arguments,
-                    "current_agent": request.current_agent,
-                    "expires_at": expires,
-                },
                 ts,
             )
             for request in requests
@@ -287,16 +293,15 @@ class ApprovalStore:
                 )
             usage = turn.usage if turn.usage is not None else dict(ZERO_USAGE)
             new = [
-                NewEvent(
-                    "approval_resolved",
-                    turn_id,
-                    resolved_payload(a, "superseded", None, None, via),
-                    ts,
-                )
+                NewEvent.of(resolved_event(a, "superseded", None, None, via), turn_id, ts)
                 for a in pending
             ]
             new.append(
-                NewEvent("end_of_stream", turn_id, {"status": "cancelled", "usage": usage}, ts)
+                NewEvent.of(
+                    EndOfStreamEvent(status="cancelled", usage=Usage.model_validate(usage)),
+                    turn_id,
+                    ts,
+                )
             )
             records = await append_events(conn, chat_id, new)
             await conn.execute(
@@ -389,11 +394,8 @@ async def _resolve(
         conn,
         approval.chat_id,
         [
-            NewEvent(
-                "approval_resolved",
-                approval.turn_id,
-                resolved_payload(approval, decision, reason, decided_by, via),
-                ts,
+            NewEvent.of(
+                resolved_event(approval, decision, reason, decided_by, via), approval.turn_id, ts
             )
         ],
     )

@@ -51,18 +51,13 @@ from storage.records import (
     event_from_row,
     turn_from_row,
 )
+from wire.events import ZERO_USAGE, EndOfStreamEvent, ErrorEvent, Usage, UserPromptEvent
 
 # Repositories pass either; both run Core statements the same way.
 Executor = AsyncConnection | AsyncSession
 
 PREVIEW_CHARS = 120
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
-ZERO_USAGE: dict[str, int] = {
-    "input_tokens": 0,
-    "output_tokens": 0,
-    "total_tokens": 0,
-    "requests": 0,
-}
 
 
 class EventStore:
@@ -123,7 +118,7 @@ class EventStore:
                 raise TurnInProgress(existing[0].id)
 
             turn_id = uuid.uuid4().hex
-            payload = {"text": prompt, "client_message_id": client_message_id}
+            payload = UserPromptEvent(text=prompt, client_message_id=client_message_id).payload()
             values: dict[str, Any] = dict(
                 id=turn_id,
                 chat_id=chat_id,
@@ -330,24 +325,12 @@ class EventStore:
                 await session.execute(
                     update(turns).where(turns.c.id == turn_id).values(usage=usage)
                 )
-            closing = [
-                NewEvent(
-                    type="end_of_stream",
-                    turn_id=turn_id,
-                    payload={"status": "failed", "usage": dict(ZERO_USAGE)},
-                    ts=ts,
-                )
-            ]
+            closing = [NewEvent.of(EndOfStreamEvent(status="failed", usage=Usage()), turn_id, ts)]
             unfinished = await _approved_without_output(session, chat_id, turn_id)
             if unfinished:
                 closing.insert(
                     0,
-                    NewEvent(
-                        type="error",
-                        turn_id=turn_id,
-                        payload=interrupted_action_error(unfinished),
-                        ts=ts,
-                    ),
+                    NewEvent.of(interrupted_action_error(unfinished), turn_id, ts),
                 )
             records = await append_events(session, chat_id, closing)
             await session.commit()
@@ -526,17 +509,17 @@ def _lease_expired(now: datetime) -> Any:
     return or_(turns.c.lease_until.is_(None), turns.c.lease_until <= now)
 
 
-def interrupted_action_error(names: list[str]) -> dict[str, Any]:
+def interrupted_action_error(names: list[str]) -> ErrorEvent:
     """The ``error`` of a turn that died after the person approved an action that had not
     finished: it is never run again (twice would be worse than not at all)."""
     actions = ", ".join(dict.fromkeys(names))
-    return {
-        "code": "tool_error",
-        "message": f"The server stopped while carrying out what you approved ({actions}). "
+    return ErrorEvent(
+        code="tool_error",
+        message=f"The server stopped while carrying out what you approved ({actions}). "
         "It was not run again, so it may or may not have happened: check "
         "before asking again.",
-        "retryable": False,
-    }
+        retryable=False,
+    )
 
 
 async def _approved_without_output(session: AsyncSession, chat_id: str, turn_id: str) -> list[str]:

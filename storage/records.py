@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-TurnStatus = Literal["running", "completed", "cancelled", "failed"]
+from wire.events import ENVELOPE_KEYS, Event, envelope
 
-# Keys of the socket envelope; a payload must not shadow them.
-ENVELOPE_KEYS = frozenset({"type", "chat_id", "turn_id", "seq", "ts"})
+_ENVELOPE = frozenset(ENVELOPE_KEYS)
+
+TurnStatus = Literal["running", "completed", "cancelled", "failed"]
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,7 @@ class EventRecord:
                 **payload,
                 "output": {k: v for k, v in output.items() if k != "debug_info"},
             }
-        return {
-            "type": self.type,
-            "chat_id": self.chat_id,
-            "turn_id": self.turn_id,
-            "seq": self.seq,
-            "ts": self.ts,
-            **payload,
-        }
+        return envelope(self.type, self.chat_id, self.turn_id, self.seq, payload, self.ts)
 
 
 @dataclass(frozen=True)
@@ -132,12 +126,16 @@ class NewEvent:
     ts: str
 
     def __post_init__(self) -> None:
-        clash = ENVELOPE_KEYS & self.payload.keys()
+        clash = _ENVELOPE & self.payload.keys()
         if clash:
             # to_wire spreads the payload after the envelope; a clash would corrupt it.
             raise ValueError(
                 f"{self.type} event payload must not contain envelope keys {sorted(clash)}"
             )
+
+    @classmethod
+    def of(cls, event: Event, turn_id: str | None, ts: str) -> NewEvent:
+        return cls(event.type, turn_id, event.payload(), ts)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import secrets
 from collections import Counter
 from typing import Any
@@ -36,23 +35,24 @@ from websocket.hub import (
 )
 from websocket.ports import SocketGate
 from websocket.protocol import (
+    CHAT_ID,
     MAX_SEQ,
     ApprovalFrame,
     CancelFrame,
+    ErrorCode,
     FrameError,
     PingFrame,
     PromptFrame,
     ResumeFrame,
     encode,
-    envelope,
     now_ts,
     parse_client_frame,
 )
 from websocket.turn import ServerDraining
+from wire.events import ErrorEvent, Event, LlmResponseDeltaEvent, PongEvent
 
 logger = logging.getLogger("switchboard.socket")
 
-CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -342,18 +342,10 @@ class _Session:
                 await send(frame.text)
                 last_sent = highest_sent = frame.seq
         if snapshot.turn_id is not None and snapshot.current_text:
-            await send(
-                encode(
-                    envelope(
-                        "llm_response_delta",
-                        self.chat_id,
-                        snapshot.turn_id,
-                        None,
-                        {"delta": snapshot.current_text, "current_agent": snapshot.current_agent},
-                        now_ts(),
-                    )
-                )
+            delta = LlmResponseDeltaEvent(
+                delta=snapshot.current_text, current_agent=snapshot.current_agent
             )
+            await send(encode(delta.enveloped(self.chat_id, snapshot.turn_id, None)))
         return highest_sent
 
     async def _catch_up(self, last_sent: int, before: int | None = None) -> int:
@@ -367,19 +359,22 @@ class _Session:
             last_sent = record.seq
         return last_sent
 
-    def _reply(self, type_: str, payload: dict[str, Any]) -> None:
-        """An ephemeral frame for this socket only, in order with its other frames."""
+    def _reply(self, event: Event) -> None:
+        """A connection-level frame for this socket only, in order with its other frames."""
         if self.subscription is not None:
-            frame = encode(envelope(type_, self.chat_id, None, None, payload, now_ts()))
+            frame = encode(event.enveloped(self.chat_id, None, None))
             self.services.hub.send_to(self.subscription, Frame(None, frame))
 
     def _error(
-        self, code: str, message: str, retryable: bool = False, approval_id: str | None = None
+        self,
+        code: ErrorCode,
+        message: str,
+        retryable: bool = False,
+        approval_id: str | None = None,  # which approval a refused decision was about
     ) -> None:
-        payload: dict[str, Any] = {"code": code, "message": message, "retryable": retryable}
-        if approval_id is not None:  # which approval a refused decision was about
-            payload["approval_id"] = approval_id
-        self._reply("error", payload)
+        self._reply(
+            ErrorEvent(code=code, message=message, retryable=retryable, approval_id=approval_id)
+        )
 
     async def close(self, code: int, reason: str) -> None:
         """Close from the server side; the receive loop then ends."""
@@ -428,7 +423,7 @@ class _Session:
 
     async def _handle(self, frame: Any) -> None:
         if isinstance(frame, PingFrame):
-            self._reply("pong", {})
+            self._reply(PongEvent())
         elif isinstance(frame, PromptFrame):
             await self._prompt(frame)
         elif isinstance(frame, CancelFrame):

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from starlette.requests import HTTPConnection
 
 from storage.records import UserRecord
+from wire.events import ErrorEvent
 
 
 class SocketGate(Protocol):
@@ -21,7 +22,7 @@ class SocketGate(Protocol):
 
 
 class FailureReporter(Protocol):
-    """Logs why a turn failed, server-side, and returns its ``error`` event's payload:
-    a short, secret-free ``code``, ``message`` and ``retryable``."""
+    """Logs why a turn failed, server-side, and returns its ``error`` event: a short,
+    secret-free ``code``, ``message`` and ``retryable``."""
 
-    def __call__(self, exc: BaseException, extra: Mapping[str, Any]) -> dict[str, Any]: ...
+    def __call__(self, exc: BaseException, extra: Mapping[str, Any]) -> ErrorEvent: ...

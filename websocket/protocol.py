@@ -1,55 +1,42 @@
-"""Wire protocol v1.1: client frames, server events and the one serialiser (docs/protocol.md §2, §3, §5).
+"""Wire protocol v1.1: client frames and their parsing, with the server events, envelope
+and serialiser they answer with (docs/protocol.md §2, §3, §5).
 
-The pydantic models describe every frame and event exactly; they are used to parse client
-frames, to validate server events in tests and to publish JSON schema. The hot path (one
-event per streamed token) never builds a model: it builds plain dicts with ``envelope`` and
-serialises them with ``encode``.
+Client frames are defined here: only the socket reads them. Server events are defined in
+``wire.events`` (storage writes some of them) and re-exported, so this module is the whole
+protocol in one import.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-# --------------------------------------------------------------------------- shared types
+from wire.events import (
+    CHAT_ID,
+    CHAT_ID_PATTERN,
+    ENVELOPE_KEYS,
+    MAX_APPROVAL_ID,
+    MAX_CLIENT_MESSAGE_ID,
+    SERVER_EVENT_ADAPTER,
+    TS_PATTERN,
+    EndStatus,
+    ErrorCode,
+    Event,
+    encode,
+    envelope,
+    now_ts,
+    server_event_json_schema,
+    validate_server_event,
+)
 
-ErrorCode: TypeAlias = Literal[
-    "invalid_request",
-    "turn_in_progress",
-    "unauthorized",
-    "forbidden",
-    "not_found",
-    "rate_limited",
-    "account_needed",
-    "tool_error",
-    "tool_timeout",
-    "model_error",
-    "model_unavailable",
-    "server_error",
-]
-
-EndStatus: TypeAlias = Literal["completed", "cancelled", "failed"]
-
-DEFAULT_MAX_PROMPT_CHARS = 32_000
-MAX_CLIENT_MESSAGE_ID = 64
-MAX_APPROVAL_ID = 64
 MAX_APPROVAL_REASON = 500
 # Seqs are 32-bit columns (PostgreSQL INTEGER); a larger after_seq could never match and
 # would make the database query fail, so it is refused like any other bad value.
 MAX_SEQ = 2**31 - 1
-
-# RFC 3339, UTC, milliseconds, 'Z' (exactly what ``now_ts`` produces).
-TS_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
-CHAT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-
-# Envelope keys, in wire order; payload keys follow them.
-ENVELOPE_KEYS = ("type", "chat_id", "turn_id", "seq", "ts")
-_ENVELOPE_KEY_SET = frozenset(ENVELOPE_KEYS)
+DEFAULT_MAX_PROMPT_CHARS = 32_000
 
 
 class FrameError(ValueError):
@@ -259,246 +246,37 @@ def _validate(model: type[_Frame], data: dict[str, Any], max_prompt_chars: int) 
         raise _frame_error(str(data["type"]), exc, max_prompt_chars) from None
 
 
-# --------------------------------------------------------------------------- server events
+# --------------------------------------------------------------------------- exports
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class DisplayHint(_Strict):
-    type: Literal["text", "markdown", "json", "diff", "link", "card"]
-    content: Any
-
-
-class ToolResponseModel(_Strict):
-    """The ToolResponse dict of a ``tool_output`` (connectors.responses.ToolResponse.to_dict)."""
-
-    response_type: str = Field(min_length=1)
-    agent_name: str = Field(min_length=1)
-    friendly_name: str = Field(min_length=1)
-    response: dict[str, Any] | list[Any] | str
-    display_response: bool
-    display_as: list[DisplayHint] | None = None
-    content_chunks: list[dict[str, Any]] | None = None
-    error_message: str | None = None
-    # Persisted, stripped before sending (EventRecord.to_wire); valid in both forms.
-    debug_info: dict[str, Any] | None = None
-
-
-class Usage(_Strict):
-    input_tokens: int = Field(ge=0)
-    output_tokens: int = Field(ge=0)
-    total_tokens: int = Field(ge=0)
-    requests: int = Field(ge=0)
-
-
-class _Event(_Strict):
-    """Envelope of a persisted turn event: turn_id and seq are set."""
-
-    type: str
-    chat_id: str = Field(pattern=CHAT_ID_PATTERN)
-    turn_id: str = Field(min_length=1)
-    seq: int = Field(ge=1)
-    ts: str = Field(pattern=TS_PATTERN)
-
-
-class UserPromptEvent(_Event):
-    type: Literal["user_prompt"]
-    text: str = Field(min_length=1)
-    client_message_id: str | None = Field(max_length=MAX_CLIENT_MESSAGE_ID)
-
-
-class HandoffEvent(_Event):
-    type: Literal["handoff"]
-    from_agent: str
-    to_agent: str
-
-
-class AgentUpdatedEvent(_Event):
-    type: Literal["agent_updated"]
-    new_agent: str
-    name: str
-    current_agent: str
-
-
-class ToolCallEvent(_Event):
-    type: Literal["tool_call"]
-    call_id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    description: str
-    arguments: dict[str, Any]
-    current_agent: str
-
-
-class ToolOutputEvent(_Event):
-    type: Literal["tool_output"]
-    call_id: str = Field(min_length=1)
-    output: ToolResponseModel
-    current_agent: str
-
-
-class LlmResponseDeltaEvent(_Event):
-    type: Literal["llm_response_delta"]
-    seq: None  # type: ignore[assignment]  # ephemeral: never numbered
-    delta: str
-    current_agent: str
-
-
-class LlmResponseEvent(_Event):
-    type: Literal["llm_response"]
-    text: str
-    current_agent: str
-
-
-class ErrorEvent(_Event):
-    type: Literal["error"]
-    # Connection-level errors (bad frame, turn_in_progress) have neither turn nor seq.
-    turn_id: str | None = Field(min_length=1)  # type: ignore[assignment]
-    seq: int | None = Field(ge=1)  # type: ignore[assignment]
-    code: ErrorCode
-    message: str = Field(min_length=1)
-    retryable: bool
-    # On the refusal of an ``approval`` frame: the approval it was about (docs/protocol.md,
-    # "Approval records"); absent otherwise.
-    approval_id: str | None = Field(default=None, max_length=MAX_APPROVAL_ID)
-
-    @model_validator(mode="after")
-    def _seq_iff_turn(self) -> ErrorEvent:
-        if (self.turn_id is None) != (self.seq is None):
-            raise ValueError("an error has both turn_id and seq (turn) or neither (connection)")
-        return self
-
-
-class EndOfStreamEvent(_Event):
-    type: Literal["end_of_stream"]
-    status: EndStatus
-    usage: Usage
-
-
-class SuggestedPromptsEvent(_Event):
-    type: Literal["suggested_prompts"]
-    prompts: list[str] = Field(max_length=4)
-
-
-class ApprovalRequiredEvent(_Event):
-    type: Literal["approval_required"]
-    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
-    call_id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    description: str
-    arguments: dict[str, Any]
-    current_agent: str
-    expires_at: str = Field(pattern=TS_PATTERN)
-
-
-class ApprovalResolvedEvent(_Event):
-    type: Literal["approval_resolved"]
-    approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
-    call_id: str = Field(min_length=1)
-    decision: Literal["approved", "rejected", "expired", "superseded"]
-    reason: str | None
-    # The decision's record (docs/protocol.md, "Approval records"): the user who decided,
-    # or null when the server did (expiry, a new prompt), and through what.
-    decided_by: str | None = None
-    decided_via: str | None = None
-
-
-class PongEvent(_Event):
-    type: Literal["pong"]
-    turn_id: None  # type: ignore[assignment]
-    seq: None  # type: ignore[assignment]
-
-
-ServerEvent: TypeAlias = Annotated[
-    UserPromptEvent
-    | HandoffEvent
-    | AgentUpdatedEvent
-    | ToolCallEvent
-    | ToolOutputEvent
-    | LlmResponseDeltaEvent
-    | LlmResponseEvent
-    | ErrorEvent
-    | EndOfStreamEvent
-    | SuggestedPromptsEvent
-    | PongEvent
-    | ApprovalRequiredEvent
-    | ApprovalResolvedEvent,
-    Field(discriminator="type"),
+__all__ = [
+    "CHAT_ID",
+    "CHAT_ID_PATTERN",
+    "CLIENT_FRAME_ADAPTER",
+    "MAX_APPROVAL_ID",
+    "MAX_CLIENT_MESSAGE_ID",
+    "TS_PATTERN",
+    "Event",
+    "ENVELOPE_KEYS",
+    "SERVER_EVENT_ADAPTER",
+    "ApprovalFrame",
+    "CancelFrame",
+    "ClientFrame",
+    "EndStatus",
+    "ErrorCode",
+    "FrameError",
+    "PingFrame",
+    "PromptFrame",
+    "ResumeFrame",
+    "client_frame_json_schema",
+    "encode",
+    "envelope",
+    "now_ts",
+    "parse_client_frame",
+    "server_event_json_schema",
+    "unstorable_at",
+    "validate_server_event",
 ]
-SERVER_EVENT_ADAPTER: TypeAdapter[ServerEvent] = TypeAdapter(ServerEvent)
-
-# Event types that are never persisted and carry ``seq: null``.
-EPHEMERAL_TYPES = frozenset({"llm_response_delta", "pong"})
-
-
-def validate_server_event(event: dict[str, Any]) -> BaseModel:
-    """Check a wire event against its model (tests, debugging); raises ``ValidationError``."""
-    return SERVER_EVENT_ADAPTER.validate_python(event)
 
 
 def client_frame_json_schema() -> dict[str, Any]:
     return CLIENT_FRAME_ADAPTER.json_schema()
-
-
-def server_event_json_schema() -> dict[str, Any]:
-    return SERVER_EVENT_ADAPTER.json_schema()
-
-
-# --------------------------------------------------------------------------- hot path
-
-
-def now_ts() -> str:
-    """Current time as RFC 3339 UTC with milliseconds, e.g. ``2025-01-31T12:00:00.123Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def envelope(
-    type: str,
-    chat_id: str,
-    turn_id: str | None,
-    seq: int | None,
-    payload: dict[str, Any],
-    ts: str | None = None,
-) -> dict[str, Any]:
-    """The wire dict: envelope keys first (type, chat_id, turn_id, seq, ts), then the payload."""
-    if not _ENVELOPE_KEY_SET.isdisjoint(payload):
-        # A payload key would silently overwrite the envelope: a programming error.
-        raise ValueError(
-            f"payload must not contain envelope keys: {sorted(_ENVELOPE_KEY_SET & payload.keys())}"
-        )
-    return {
-        "type": type,
-        "chat_id": chat_id,
-        "turn_id": turn_id,
-        "seq": seq,
-        "ts": ts if ts is not None else now_ts(),
-        **payload,
-    }
-
-
-def _encode_orjson(event: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(event).decode()
-    except orjson.JSONEncodeError:
-        pass
-    # Rare: non-str keys (json and pydantic-core stringify them). The option costs ~40%,
-    # so it is only the retry.
-    try:
-        return orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS).decode()
-    except orjson.JSONEncodeError as exc:
-        raise TypeError(str(exc)) from None
-
-
-# bench/serialise.py: pydantic-core is ~3x faster than stdlib json and orjson ~2x faster
-# again, with the same compact UTF-8 JSON.
-_encode = _encode_orjson
-
-
-def encode(event: dict[str, Any]) -> str:
-    """The one serialiser for everything sent on a socket: compact UTF-8 JSON, keys in order.
-
-    NaN and Infinity become ``null`` (they are not JSON and a browser would reject the frame);
-    a value JSON cannot represent raises ``TypeError``.
-    """
-    return _encode(event)

@@ -1,8 +1,9 @@
 """Agents SDK stream events -> protocol events (docs/protocol.md §3). Pure: no I/O, no asyncio.
 
 One ``StreamTranslator`` per turn. The turn runner feeds it every event of
-``RunResultStreaming.stream_events()``, envelopes what comes out (``websocket.protocol``),
-persists the events marked ``persisted`` and publishes everything.
+``RunResultStreaming.stream_events()``; what comes out are the protocol's event models
+(``wire.events``), which the writer persists (those marked ``persisted``), envelopes and
+publishes.
 
 Known limits of the SDK's event order, documented rather than patched over:
 
@@ -20,7 +21,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from agents import ItemHelpers
 from agents.items import HandoffOutputItem, MessageOutputItem, ToolCallItem, ToolCallOutputItem
@@ -32,6 +33,18 @@ from agents.stream_events import (
 from pydantic import BaseModel
 
 from connectors.adapters import coerce_tool_output
+from wire.events import (
+    AgentUpdatedEvent,
+    ErrorEvent,
+    Event,
+    HandoffEvent,
+    LlmResponseDeltaEvent,
+    LlmResponseEvent,
+    ToolCallEvent,
+    ToolOutputEvent,
+    Usage,
+)
+from wire.tool_response import ToolResponseData
 
 logger = logging.getLogger("switchboard.stream")
 
@@ -41,16 +54,8 @@ MAX_ERROR_MESSAGE = 200
 # (server-side, never sent): a tool that never answered in time (a RAP remote tool, see
 # connectors/rap) is ``tool_timeout``, which a client may retry; anything else is a
 # ``tool_error``.
-RETRYABLE_TOOL_ERRORS = {"tool_error": False, "tool_timeout": True}
-
-
-@dataclass(frozen=True, slots=True)
-class OutEvent:
-    """A protocol event before its envelope; ``persisted`` is False only for ephemeral ones."""
-
-    type: str
-    payload: dict[str, Any]
-    persisted: bool
+ToolErrorCode: TypeAlias = Literal["tool_error", "tool_timeout"]
+RETRYABLE_TOOL_ERRORS: dict[ToolErrorCode, bool] = {"tool_error": False, "tool_timeout": True}
 
 
 class StreamTranslator:
@@ -96,7 +101,7 @@ class StreamTranslator:
         """Text streamed since the last ``llm_response``: what a resuming client must redraw."""
         return "".join("".join(parts) for parts in self._pending.values())
 
-    def translate(self, event: object) -> list[OutEvent]:
+    def translate(self, event: object) -> list[Event]:
         try:
             if isinstance(event, RawResponsesStreamEvent):
                 return self._raw(event)
@@ -111,7 +116,7 @@ class StreamTranslator:
 
     # ----------------------------------------------------------------- per event kind
 
-    def _raw(self, event: RawResponsesStreamEvent) -> list[OutEvent]:
+    def _raw(self, event: RawResponsesStreamEvent) -> list[Event]:
         data = event.data
         if getattr(data, "type", None) != "response.output_text.delta":
             return []
@@ -119,23 +124,15 @@ class StreamTranslator:
         if not isinstance(delta, str) or not delta:
             return []
         self._pending.setdefault(str(getattr(data, "item_id", "")), []).append(delta)
-        return [
-            OutEvent(
-                "llm_response_delta", {"delta": delta, "current_agent": self._current_agent}, False
-            )
-        ]
+        return [LlmResponseDeltaEvent(delta=delta, current_agent=self._current_agent)]
 
-    def _run_item(self, event: RunItemStreamEvent) -> list[OutEvent]:
+    def _run_item(self, event: RunItemStreamEvent) -> list[Event]:
         item = event.item
         if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
             return self._message(item)
         if event.name == "handoff_occured" and isinstance(item, HandoffOutputItem):
             return [
-                OutEvent(
-                    "handoff",
-                    {"from_agent": item.source_agent.name, "to_agent": item.target_agent.name},
-                    True,
-                )
+                HandoffEvent(from_agent=item.source_agent.name, to_agent=item.target_agent.name)
             ]
         if event.name == "tool_called" and isinstance(item, ToolCallItem):
             return self._tool_called(item)
@@ -144,7 +141,7 @@ class StreamTranslator:
         # handoff_requested: the transfer call is not a tool_call; reasoning, mcp, … not shown.
         return []
 
-    def _agent_updated(self, event: AgentUpdatedStreamEvent) -> list[OutEvent]:
+    def _agent_updated(self, event: AgentUpdatedStreamEvent) -> list[Event]:
         name = event.new_agent.name
         first, self._seen_agent_update = not self._seen_agent_update, True
         unchanged = name == self._current_agent
@@ -153,14 +150,13 @@ class StreamTranslator:
             return []  # §3: not sent for the orchestrator at turn start
         if unchanged and not first:
             return []  # a resumed run starts with the agent that paused
-        payload = {
-            "new_agent": name,
-            "name": self._display_names.get(name, name),
-            "current_agent": name,
-        }
-        return [OutEvent("agent_updated", payload, True)]
+        return [
+            AgentUpdatedEvent(
+                new_agent=name, name=self._display_names.get(name, name), current_agent=name
+            )
+        ]
 
-    def _message(self, item: MessageOutputItem) -> list[OutEvent]:
+    def _message(self, item: MessageOutputItem) -> list[Event]:
         text = ItemHelpers.text_message_output(item)
         item_id = str(getattr(item.raw_item, "id", ""))
         # Providers that do not carry ids through (Chat Completions shims) still stream the
@@ -168,11 +164,9 @@ class StreamTranslator:
         key = item_id if item_id in self._pending else next(iter(self._pending), None)
         if key is not None:
             del self._pending[key]
-        return [
-            OutEvent("llm_response", {"text": text, "current_agent": self._current_agent}, True)
-        ]
+        return [LlmResponseEvent(text=text, current_agent=self._current_agent)]
 
-    def _tool_called(self, item: ToolCallItem) -> list[OutEvent]:
+    def _tool_called(self, item: ToolCallItem) -> list[Event]:
         raw = item.raw_item
         kind = _get(raw, "type")
         name = item.tool_name or _get(raw, "name") or kind or "tool"
@@ -186,16 +180,17 @@ class StreamTranslator:
         if call_id in self._called:
             return []
         self._called.add(call_id)
-        payload = {
-            "call_id": call_id,
-            "name": name,
-            "description": self._descriptions.get(name) or _humanise(name),
-            "arguments": call_arguments(raw),
-            "current_agent": self._current_agent,
-        }
-        return [OutEvent("tool_call", payload, True)]
+        return [
+            ToolCallEvent(
+                call_id=call_id,
+                name=name,
+                description=self._descriptions.get(name) or _humanise(name),
+                arguments=call_arguments(raw),
+                current_agent=self._current_agent,
+            )
+        ]
 
-    def _tool_output(self, item: ToolCallOutputItem) -> list[OutEvent]:
+    def _tool_output(self, item: ToolCallOutputItem) -> list[Event]:
         call_id = _get(item.raw_item, "call_id") or _get(item.raw_item, "id")
         call_id = str(call_id) if call_id else ""
         # Only outputs of reported calls, once each: never an orphan tool_output.
@@ -206,26 +201,21 @@ class StreamTranslator:
         output = coerce_tool_output(item.output, agent)
         if output.get("display_response", True) is False:
             return []  # §3: hidden output is neither sent nor persisted; the model still has it
-        events = [
-            OutEvent(
-                "tool_output",
-                {"call_id": call_id, "output": output, "current_agent": self._current_agent},
-                True,
+        events: list[Event] = [
+            ToolOutputEvent(
+                call_id=call_id,
+                output=ToolResponseData.model_validate(output),
+                current_agent=self._current_agent,
             )
         ]
         if output.get("response_type") == "error":
             message = output.get("error_message") or output.get("response")
             code = _tool_error_code(output)
             events.append(
-                OutEvent(
-                    "error",
-                    {
-                        "code": code,
-                        "message": _short(message if isinstance(message, str) else "")
-                        or "A tool failed.",
-                        "retryable": RETRYABLE_TOOL_ERRORS[code],
-                    },
-                    True,
+                ErrorEvent(
+                    code=code,
+                    message=_short(message if isinstance(message, str) else "") or "A tool failed.",
+                    retryable=RETRYABLE_TOOL_ERRORS[code],
                 )
             )
         return events
@@ -258,10 +248,9 @@ def pending_call(
     )
 
 
-def usage_payload(usage: Any) -> dict[str, int]:
-    """``agents.usage.Usage`` (or None) -> the ``end_of_stream.usage`` dict."""
-    keys = ("input_tokens", "output_tokens", "total_tokens", "requests")
-    return {key: int(getattr(usage, key, 0) or 0) for key in keys}
+def usage_of(usage: Any) -> Usage:
+    """``agents.usage.Usage`` (or None) -> the ``end_of_stream.usage`` model."""
+    return Usage(**{key: int(getattr(usage, key, 0) or 0) for key in Usage.model_fields})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -302,10 +291,10 @@ def call_arguments(raw: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw": value}
 
 
-def _tool_error_code(output: dict[str, Any]) -> str:
+def _tool_error_code(output: dict[str, Any]) -> ToolErrorCode:
     debug = output.get("debug_info")
     code = debug.get("error_code") if isinstance(debug, dict) else None
-    return code if isinstance(code, str) and code in RETRYABLE_TOOL_ERRORS else "tool_error"
+    return "tool_timeout" if code == "tool_timeout" else "tool_error"
 
 
 def _short(message: str) -> str:

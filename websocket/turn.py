@@ -45,23 +45,33 @@ from websocket.metrics import Metrics
 from websocket.pause import ResumeFailed, paused_state, restore, restore_session
 from websocket.ports import FailureReporter
 from websocket.protocol import encode, now_ts
-from websocket.stream import OutEvent, PendingCall, StreamTranslator, pending_call, usage_payload
+from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
 from websocket.writer import EventWriter, WriterFailed
+from wire.events import (
+    EndOfStreamEvent,
+    ErrorEvent,
+    Event,
+    LlmResponseDeltaEvent,
+    LlmResponseEvent,
+    SuggestedPromptsEvent,
+    ToolCallEvent,
+    ToolOutputEvent,
+    Usage,
+)
 
 logger = logging.getLogger("switchboard.turn")
 
-EMPTY_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "requests": 0}
-STORAGE_FAILED = {
-    "code": "server_error",
-    "message": "The database became unavailable, so this turn was stopped. Try again in a moment.",
-    "retryable": True,
-}
-RESUME_FAILED = {
-    "code": "server_error",
-    "message": "This turn could not continue after the approval (the server was updated "
+STORAGE_FAILED = ErrorEvent(
+    code="server_error",
+    message="The database became unavailable, so this turn was stopped. Try again in a moment.",
+    retryable=True,
+)
+RESUME_FAILED = ErrorEvent(
+    code="server_error",
+    message="This turn could not continue after the approval (the server was updated "
     "while it waited). Nothing was run; ask again.",
-    "retryable": False,
-}
+    retryable=False,
+)
 DEFAULT_APPROVAL_TIMEOUT = 86_400.0
 DEFAULT_LEASE_SECONDS = 15.0
 
@@ -585,13 +595,13 @@ class TurnManager:
             engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names
         )
         status: RunStatus = "completed"
-        usage = dict(EMPTY_USAGE)
+        usage = Usage()
         shown_types: list[str] = []
         final_text = partial_text = ""
         log_extra = {"chat_id": chat_id, "turn_id": turn_id}
         session = TurnSession(ChatSession(self.db, chat_id))
         external, plan = plan is not None, plan or TurnPlan()
-        failed_with: dict[str, Any] | None = None  # the error event of a failed turn
+        failed_with: ErrorEvent | None = None  # the error event of a failed turn
         agent = plan.agent or engine.orchestrator
         context = engine.make_context(user_id, chat_id, turn_id)
         waiting: list[PendingCall] = []  # the calls a paused turn waits on
@@ -632,16 +642,16 @@ class TurnManager:
                     _observe(plan.observe, sdk_event, log_extra)
                 for event in translator.translate(sdk_event):
                     tools.see(event)
-                    if event.type == "tool_output":
-                        shown_types.append(event.payload["output"].get("response_type", ""))
-                    elif event.type == "llm_response_delta":
-                        partial_text += event.payload["delta"]
-                    elif event.type == "llm_response":
-                        final_text, partial_text = event.payload["text"], ""
+                    if isinstance(event, LlmResponseDeltaEvent):
+                        partial_text += event.delta
+                    elif isinstance(event, LlmResponseEvent):
+                        final_text, partial_text = event.text, ""
+                    elif isinstance(event, ToolOutputEvent):
+                        shown_types.append(event.output.response_type)
                     writer.put(event)
                 if writer.error is not None:
                     raise WriterFailed("could not persist the turn") from writer.error
-            usage = usage_payload(result.context_wrapper.usage)
+            usage = usage_of(result.context_wrapper.usage)
             if active.cancel_requested:
                 status = "cancelled"
             elif result.interruptions:
@@ -663,23 +673,23 @@ class TurnManager:
             logger.error("turn aborted: storage unavailable", extra=log_extra)
             if active.result is not None:
                 active.result.cancel()  # no more tool calls for a turn that has stopped
-                usage = usage_payload(active.result.context_wrapper.usage)
+                usage = usage_of(active.result.context_wrapper.usage)
             # Written with the end_of_stream once the store is back (websocket.writer).
-            failed_with = dict(STORAGE_FAILED)
-            writer.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
+            failed_with = STORAGE_FAILED
+            writer.put(STORAGE_FAILED)
         except ResumeFailed:
-            status, failed_with = "failed", dict(RESUME_FAILED)
+            status, failed_with = "failed", RESUME_FAILED
             logger.exception("a paused turn could not be resumed", extra=log_extra)
-            writer.put(OutEvent("error", dict(RESUME_FAILED), persisted=True))
+            writer.put(RESUME_FAILED)
         except Exception as exc:
             status = "cancelled" if active.cancel_requested else "failed"
             if status == "failed":
                 # Logged server-side by the app's reporter; the event says only what is safe.
                 error = failed_with = engine.report_failure(exc, log_extra)
-                metrics.model_errors.labels(error["code"]).inc()
-                writer.put(OutEvent("error", error, persisted=True))
+                metrics.model_errors.labels(error.code).inc()
+                writer.put(error)
             if active.result is not None:
-                usage = usage_payload(active.result.context_wrapper.usage)
+                usage = usage_of(active.result.context_wrapper.usage)
 
         if status != "completed" and partial_text:
             final_text = partial_text  # what the user saw before the turn stopped
@@ -699,16 +709,16 @@ class TurnManager:
                     log_extra,
                 )
                 if failing is not None:  # the pause could not be stored: the turn fails
-                    writer, status, failed_with = failing, "failed", dict(STORAGE_FAILED)
+                    writer, status, failed_with = failing, "failed", STORAGE_FAILED
             if status != "paused":
                 active.ending = True  # its status is final: a cancel now has nothing to stop
                 writer.put(
-                    OutEvent("end_of_stream", {"status": status, "usage": usage}, persisted=True),
+                    EndOfStreamEvent(status=status, usage=usage),
                     TurnUpdate(
                         turn_id=turn_id,
                         status=status,
                         final_text=final_text,
-                        usage=usage,
+                        usage=usage.model_dump(),
                         items=session.items_to_keep(status == "completed"),
                     ),
                 )
@@ -742,9 +752,9 @@ class TurnManager:
                     await plan.finished(
                         TurnOutcome(
                             status,
-                            usage,
+                            usage.model_dump(),
                             final_text,
-                            failed_with,
+                            failed_with.payload() if failed_with is not None else None,
                             tuple(r.to_wire() for r in asked),
                         )
                     )
@@ -798,7 +808,7 @@ class TurnManager:
         result: RunResultStreaming,
         session: TurnSession,
         waiting: list[PendingCall],
-        usage: dict[str, int],
+        usage: Usage,
         text: str,
         current_agent: str,
         log_extra: dict[str, Any],
@@ -827,7 +837,7 @@ class TurnManager:
                 writer.turn_id,
                 requests,
                 paused_state(result, session, current_agent),
-                usage,
+                usage.model_dump(),
                 expires_at,
                 now_ts(),
                 text=text,
@@ -838,7 +848,7 @@ class TurnManager:
         except Exception:
             logger.exception("could not store the turn's pause", extra=log_extra)
             failed = self._writer(active)
-            failed.put(OutEvent("error", dict(STORAGE_FAILED), persisted=True))
+            failed.put(STORAGE_FAILED)
             return [], failed
         if paused.cancel_requested:  # asked on another instance before the run paused
             active.cancel_requested = True
@@ -871,7 +881,7 @@ class TurnManager:
             try:
                 prompts = (await active.suggestion)[:4]
                 writer = self._writer(active, after_end=True)
-                writer.put(OutEvent("suggested_prompts", {"prompts": prompts}, persisted=True))
+                writer.put(SuggestedPromptsEvent(prompts=prompts))
                 await writer.close()
             except asyncio.CancelledError:
                 if not active.suggestion.cancelled():
@@ -926,12 +936,12 @@ class ToolTally:
         self.agents: dict[str, str] = {}
         self.outcomes: dict[str, str] = {}
 
-    def see(self, event: OutEvent) -> None:
-        if event.type == "tool_call":
-            self.agents[event.payload["call_id"]] = event.payload.get("current_agent", "")
-        elif event.type == "tool_output":
-            failed = event.payload["output"].get("response_type") == "error"
-            self.outcomes[event.payload["call_id"]] = "error" if failed else "ok"
+    def see(self, event: Event) -> None:
+        if isinstance(event, ToolCallEvent):
+            self.agents[event.call_id] = event.current_agent
+        elif isinstance(event, ToolOutputEvent):
+            failed = event.output.response_type == "error"
+            self.outcomes[event.call_id] = "error" if failed else "ok"
 
     def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()) -> None:
         """Count the calls that ran; ``waiting`` ones (paused for approval) have not yet:

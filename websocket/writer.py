@@ -29,8 +29,14 @@ from storage.events import EventStore
 from storage.records import EventRecord, NewEvent, TurnUpdate
 from websocket.hub import Frame, Hub
 from websocket.metrics import Metrics
-from websocket.protocol import encode, envelope, now_ts
-from websocket.stream import OutEvent
+from wire.events import (
+    ErrorEvent,
+    Event,
+    LlmResponseDeltaEvent,
+    LlmResponseEvent,
+    encode,
+    now_ts,
+)
 
 logger = logging.getLogger("switchboard.writer")
 
@@ -38,12 +44,12 @@ _WRITE_ATTEMPTS = 3
 _RETRY_DELAYS = (0.05, 0.25, 1.0)
 # Waits before each try to write a failed turn's last events and end (~24 s in all).
 FINAL_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0)
-UNSAVED_TURN = {
-    "code": "server_error",
-    "message": "The database is unavailable, so this turn could not be saved. "
+UNSAVED_TURN = ErrorEvent(
+    code="server_error",
+    message="The database is unavailable, so this turn could not be saved. "
     "Reconnect and resume in a moment.",
-    "retryable": True,
-}
+    retryable=True,
+)
 
 
 class WriterFailed(RuntimeError):
@@ -52,7 +58,7 @@ class WriterFailed(RuntimeError):
 
 @dataclass
 class _Item:
-    event: OutEvent
+    event: Event
     ts: str
     update: TurnUpdate | None
 
@@ -105,7 +111,7 @@ class EventWriter:
         self._queue: asyncio.Queue[_Item | object] = asyncio.Queue()
         self._task = asyncio.create_task(self._run(), name=f"writer-{turn_id}")
 
-    def put(self, event: OutEvent, update: TurnUpdate | None = None) -> None:
+    def put(self, event: Event, update: TurnUpdate | None = None) -> None:
         self._queue.put_nowait(_Item(event, now_ts(), update))
 
     async def close(self) -> None:
@@ -155,13 +161,14 @@ class EventWriter:
 
     def _track_text(self, batch: list[_Item]) -> None:
         for item in batch:
-            if item.event.type == "llm_response_delta":
+            event = item.event
+            if isinstance(event, LlmResponseDeltaEvent):
                 if not self._streaming:
                     self._text_parts, self._streaming = [], True
-                self._text_parts.append(item.event.payload["delta"])
+                self._text_parts.append(event.delta)
                 self._text_changed = True
-            elif item.event.type == "llm_response":
-                self._text_parts, self._streaming = [item.event.payload["text"]], False
+            elif isinstance(event, LlmResponseEvent):
+                self._text_parts, self._streaming = [event.text], False
                 self._text_changed = True
 
     async def _write(self, batch: list[_Item]) -> None:
@@ -235,9 +242,7 @@ class EventWriter:
             [
                 Frame(
                     None,
-                    encode(
-                        envelope("error", self.chat_id, None, None, dict(UNSAVED_TURN), now_ts())
-                    ),
+                    encode(UNSAVED_TURN.enveloped(self.chat_id, None, None)),
                 )
             ],
         )
@@ -251,24 +256,19 @@ class EventWriter:
         frames = []
         for item in _coalesce_deltas(batch):
             event = item.event
-            payload = event.payload
             if event.persisted:
                 record = next(published)
                 text, seq = encode(record.to_wire()), record.seq
             else:
-                text, seq = (
-                    encode(
-                        envelope(event.type, self.chat_id, self.turn_id, None, payload, item.ts)
-                    ),
-                    None,
-                )
+                wire = event.enveloped(self.chat_id, self.turn_id, None, item.ts)
+                text, seq = encode(wire), None
             frames.append(
                 Frame(
                     seq,
                     text,
-                    delta=payload["delta"] if event.type == "llm_response_delta" else None,
-                    agent=payload.get("current_agent"),
-                    message_done=event.type == "llm_response",
+                    delta=event.delta if isinstance(event, LlmResponseDeltaEvent) else None,
+                    agent=getattr(event, "current_agent", None),
+                    message_done=isinstance(event, LlmResponseEvent),
                 )
             )
         self.hub.publish(self.channel, frames)
@@ -276,11 +276,7 @@ class EventWriter:
     def _new_events(self, batch: list[_Item]) -> list[NewEvent]:
         """The batch's persisted events, in order, before storage gives them seqs."""
         return [
-            NewEvent(
-                type=item.event.type, turn_id=self.turn_id, payload=item.event.payload, ts=item.ts
-            )
-            for item in batch
-            if item.event.persisted
+            NewEvent.of(item.event, self.turn_id, item.ts) for item in batch if item.event.persisted
         ]
 
     def _merged_update(self, batch: list[_Item]) -> TurnUpdate | None:
@@ -339,28 +335,25 @@ def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:
     batch holds many, and one frame instead of dozens halves the per-delta cost.
     """
     out: list[_Item] = []
-    run: list[_Item] = []
+
+    run: list[tuple[_Item, LlmResponseDeltaEvent]] = []
 
     def flush() -> None:
         if len(run) == 1:
-            out.append(run[0])
+            out.append(run[0][0])
         elif run:
-            first = run[0]
-            payload = {
-                **first.event.payload,
-                "delta": "".join(item.event.payload["delta"] for item in run),
-            }
-            out.append(_Item(OutEvent(first.event.type, payload, False), first.ts, None))
+            item, first = run[0]
+            joined = "".join(delta.delta for _, delta in run)
+            merged = LlmResponseDeltaEvent(delta=joined, current_agent=first.current_agent)
+            out.append(_Item(merged, item.ts, None))
         run.clear()
 
     for item in batch:
         event = item.event
-        if event.type == "llm_response_delta" and item.update is None:
-            if run and run[0].event.payload.get("current_agent") != event.payload.get(
-                "current_agent"
-            ):
+        if isinstance(event, LlmResponseDeltaEvent) and item.update is None:
+            if run and run[0][1].current_agent != event.current_agent:
                 flush()
-            run.append(item)
+            run.append((item, event))
             continue
         flush()
         out.append(item)

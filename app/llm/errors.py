@@ -17,6 +17,8 @@ from typing import Any, Literal
 import openai
 from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelTimeoutError
 
+from wire.events import ErrorEvent
+
 FailureCode = Literal["rate_limited", "model_unavailable", "model_error"]
 
 _SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
@@ -38,9 +40,9 @@ class ModelFailure:
     request_id: str | None = None
     provider_error: bool = True  # False: not the provider's doing (a bug, a config slip)
 
-    def payload(self) -> dict[str, Any]:
-        """The ``error`` event payload."""
-        return {"code": self.code, "message": self.message, "retryable": self.retryable}
+    def event(self) -> ErrorEvent:
+        """The ``error`` event the user sees."""
+        return ErrorEvent(code=self.code, message=self.message, retryable=self.retryable)
 
     def log_fields(self, exc: BaseException) -> dict[str, Any]:
         fields: dict[str, Any] = {"error_code": self.code, "error_type": type(exc).__name__}
@@ -216,6 +218,6 @@ def log_model_failure(
 _turn_logger = logging.getLogger("switchboard.turn")
 
 
-def report_turn_failure(exc: BaseException, extra: Mapping[str, Any]) -> dict[str, Any]:
+def report_turn_failure(exc: BaseException, extra: Mapping[str, Any]) -> ErrorEvent:
     """The turn engine's failure reporter (``websocket.ports.FailureReporter``)."""
-    return log_model_failure(_turn_logger, exc, extra).payload()
+    return log_model_failure(_turn_logger, exc, extra).event()

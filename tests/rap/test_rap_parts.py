@@ -24,7 +24,8 @@ from connectors.tooling import ToolResult
 from connectors.untrusted import fence
 from tests.fakes.rap_tool import TOOLS
 from tests.fakes.rap_tool import signature as third_party_signature
-from websocket.stream import OutEvent, StreamTranslator
+from websocket.stream import StreamTranslator
+from wire.events import Event
 
 NOTES = Agent(name="Notes")
 
@@ -286,7 +287,7 @@ def test_schema_problems_name_the_field() -> None:
 # ----------------------------------------------------------------------------- translator
 
 
-def _translate(value: Any) -> list[OutEvent]:
+def _translate(value: Any) -> list[Event]:
     translator = StreamTranslator("Switchboard", {}, {})
     call = ResponseFunctionToolCall(
         type="function_call", name="lookup", arguments="{}", call_id="c1", id="fc_1"
@@ -308,9 +309,9 @@ def test_a_timeout_result_is_reported_as_tool_timeout() -> None:
     )
     out = _translate(result)
     assert [e.type for e in out] == ["tool_output", "error"]
-    assert out[1].payload["code"] == "tool_timeout" and out[1].payload["retryable"] is True
-    assert "debug_info" in out[0].payload["output"]  # persisted; stripped on the wire
-    assert json.loads(json.dumps(out[0].payload))  # plain JSON
+    assert out[1].payload()["code"] == "tool_timeout" and out[1].payload()["retryable"] is True
+    assert "debug_info" in out[0].payload()["output"]  # persisted; stripped on the wire
+    assert json.loads(json.dumps(out[0].payload()))  # plain JSON
 
 
 @pytest.mark.parametrize(
@@ -327,4 +328,4 @@ def test_other_errors_stay_tool_error(debug_info: dict[str, Any] | None) -> None
     from connectors.tooling import error_result
 
     out = _translate(error_result("Notes", "it broke", debug_info))
-    assert out[1].payload["code"] == "tool_error" and out[1].payload["retryable"] is False
+    assert out[1].payload()["code"] == "tool_error" and out[1].payload()["retryable"] is False

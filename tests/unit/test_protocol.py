@@ -376,6 +376,13 @@ def _with(base: int, **changes: Any) -> dict[str, Any]:
 _DROP = object()
 
 
+def test_display_hints_of_any_type_are_valid() -> None:
+    """A client renders the first hint it supports and falls back to ``text`` (§3), so a
+    connector may send its own: the one ToolResponse schema accepts it."""
+    image = {**TOOL_RESPONSE, "display_as": [{"type": "image", "content": {"url": "https://x"}}]}
+    validate_server_event(_with(5, output=image))
+
+
 @pytest.mark.parametrize(
     "event",
     [
@@ -397,7 +404,9 @@ _DROP = object()
         _with(8, ts="2025-01-31 12:00:00.123"),
         _with(8, chat_id="bad id!"),
         _with(5, output={"response_type": "x"}),
-        _with(5, output={**TOOL_RESPONSE, "display_as": [{"type": "hologram", "content": ""}]}),
+        _with(5, output={**TOOL_RESPONSE, "display_as": [{"type": "", "content": ""}]}),
+        _with(5, output={**TOOL_RESPONSE, "display_as": [{"type": "markdown", "content": 5}]}),
+        _with(5, output={**TOOL_RESPONSE, "content_chunks": [{"id": "1", "title": "t"}]}),
         _with(0, client_message_id="m" * 65),
         _with(0, type="user_promptx"),
         _with(15, expires_at="tomorrow"),

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from agents import Agent, Runner, function_tool, set_tracing_disabled
@@ -38,10 +37,12 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_function_web_search import ActionSearch
 from openai.types.responses.response_output_item import McpCall
+from pydantic import ValidationError
 
 from connectors.responses import ErrorResponse, ToolResponse
 from websocket.protocol import encode, envelope, validate_server_event
-from websocket.stream import OutEvent, StreamTranslator, usage_payload
+from websocket.stream import StreamTranslator, usage_of
+from wire.events import Event, LlmResponseDeltaEvent
 
 ORCH = Agent(name="Switchboard")
 YELP = Agent(name="Yelp")
@@ -149,18 +150,30 @@ def handoff(source: Agent[Any], target: Agent[Any]) -> list[Any]:
     ]
 
 
-def run(translator: StreamTranslator, events: Iterable[Any]) -> list[OutEvent]:
-    out: list[OutEvent] = []
+class Out(NamedTuple):
+    """An event model as plain data, to compare whole events in one assert."""
+
+    type: str
+    payload: dict[str, Any]
+    persisted: bool
+
+
+def plain(events: Iterable[Event]) -> list[Out]:
+    return [Out(e.type, e.payload(), e.persisted) for e in events]
+
+
+def run(translator: StreamTranslator, events: Iterable[Any]) -> list[Out]:
+    out: list[Out] = []
     for event in events:
-        out.extend(translator.translate(event))
+        out.extend(plain(translator.translate(event)))
     return out
 
 
-def types(out: list[OutEvent]) -> list[str]:
+def types(out: list[Out]) -> list[str]:
     return [e.type for e in out]
 
 
-def to_wire(out: list[OutEvent], first_seq: int = 2) -> list[dict[str, Any]]:
+def to_wire(out: list[Out], first_seq: int = 2) -> list[dict[str, Any]]:
     """Envelope like the turn runner (seq 1 is the user_prompt) and validate every event."""
     seq = first_seq
     wire = []
@@ -189,7 +202,7 @@ def test_no_agent_updated_for_orchestrator_at_turn_start() -> None:
 def test_agent_updated_when_turn_starts_with_another_agent() -> None:
     t = new_translator()
     assert run(t, [updated(YELP)]) == [
-        OutEvent(
+        Out(
             "agent_updated",
             {"new_agent": "Yelp", "name": "Yelp Reviews", "current_agent": "Yelp"},
             True,
@@ -261,7 +274,7 @@ def test_deltas_concatenate_to_llm_response_and_current_text_resets() -> None:
     t = new_translator()
     out = run(t, [delta("Hel"), delta("lo, "), delta("wörld ✓")])
     assert t.current_text == "Hello, wörld ✓"
-    out += t.translate(message(ORCH, "Hello, ", "wörld ✓"))
+    out += plain(t.translate(message(ORCH, "Hello, ", "wörld ✓")))
     assert t.current_text == ""
     deltas = [e.payload["delta"] for e in out if e.type == "llm_response_delta"]
     assert "".join(deltas) == out[-1].payload["text"] == "Hello, wörld ✓"
@@ -272,7 +285,7 @@ def test_deltas_concatenate_to_llm_response_and_current_text_resets() -> None:
 def test_message_without_deltas() -> None:
     t = new_translator()
     assert run(t, [message(ORCH, "Hi")]) == [
-        OutEvent("llm_response", {"text": "Hi", "current_agent": "Switchboard"}, True)
+        Out("llm_response", {"text": "Hi", "current_agent": "Switchboard"}, True)
     ]
 
 
@@ -280,9 +293,9 @@ def test_two_messages_keep_their_own_text() -> None:
     t = new_translator()
     run(t, [delta("one", "m1"), delta("two", "m2")])
     assert t.current_text == "onetwo"
-    assert t.translate(message(ORCH, "one", item_id="m1"))[0].payload["text"] == "one"
+    assert t.translate(message(ORCH, "one", item_id="m1"))[0].payload()["text"] == "one"
     assert t.current_text == "two"
-    assert t.translate(message(ORCH, "two", item_id="m2"))[0].payload["text"] == "two"
+    assert t.translate(message(ORCH, "two", item_id="m2"))[0].payload()["text"] == "two"
     assert t.current_text == ""
 
 
@@ -290,14 +303,14 @@ def test_provider_without_matching_item_ids() -> None:
     # Chat Completions shims may stream under one id and finish under another.
     t = new_translator()
     run(t, [delta("abc", "__fake_id__")])
-    assert t.translate(message(ORCH, "abc", item_id="msg_real"))[0].payload["text"] == "abc"
+    assert t.translate(message(ORCH, "abc", item_id="msg_real"))[0].payload()["text"] == "abc"
     assert t.current_text == ""
 
 
 def test_item_text_wins_when_deltas_differ() -> None:
     t = new_translator()
     run(t, [delta("draft")])
-    assert t.translate(message(ORCH, "final"))[0].payload["text"] == "final"
+    assert t.translate(message(ORCH, "final"))[0].payload()["text"] == "final"
 
 
 def test_refusal_is_not_text() -> None:
@@ -313,7 +326,7 @@ def test_refusal_is_not_text() -> None:
         )
     )
     assert t.translate(refusal) == []
-    assert t.translate(message(ORCH, refusal="no"))[0].payload["text"] == ""
+    assert t.translate(message(ORCH, refusal="no"))[0].payload()["text"] == ""
 
 
 def test_empty_delta_is_not_sent() -> None:
@@ -337,7 +350,7 @@ def test_tool_call_payload() -> None:
             called(ORCH, "lookup_weather", "c2", "{}"),
         ],
     )
-    assert out[0] == OutEvent(
+    assert out[0] == Out(
         "tool_call",
         {
             "call_id": "c1",
@@ -365,7 +378,7 @@ def test_tool_call_payload() -> None:
     ],
 )
 def test_tool_call_arguments(arguments: str, expected: dict[str, Any]) -> None:
-    out = new_translator().translate(called(ORCH, "tool", "c1", arguments))
+    out = plain(new_translator().translate(called(ORCH, "tool", "c1", arguments)))
     assert out[0].payload["arguments"] == expected
     encode(envelope("tool_call", "c", "t", 2, out[0].payload, TS))
 
@@ -393,7 +406,7 @@ def test_tool_call_from_dict_raw_item() -> None:
         "arguments": '{"term": "ramen"}',
     }
     event = RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=YELP, raw_item=raw))
-    out = new_translator().translate(event)
+    out = plain(new_translator().translate(event))
     assert out[0].payload["call_id"] == "c9"
     assert out[0].payload["arguments"] == {"term": "ramen"}
 
@@ -432,10 +445,10 @@ def test_hosted_and_mcp_tool_calls_do_not_crash() -> None:
 # --------------------------------------------------------------------------- tool outputs
 
 
-def _call_then_output(value: Any, **kwargs: Any) -> list[OutEvent]:
+def _call_then_output(value: Any, **kwargs: Any) -> list[Out]:
     t = new_translator()
     run(t, [*handoff(ORCH, YELP), called(YELP, "search_businesses_at_yelp", "c1")])
-    out = t.translate(output(YELP, "c1", value, **kwargs))
+    out = plain(t.translate(output(YELP, "c1", value, **kwargs)))
     to_wire(out)
     return out
 
@@ -443,9 +456,7 @@ def _call_then_output(value: Any, **kwargs: Any) -> list[OutEvent]:
 def test_tool_response_output_is_sent_as_is() -> None:
     out = _call_then_output(YELP_RESULT)
     assert out == [
-        OutEvent(
-            "tool_output", {"call_id": "c1", "output": YELP_RESULT, "current_agent": "Yelp"}, True
-        )
+        Out("tool_output", {"call_id": "c1", "output": YELP_RESULT, "current_agent": "Yelp"}, True)
     ]
 
 
@@ -530,7 +541,7 @@ def test_error_outputs_give_tool_output_then_error(value: Any, message: str) -> 
     out = _call_then_output(value)
     assert types(out) == ["tool_output", "error"]
     assert out[0].payload["output"]["response_type"] == "error"
-    assert out[1] == OutEvent(
+    assert out[1] == Out(
         "error", {"code": "tool_error", "message": message, "retryable": False}, True
     )
 
@@ -590,21 +601,23 @@ def test_unexpected_events_give_nothing(event: Any) -> None:
     assert new_translator().translate(event) == []
 
 
-def test_out_event_is_frozen() -> None:
-    event = OutEvent("pong", {}, False)
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        event.type = "x"  # type: ignore[misc]
+def test_events_are_frozen() -> None:
+    (event,) = new_translator().translate(delta("hi"))
+    assert isinstance(event, LlmResponseDeltaEvent)
+    with pytest.raises(ValidationError, match="frozen"):
+        event.delta = "changed"  # type: ignore[misc]
+    assert event.payload() == {"delta": "hi", "current_agent": "Switchboard"}
 
 
-def test_usage_payload() -> None:
+def test_usage_of() -> None:
     usage = Usage(requests=3, input_tokens=120, output_tokens=30, total_tokens=150)
-    assert usage_payload(usage) == {
+    assert usage_of(usage).model_dump() == {
         "input_tokens": 120,
         "output_tokens": 30,
         "total_tokens": 150,
         "requests": 3,
     }
-    assert usage_payload(None) == {
+    assert usage_of(None).model_dump() == {
         "input_tokens": 0,
         "output_tokens": 0,
         "total_tokens": 0,
@@ -622,7 +635,7 @@ TURN_ORDER = re.compile(
 )
 
 
-def check_order(out: list[OutEvent]) -> list[dict[str, Any]]:
+def check_order(out: list[Out]) -> list[dict[str, Any]]:
     """§3 order rules on one turn's events; returns them enveloped and validated."""
     sequence = " ".join(["user_prompt", *types(out), "end_of_stream"])
     assert TURN_ORDER.fullmatch(sequence), sequence
@@ -692,12 +705,12 @@ def _multi_part_message(*parts: str) -> ResponseOutputMessage:
     )
 
 
-async def _run_streamed(model: ScriptedModel, starting: Agent[Any]) -> tuple[list[OutEvent], Any]:
+async def _run_streamed(model: ScriptedModel, starting: Agent[Any]) -> tuple[list[Out], Any]:
     result = Runner.run_streamed(starting, "Find sushi in Boston and email Bob")
     translator = new_translator()
-    out: list[OutEvent] = []
+    out: list[Out] = []
     async for event in result.stream_events():
-        out.extend(translator.translate(event))
+        out.extend(plain(translator.translate(event)))
     model.assert_complete()
     assert translator.current_text == ""
     return out, result
@@ -768,7 +781,7 @@ async def test_end_to_end_with_the_real_runner() -> None:
     assert error["code"] == "tool_error" and "secrets" not in error["message"]
     assert wire[-1]["text"] == "I found Oishii, but the email failed."
     assert wire[-1]["current_agent"] == "GMail"
-    assert usage_payload(result.context_wrapper.usage)["requests"] == 6
+    assert usage_of(result.context_wrapper.usage).requests == 6
 
 
 async def test_end_to_end_parallel_tool_calls() -> None:
