@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
+from redis.exceptions import RedisError
 
 from websocket.hub import Frame, RunningTurn, Snapshot
 
@@ -375,6 +376,11 @@ class RedisCluster:
     async def _quietly(awaitable: Any) -> Any:
         try:
             return await awaitable
+        except (RedisError, OSError) as exc:
+            # Redis down is a state the cluster reports and recovers from (healthy,
+            # reconnect): a line, not a traceback.
+            logger.warning("redis command failed: %s", type(exc).__name__)
+            return None
         except Exception:
             logger.warning("redis command failed", exc_info=True)
             return None
