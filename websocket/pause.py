@@ -16,7 +16,7 @@ from agents.result import RunResultStreaming
 
 from storage.records import ApprovalRecord
 from storage.session import TurnSession
-from websocket.stream import call_arguments
+from websocket.sdk_events import call_arguments
 
 # Bumped when what ``paused_state`` stores changes shape.
 STATE_VERSION = 1

@@ -1,9 +1,9 @@
 """Agents SDK stream events -> protocol events (docs/protocol.md §3). Pure: no I/O, no asyncio.
 
 One ``StreamTranslator`` per turn. The turn runner feeds it every event of
-``RunResultStreaming.stream_events()``; what comes out are the protocol's event models
-(``wire.events``), which the writer persists (those marked ``persisted``), envelopes and
-publishes.
+``RunResultStreaming.stream_events()``; ``websocket.sdk_events`` reads each into a fact,
+and what comes out are the protocol's event models (``wire.events``), which the writer
+persists (those marked ``persisted``), envelopes and publishes.
 
 Known limits of the SDK's event order, documented rather than patched over:
 
@@ -17,22 +17,24 @@ Known limits of the SDK's event order, documented rather than patched over:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from agents import ItemHelpers
-from agents.items import HandoffOutputItem, MessageOutputItem, ToolCallItem, ToolCallOutputItem
-from agents.stream_events import (
-    AgentUpdatedStreamEvent,
-    RawResponsesStreamEvent,
-    RunItemStreamEvent,
-)
-from pydantic import BaseModel
-
 from connectors.adapters import coerce_tool_output
+from websocket.sdk_events import (
+    AgentChanged,
+    HandedOff,
+    MessageDone,
+    TextDelta,
+    ToolCalled,
+    ToolReturned,
+    call_arguments,
+    call_id_of,
+    get,
+    read,
+)
 from wire.events import (
     AgentUpdatedEvent,
     ErrorEvent,
@@ -48,7 +50,6 @@ from wire.tool_response import ToolResponseData
 
 logger = logging.getLogger("switchboard.stream")
 
-HANDOFF_TOOL_PREFIX = "transfer_to_"
 MAX_ERROR_MESSAGE = 200
 # The ``error`` codes an error result may ask for through ``debug_info["error_code"]``
 # (server-side, never sent): a tool that never answered in time (a RAP remote tool, see
@@ -75,7 +76,6 @@ class StreamTranslator:
         # Deltas of messages not yet completed, by response item id (insertion-ordered).
         self._pending: dict[str, list[str]] = {}
         self._called: set[str] = set()  # call_ids reported as tool_call
-        self._skipped: set[str] = set()  # handoff call_ids: neither call nor output is shown
         self._answered: set[str] = set()  # call_ids whose output was handled
 
     def resume(
@@ -103,46 +103,31 @@ class StreamTranslator:
 
     def translate(self, event: object) -> list[Event]:
         try:
-            if isinstance(event, RawResponsesStreamEvent):
-                return self._raw(event)
-            if isinstance(event, RunItemStreamEvent):
-                return self._run_item(event)
-            if isinstance(event, AgentUpdatedStreamEvent):
-                return self._agent_updated(event)
+            fact = read(event)
+            if isinstance(fact, TextDelta):
+                return self._delta(fact)
+            if isinstance(fact, MessageDone):
+                return self._message(fact)
+            if isinstance(fact, AgentChanged):
+                return self._agent_changed(fact.agent)
+            if isinstance(fact, HandedOff):
+                return [HandoffEvent(from_agent=fact.from_agent, to_agent=fact.to_agent)]
+            if isinstance(fact, ToolCalled):
+                return self._tool_called(fact)
+            if isinstance(fact, ToolReturned):
+                return self._tool_returned(fact)
         except Exception:
             # A shape we did not foresee must not end the user's turn; the log shows it.
             logger.warning("could not translate %s", type(event).__name__, exc_info=True)
         return []
 
-    # ----------------------------------------------------------------- per event kind
+    # ----------------------------------------------------------------- per fact
 
-    def _raw(self, event: RawResponsesStreamEvent) -> list[Event]:
-        data = event.data
-        if getattr(data, "type", None) != "response.output_text.delta":
-            return []
-        delta = getattr(data, "delta", "")
-        if not isinstance(delta, str) or not delta:
-            return []
-        self._pending.setdefault(str(getattr(data, "item_id", "")), []).append(delta)
-        return [LlmResponseDeltaEvent(delta=delta, current_agent=self._current_agent)]
+    def _delta(self, fact: TextDelta) -> list[Event]:
+        self._pending.setdefault(fact.item_id, []).append(fact.delta)
+        return [LlmResponseDeltaEvent(delta=fact.delta, current_agent=self._current_agent)]
 
-    def _run_item(self, event: RunItemStreamEvent) -> list[Event]:
-        item = event.item
-        if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
-            return self._message(item)
-        if event.name == "handoff_occured" and isinstance(item, HandoffOutputItem):
-            return [
-                HandoffEvent(from_agent=item.source_agent.name, to_agent=item.target_agent.name)
-            ]
-        if event.name == "tool_called" and isinstance(item, ToolCallItem):
-            return self._tool_called(item)
-        if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
-            return self._tool_output(item)
-        # handoff_requested: the transfer call is not a tool_call; reasoning, mcp, … not shown.
-        return []
-
-    def _agent_updated(self, event: AgentUpdatedStreamEvent) -> list[Event]:
-        name = event.new_agent.name
+    def _agent_changed(self, name: str) -> list[Event]:
         first, self._seen_agent_update = not self._seen_agent_update, True
         unchanged = name == self._current_agent
         self._current_agent = name
@@ -156,49 +141,35 @@ class StreamTranslator:
             )
         ]
 
-    def _message(self, item: MessageOutputItem) -> list[Event]:
-        text = ItemHelpers.text_message_output(item)
-        item_id = str(getattr(item.raw_item, "id", ""))
+    def _message(self, fact: MessageDone) -> list[Event]:
         # Providers that do not carry ids through (Chat Completions shims) still stream the
         # message's deltas just before it: drop the oldest pending message then.
-        key = item_id if item_id in self._pending else next(iter(self._pending), None)
+        key = fact.item_id if fact.item_id in self._pending else next(iter(self._pending), None)
         if key is not None:
             del self._pending[key]
-        return [LlmResponseEvent(text=text, current_agent=self._current_agent)]
+        return [LlmResponseEvent(text=fact.text, current_agent=self._current_agent)]
 
-    def _tool_called(self, item: ToolCallItem) -> list[Event]:
-        raw = item.raw_item
-        kind = _get(raw, "type")
-        name = item.tool_name or _get(raw, "name") or kind or "tool"
-        call_id = _get(raw, "call_id") or _get(raw, "id")
-        if not call_id:
-            return []  # an output could never be paired with it
-        call_id = str(call_id)
-        if name.startswith(HANDOFF_TOOL_PREFIX):
-            self._skipped.add(call_id)
+    def _tool_called(self, fact: ToolCalled) -> list[Event]:
+        if fact.call_id in self._called:
             return []
-        if call_id in self._called:
-            return []
-        self._called.add(call_id)
+        self._called.add(fact.call_id)
         return [
             ToolCallEvent(
-                call_id=call_id,
-                name=name,
-                description=self._descriptions.get(name) or _humanise(name),
-                arguments=call_arguments(raw),
+                call_id=fact.call_id,
+                name=fact.name,
+                description=self._descriptions.get(fact.name) or _humanise(fact.name),
+                arguments=call_arguments(fact.raw),
                 current_agent=self._current_agent,
             )
         ]
 
-    def _tool_output(self, item: ToolCallOutputItem) -> list[Event]:
-        call_id = _get(item.raw_item, "call_id") or _get(item.raw_item, "id")
-        call_id = str(call_id) if call_id else ""
+    def _tool_returned(self, fact: ToolReturned) -> list[Event]:
+        call_id = fact.call_id
         # Only outputs of reported calls, once each: never an orphan tool_output.
         if call_id not in self._called or call_id in self._answered:
             return []
         self._answered.add(call_id)
-        agent = getattr(item.agent, "name", None) or self._current_agent
-        output = coerce_tool_output(item.output, agent)
+        output = coerce_tool_output(fact.value, fact.agent or self._current_agent)
         if output.get("display_response", True) is False:
             return []  # §3: hidden output is neither sent nor persisted; the model still has it
         events: list[Event] = [
@@ -238,13 +209,13 @@ def pending_call(
 ) -> PendingCall | None:
     """An ``agents.items.ToolApprovalItem`` → ``PendingCall`` (None without a call id)."""
     raw = item.raw_item
-    call_id = _get(raw, "call_id") or _get(raw, "id")
-    if not call_id:
+    call_id = call_id_of(raw)
+    if call_id is None:
         return None
-    name = item.name or _get(raw, "type") or "tool"
+    name = item.name or get(raw, "type") or "tool"
     agent = getattr(getattr(item, "agent", None), "name", None) or current_agent
     return PendingCall(
-        str(call_id), name, descriptions.get(name) or _humanise(name), call_arguments(raw), agent
+        call_id, name, descriptions.get(name) or _humanise(name), call_arguments(raw), agent
     )
 
 
@@ -256,39 +227,8 @@ def usage_of(usage: Any) -> Usage:
 # --------------------------------------------------------------------------- helpers
 
 
-def _get(obj: Any, key: str) -> Any:
-    """A field of a raw SDK item, which is a pydantic object or a plain dict."""
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
 def _humanise(name: str) -> str:
     return f"Running {name.replace('_', ' ')}"
-
-
-def _reject_constant(value: str) -> Any:
-    raise ValueError(f"{value} is not JSON")  # NaN/Infinity would make the wire frame invalid
-
-
-def call_arguments(raw: Any) -> dict[str, Any]:
-    """A raw tool call's arguments as ``tool_call`` and ``approval_required`` show them: an
-    object; what is not a JSON object is kept as ``{"_raw": text}``."""
-    value = _get(raw, "arguments")
-    if value is None:
-        # Hosted tools (web search, …) describe what they do in ``action``; custom tools in input.
-        value = _get(raw, "action") or _get(raw, "input")
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", exclude_none=True)
-    if isinstance(value, Mapping):
-        return dict(value)
-    if not isinstance(value, str) or not value.strip():
-        return {}
-    try:
-        parsed = json.loads(value, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return {"_raw": value}
-    return parsed if isinstance(parsed, dict) else {"_raw": value}
 
 
 def _tool_error_code(output: dict[str, Any]) -> ToolErrorCode:

@@ -1,6 +1,8 @@
 """Agents SDK stream events → Open Responses streaming events and Response objects.
 
-Pure, like ``websocket.stream`` (no I/O, no asyncio): one ``ResponseBuilder`` per response.
+Pure, like ``websocket.stream`` (no I/O, no asyncio): one ``ResponseBuilder`` per response,
+fed the facts ``websocket.sdk_events`` reads from the SDK's events, as the socket's
+translator is.
 ``start()`` gives ``response.created`` and ``response.in_progress``; ``feed(sdk_event)``
 the item events; ``finish(...)`` closes what is open and gives the terminal event
 (``response.completed`` / ``.failed`` / ``.incomplete``). Every event carries a
@@ -23,7 +25,7 @@ What becomes an output item:
 - a response that resumes a paused turn (``resuming``) shows each approved call, with its
   output, once it has run; a declined one is not shown (it never ran: what the model read
   instead says so, and its answer tells the person).
-- Hand-offs between agents (``transfer_to_*``) are internal routing, not tools: not shown.
+- Hand-offs between agents are internal routing, not tools: not shown.
 """
 
 from __future__ import annotations
@@ -34,23 +36,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import ItemHelpers
-from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
-from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
-
 from app.openresponses.request import APPROVAL_REQUEST
 from connectors.adapters import coerce_tool_output, to_function_call_output
+from websocket.sdk_events import MessageDone, TextDelta, ToolCalled, ToolReturned, get, read
 
-HANDOFF_PREFIX = "transfer_to_"
 Event = dict[str, Any]
 
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
 def _text_part(text: str) -> dict[str, Any]:
@@ -204,25 +198,16 @@ class ResponseBuilder:
     # ---------------------------------------------------------------- SDK events
 
     def feed(self, event: object) -> list[Event]:
-        if isinstance(event, RawResponsesStreamEvent):
-            data = event.data
-            if _get(data, "type") == "response.output_text.delta":
-                delta = _get(data, "delta")
-                if isinstance(delta, str) and delta:
-                    return self._delta(str(_get(data, "item_id") or ""), delta)
-            return []
-        if not isinstance(event, RunItemStreamEvent):
-            return []
-        item = event.item
-        if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
-            return self._message_done(
-                str(_get(item.raw_item, "id") or ""), ItemHelpers.text_message_output(item)
-            )
-        if event.name == "tool_called" and isinstance(item, ToolCallItem):
-            return self._call(item)
-        if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
-            return self._call_output(item)
-        return []
+        fact = read(event)
+        if isinstance(fact, TextDelta):
+            return self._delta(fact.item_id, fact.delta)
+        if isinstance(fact, MessageDone):
+            return self._message_done(fact.item_id, fact.text)
+        if isinstance(fact, ToolCalled):
+            return self._call(fact)
+        if isinstance(fact, ToolReturned):
+            return self._call_output(fact)
+        return []  # agent changes and hand-offs: routing, not output
 
     def _open_message(self, key: str) -> tuple[_Message, list[Event]]:
         message = _Message(index=len(self.output), id=new_id("msg"))
@@ -299,18 +284,16 @@ class ResponseBuilder:
                 events += self._delta(key, text)
         return events + self._close(key, text, "completed")
 
-    def _call(self, item: ToolCallItem) -> list[Event]:
-        raw = item.raw_item
-        name, call_id = _get(raw, "name"), _get(raw, "call_id")
-        if _get(raw, "type") != "function_call" or not name or not call_id:
+    def _call(self, call: ToolCalled) -> list[Event]:
+        if call.kind != "function_call":
             return []  # hosted tools and the like are not function calls
-        if str(name).startswith(HANDOFF_PREFIX) or call_id in self._calls or call_id in self._held:
+        if call.call_id in self._calls or call.call_id in self._held:
             return []
-        arguments = _get(raw, "arguments")
+        arguments = get(call.raw, "arguments")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-        done = _call_item(str(call_id), str(name), arguments)
-        if name in self.gated:
-            self._held[str(call_id)] = done  # shown once it has run (module docstring)
+        done = _call_item(call.call_id, call.name, arguments)
+        if call.name in self.gated:
+            self._held[call.call_id] = done  # shown once it has run (module docstring)
             return []
         return self._show_call(done)
 
@@ -336,8 +319,8 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=index, item=dict(done)),
         ]
 
-    def _call_output(self, item: ToolCallOutputItem) -> list[Event]:
-        call_id = _get(item.raw_item, "call_id")
+    def _call_output(self, returned: ToolReturned) -> list[Event]:
+        call_id = returned.call_id
         if call_id in self._declined:
             # Not run: the model reads why instead of an output, which is no tool output
             # (as on the socket, §3a); its answer tells the person.
@@ -348,12 +331,10 @@ class ResponseBuilder:
             return events
         self._answered.add(call_id)
         # Exactly what the model read; a structured output becomes the adapter's text.
-        text = _get(item.raw_item, "output")
-        if not isinstance(text, str):
-            agent = getattr(item.agent, "name", "Tool")
-            text = to_function_call_output(call_id, coerce_tool_output(item.output, agent))[
-                "output"
-            ]
+        text = returned.model_text
+        if text is None:
+            output = coerce_tool_output(returned.value, returned.agent or "Tool")
+            text = to_function_call_output(call_id, output)["output"]
         index = len(self.output)
         done = {
             "type": "function_call_output",

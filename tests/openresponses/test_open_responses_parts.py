@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 from agents import Agent, RunContextWrapper
-from agents.items import MessageOutputItem, ToolCallItem, ToolCallOutputItem
+from agents.items import (
+    HandoffCallItem,
+    HandoffOutputItem,
+    MessageOutputItem,
+    ToolCallItem,
+    ToolCallOutputItem,
+)
 from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -253,6 +259,26 @@ def called(name: str, call_id: str) -> RunItemStreamEvent:
     return RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=AGENT, raw_item=raw))
 
 
+def handed_off(call_id: str) -> list[RunItemStreamEvent]:
+    """A hand-off as the SDK streams it: its own item types, never a tool call."""
+    target = Agent(name="Yelp")
+    raw = ResponseFunctionToolCall(
+        type="function_call", name="transfer_to_yelp", arguments="{}", call_id=call_id, id="h"
+    )
+    done = {"type": "function_call_output", "call_id": call_id, "output": "{}"}
+    return [
+        RunItemStreamEvent(
+            name="handoff_requested", item=HandoffCallItem(agent=AGENT, raw_item=raw)
+        ),
+        RunItemStreamEvent(
+            name="handoff_occured",
+            item=HandoffOutputItem(
+                agent=AGENT, source_agent=AGENT, target_agent=target, raw_item=done
+            ),
+        ),
+    ]
+
+
 def output(call_id: str, value: Any, raw_output: Any) -> RunItemStreamEvent:
     raw = {"type": "function_call_output", "call_id": call_id, "output": raw_output}
     return RunItemStreamEvent(
@@ -296,8 +322,7 @@ def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
     structured = TextResponse("Yelp", "from the adapter").to_dict()
     stream = run(
         [
-            called("transfer_to_yelp", "h1"),
-            output("h1", "{}", "{}"),
+            *handed_off("h1"),
             called("search", "c1"),
             output("c1", "ignored", "what the model read"),
             called("search", "c2"),

@@ -383,13 +383,19 @@ def test_tool_call_arguments(arguments: str, expected: dict[str, Any]) -> None:
     encode(envelope("tool_call", "c", "t", 2, out[0].payload, TS))
 
 
-def test_transfer_tools_and_their_outputs_are_skipped() -> None:
+def test_handoffs_are_told_by_the_sdk_item_types_not_tool_names() -> None:
     t = new_translator()
+    # The SDK streams a hand-off as HandoffCallItem / HandoffOutputItem: no tool_call.
+    assert types(run(t, handoff(ORCH, YELP))) == ["handoff", "agent_updated"]
+    # A tool of ours that merely has a hand-off-like name is a tool like any other.
     out = run(
         t,
-        [called(ORCH, "transfer_to_yelp", "h1", "{}"), output(ORCH, "h1", '{"assistant": "Yelp"}')],
+        [
+            called(YELP, "transfer_to_savings", "c1", "{}"),
+            output(YELP, "c1", YELP_RESULT),
+        ],
     )
-    assert out == []
+    assert types(out) == ["tool_call", "tool_output"]
 
 
 def test_tool_call_reported_once() -> None:

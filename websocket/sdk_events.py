@@ -1,0 +1,153 @@
+"""Agents SDK stream events read once, into a few plain facts. Pure: no I/O, no asyncio.
+
+Both front ends stand on this: the socket's ``StreamTranslator`` (protocol events) and the
+Open Responses ``ResponseBuilder`` (response items). The SDK's quirks live here only: raw
+items that are pydantic objects or dicts, call ids under ``call_id`` or ``id``, hosted
+tools without a name. Hand-offs are told apart by the SDK's own item types
+(``HandoffCallItem`` / ``HandoffOutputItem``, which never come as tool calls), not by the
+``transfer_to_`` names the SDK gives their tools.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents import ItemHelpers
+from agents.items import HandoffOutputItem, MessageOutputItem, ToolCallItem, ToolCallOutputItem
+from agents.stream_events import (
+    AgentUpdatedStreamEvent,
+    RawResponsesStreamEvent,
+    RunItemStreamEvent,
+)
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of an assistant message being streamed."""
+
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDone:
+    """An assistant message, whole: exactly the text its deltas join to."""
+
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChanged:
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOff:
+    from_agent: str
+    to_agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCalled:
+    """A tool call the model made. ``kind`` is the raw item's type: ``function_call`` for
+    our tools, another for hosted ones (web search, …); ``raw`` is the raw item."""
+
+    call_id: str
+    name: str
+    kind: str | None
+    raw: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReturned:
+    """A tool's result. ``value`` is what the tool returned; ``model_text`` what the
+    model read, when the SDK kept it as text; ``agent`` the agent whose tool it is."""
+
+    call_id: str
+    value: Any
+    model_text: str | None
+    agent: str | None
+
+
+Fact = TextDelta | MessageDone | AgentChanged | HandedOff | ToolCalled | ToolReturned
+
+
+def read(event: object) -> Fact | None:
+    """The fact an SDK stream event carries, or None for what no front end shows
+    (reasoning, hand-off requests, MCP listings, other raw events)."""
+    if isinstance(event, RawResponsesStreamEvent):
+        data = event.data
+        if get(data, "type") != "response.output_text.delta":
+            return None
+        delta = get(data, "delta")
+        if not isinstance(delta, str) or not delta:
+            return None
+        return TextDelta(str(get(data, "item_id") or ""), delta)
+    if isinstance(event, AgentUpdatedStreamEvent):
+        name = getattr(event.new_agent, "name", None)
+        return AgentChanged(name) if isinstance(name, str) else None
+    if not isinstance(event, RunItemStreamEvent):
+        return None
+    item = event.item
+    if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
+        text = ItemHelpers.text_message_output(item)
+        return MessageDone(str(get(item.raw_item, "id") or ""), text)
+    if event.name == "handoff_occured" and isinstance(item, HandoffOutputItem):
+        return HandedOff(item.source_agent.name, item.target_agent.name)
+    if event.name == "tool_called" and isinstance(item, ToolCallItem):
+        raw = item.raw_item
+        call_id = call_id_of(raw)
+        if call_id is None:
+            return None  # its output could never be paired with it
+        kind = get(raw, "type")
+        name = item.tool_name or get(raw, "name") or kind or "tool"
+        return ToolCalled(call_id, str(name), kind, raw)
+    if event.name == "tool_output" and isinstance(item, ToolCallOutputItem):
+        call_id = call_id_of(item.raw_item)
+        if call_id is None:
+            return None
+        text = get(item.raw_item, "output")
+        agent = getattr(item.agent, "name", None)
+        return ToolReturned(call_id, item.output, text if isinstance(text, str) else None, agent)
+    return None
+
+
+def get(obj: Any, key: str) -> Any:
+    """A field of a raw SDK item, which is a pydantic object or a plain dict."""
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def call_id_of(raw: Any) -> str | None:
+    call_id = get(raw, "call_id") or get(raw, "id")
+    return str(call_id) if call_id else None
+
+
+def _reject_constant(value: str) -> Any:
+    raise ValueError(f"{value} is not JSON")  # NaN/Infinity would make the wire frame invalid
+
+
+def call_arguments(raw: Any) -> dict[str, Any]:
+    """A raw tool call's arguments as an object; what is not a JSON object is kept as
+    ``{"_raw": text}``."""
+    value = get(raw, "arguments")
+    if value is None:
+        # Hosted tools (web search, …) describe what they do in ``action``; custom tools in input.
+        value = get(raw, "action") or get(raw, "input")
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if not isinstance(value, str) or not value.strip():
+        return {}
+    try:
+        parsed = json.loads(value, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return {"_raw": value}
+    return parsed if isinstance(parsed, dict) else {"_raw": value}
