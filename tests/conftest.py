@@ -10,6 +10,11 @@
   ``search_path``.
 - ``db``: a ``storage.engine.Database`` on ``database_url``, disposed after the test.
 - ``fernet``: a ``MultiFernet`` with a fresh key, for ``AccountRepository``.
+- ``make_settings``: ``make_settings(**overrides)`` makes app ``Settings`` on
+  ``database_url``, with a data directory under ``tmp_path``.
+
+Helpers the tests share (servers, clients, waiting on a condition) are in
+``tests/support/``; conftest files hold only fixtures and hooks.
 
 PostgreSQL is expected at ``postgresql+asyncpg://postgres@127.0.0.1:5432/test``
 (override with ``SWITCHBOARD_TEST_POSTGRES_URL``). When it cannot be reached the
@@ -22,14 +27,16 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from sqlalchemy import delete, text
 
+from app.settings import Settings, load_settings
 from storage.engine import Database
 from storage.migrate import upgrade
 from storage.models import Base
@@ -127,3 +134,13 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 @pytest.fixture
 def fernet() -> MultiFernet:
     return MultiFernet([Fernet(Fernet.generate_key())])
+
+
+@pytest.fixture
+def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"database_url": database_url, "data_dir": tmp_path / "data"}
+        values.update(overrides)
+        return load_settings(**values)
+
+    return make

@@ -29,10 +29,9 @@ from websockets.exceptions import ConnectionClosed
 from app.settings import Settings
 from storage.users import UserRepository
 from tests.fakes.tcp_proxy import TcpProxy
-from tests.reliability.server_logs import capture_logs
-from tests.ws.conftest import LiveServer, make_settings, open_client, serve
-
-__all__ = ["make_settings"]  # a fixture, used by name
+from tests.support.clients import open_client
+from tests.support.logs import capture_logs
+from tests.support.servers import LiveServer, serve
 
 SQLITE_ONLY = pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True)
 POSTGRESQL_ONLY = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)

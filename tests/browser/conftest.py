@@ -1,7 +1,7 @@
 """Browser tests: Debian's chromium, driven by Playwright, against the real server.
 
 Every test starts the real app in-process on a free loopback port (``serve`` of
-``tests/ws/conftest.py``) and opens the bundled UI in a fresh browser context. The browser
+``tests/support/servers.py``) and opens the bundled UI in a fresh browser context. The browser
 is launched once per session. The tests run on SQLite only: what they check is the page,
 and the socket and storage suites already run every server path on both engines. Each test
 gets its own database, copied from one migrated template, so the chat list starts empty.
@@ -17,32 +17,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig
-from agents.models.interface import Model, ModelProvider
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
 from app.settings import Settings, load_settings
 from storage.migrate import upgrade
-from tests.ws.conftest import LiveServer, serve
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-DESKTOP = {"width": 1280, "height": 900}
-# Fail fast: every wait in these tests is for something a healthy page does in well under
-# a second or two.
-WAIT_MS = 10_000
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, DESKTOP, WAIT_MS
+from tests.support.servers import LiveServer, serve
 
 
 @pytest.fixture(scope="session")
@@ -118,28 +102,3 @@ async def page(context: BrowserContext) -> AsyncIterator[Page]:
     opened.on("pageerror", lambda error: errors.append(str(error)))
     yield opened
     assert not errors, f"uncaught errors in the page: {errors}"
-
-
-# ------------------------------------------------------------------------ scripted model
-
-
-class _Provider(ModelProvider):
-    def __init__(self, model: Model) -> None:
-        self.model = model
-
-    def get_model(self, model_name: str | None) -> Model:
-        return self.model
-
-
-def scripted(model: Model, tools: list[Any]) -> Any:
-    """A lifespan hook that runs turns with ``model`` (the SDK's ``ScriptedModel``, standing
-    in for the outside model service) and ``tools``; everything else is the real server."""
-
-    @asynccontextmanager
-    async def hook(services: Any) -> AsyncIterator[None]:
-        engine = services.turns.engine
-        engine.orchestrator = Agent(name="Switchboard", instructions="test", tools=tools)
-        engine.run_config = RunConfig(model_provider=_Provider(model), tracing_disabled=True)
-        yield
-
-    return hook

@@ -6,7 +6,7 @@ from typing import Any
 
 from playwright.async_api import Locator, Page
 
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 
 async def open_ui(page: Page, base: str, path: str = "/") -> None:

@@ -17,10 +17,10 @@ from playwright.async_api import Browser, Page, async_playwright
 
 from app.settings import load_settings
 from storage.migrate import upgrade
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
-from tests.browser.proxy import dropping_proxy
-from tests.ws.conftest import LiveServer, serve
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.proxies import dropping_proxy
+from tests.support.servers import LiveServer, serve
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 DESKTOP = {"width": 1280, "height": 820}

@@ -19,7 +19,6 @@ from app.settings import Settings
 from connectors.responses import ToolResponse
 from connectors.tooling import connector_tool
 from storage.models import approvals
-from tests.browser.conftest import WAIT_MS, scripted
 from tests.browser.pages import (
     approval_card,
     approve,
@@ -33,8 +32,10 @@ from tests.browser.pages import (
     wait_chips,
     wait_turns_ended,
 )
-from tests.browser.proxy import dropping_proxy
-from tests.ws.conftest import LiveServer, serve
+from tests.support.browser import WAIT_MS
+from tests.support.models import scripted
+from tests.support.proxies import dropping_proxy
+from tests.support.servers import LiveServer, serve
 
 EMAIL = "find sushi in Boston and email the list to bob@example.com"
 PENDING_ROW = [

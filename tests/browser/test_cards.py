@@ -19,9 +19,9 @@ from connectors.responses import (
     ToolResponse,
 )
 from connectors.tooling import connector_tool
-from tests.browser.conftest import scripted
 from tests.browser.pages import body_items, open_ui, send, wait_turns_ended
-from tests.ws.conftest import serve
+from tests.support.models import scripted
+from tests.support.servers import serve
 
 PATCH = "--- a/app/greet.py\n+++ b/app/greet.py\n@@ -1,2 +1,2 @@\n def greet():\n-    return 'hi'\n+    return 'hello'\n"
 

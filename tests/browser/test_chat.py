@@ -15,7 +15,7 @@ from tests.browser.pages import (
     send,
     wait_chips,
 )
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
 
@@ -81,7 +81,7 @@ async def test_multi_agent_turn_shows_agents_cards_text_and_chips_in_order(
 async def test_the_streaming_message_is_a_polite_live_region_while_it_streams(
     ui_settings, page: Page
 ) -> None:
-    from tests.ws.conftest import serve
+    from tests.support.servers import serve
 
     async with serve(ui_settings(offline_delta_delay=0.04)) as server:
         await open_ui(page, server.http)

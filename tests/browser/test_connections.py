@@ -7,7 +7,7 @@ from typing import Any
 from playwright.async_api import Page
 
 from tests.browser.pages import body_items, open_ui, send, wait_chips, wait_turns_ended
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 
 async def connectors(live: LiveServer) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.async_api import Page
 
 from tests.browser.pages import chat_id_of, open_ui, send, wait_chips
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 # One prompt per card family the offline model produces.
 PROMPTS = [

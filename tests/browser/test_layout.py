@@ -9,9 +9,9 @@ from playwright.async_api import Browser, Page
 
 from app.settings import Settings
 from storage.users import UserRepository
-from tests.browser.conftest import WAIT_MS
 from tests.browser.pages import approval_card, approve, body_items, open_ui, send, wait_chips
-from tests.ws.conftest import LiveServer, serve
+from tests.support.browser import WAIT_MS
+from tests.support.servers import LiveServer, serve
 
 PHONE = {"width": 390, "height": 844}
 

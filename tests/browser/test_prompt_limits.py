@@ -20,7 +20,7 @@ from playwright.async_api import Page, WebSocket, expect
 
 from app.settings import Settings
 from tests.browser.pages import open_ui, send, wait_chips
-from tests.ws.conftest import LiveServer, serve
+from tests.support.servers import LiveServer, serve
 
 LIMIT = 32_000
 EMOJI = "😀"  # one character for the server, two UTF-16 units for String.length

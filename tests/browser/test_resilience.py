@@ -21,8 +21,9 @@ from tests.browser.pages import (
     wait_chips,
     wait_turns_ended,
 )
-from tests.browser.proxy import dropping_proxy
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.proxies import dropping_proxy
+from tests.support.servers import serve
 
 # ~40 streamed words at 50 ms: about two seconds of streaming to interrupt.
 SLOW = 0.05

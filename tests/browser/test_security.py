@@ -12,9 +12,10 @@ from playwright.async_api import Browser, Page
 from app.settings import Settings
 from connectors.responses import ToolResponse
 from connectors.tooling import connector_tool
-from tests.browser.conftest import DESKTOP, scripted
 from tests.browser.pages import open_ui, send, wait_turns_ended
-from tests.ws.conftest import serve
+from tests.support.browser import DESKTOP
+from tests.support.models import scripted
+from tests.support.servers import serve
 
 # Each payload bumps window.__xss if it ever runs.
 RUN = "window.__xss=(window.__xss||0)+1"

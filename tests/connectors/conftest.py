@@ -1,20 +1,16 @@
 """Fixtures for the live-connector tests: a user's real accounts store (on both engines),
-the app's HTTP client, and each fake service served on loopback."""
+the app's HTTP client, and each fake service served on loopback. The helpers (a tool's
+context and call, settings pointing at a fake) are in ``tests.support.connectors``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
 from cryptography.fernet import MultiFernet
 
-from app.settings import Settings
-from connectors.context import ChatContext, DemoStore
-from connectors.registry import Connector, load_connectors
 from connectors.service_http import new_client
-from connectors.testing import call_tool
 from storage.accounts import AccountRepository
 from storage.engine import Database
 from storage.users import UserRepository
@@ -24,11 +20,6 @@ from tests.fakes.google_search import FakeGoogleSearch
 from tests.fakes.plaid_api import FakePlaid
 from tests.fakes.searxng import FakeSearxng
 from tests.fakes.yelp_api import FakeYelp
-
-BUILTINS = {connector.name: connector for connector in load_connectors(Settings())}
-
-# Small limits so retries and timeouts are exercised quickly.
-FAST = {"http_timeout": 2.0, "http_retries": 2, "http_retry_max_wait": 5.0}
 
 
 @pytest.fixture
@@ -44,31 +35,6 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         yield client
     finally:
         await client.aclose()
-
-
-def make_context(
-    settings: Settings, accounts: AccountRepository | None, http: httpx.AsyncClient | None
-) -> ChatContext:
-    user_id = accounts.user_id if accounts is not None else "nobody"
-    return ChatContext(
-        user_id=user_id,
-        chat_id="chat-1",
-        turn_id="turn-1",
-        settings=settings,
-        demo=DemoStore().for_user(user_id),
-        accounts=accounts,
-        http=http,
-    )
-
-
-async def invoke(
-    connector: str, tool: str, context: ChatContext, **arguments: Any
-) -> dict[str, Any]:
-    return await call_tool(BUILTINS[connector], tool, context, arguments)
-
-
-def builtin(name: str) -> Connector:
-    return BUILTINS[name]
 
 
 @pytest.fixture
@@ -104,69 +70,3 @@ async def searxng() -> AsyncIterator[FakeSearxng]:
     fake = FakeSearxng()
     async with serve_fake(fake):
         yield fake
-
-
-def gmail_settings(fake: FakeGoogle, **overrides: Any) -> Settings:
-    return Settings(
-        **{
-            "connector_modes": {"gmail": "live"},
-            "google_client_id": fake.client_id,
-            "google_client_secret": fake.client_secret,
-            "google_auth_url": f"{fake.base_url}/o/oauth2/v2/auth",
-            "google_oauth_base_url": fake.base_url,
-            "gmail_base_url": fake.base_url,
-            **FAST,
-            **overrides,
-        }
-    )
-
-
-def plaid_settings(fake: FakePlaid, **overrides: Any) -> Settings:
-    return Settings(
-        **{
-            "connector_modes": {"plaid": "live"},
-            "plaid_client_id": fake.client_id,
-            "plaid_secret": fake.secret,
-            "plaid_base_url": fake.base_url,
-            **FAST,
-            **overrides,
-        }
-    )
-
-
-def yelp_settings(fake: FakeYelp, **overrides: Any) -> Settings:
-    return Settings(
-        **{
-            "connector_modes": {"yelp": "live"},
-            "yelp_api_key": fake.api_key,
-            "yelp_base_url": fake.base_url,
-            **FAST,
-            **overrides,
-        }
-    )
-
-
-def google_search_settings(fake: FakeGoogleSearch, **overrides: Any) -> Settings:
-    return Settings(
-        **{
-            "connector_modes": {"search": "live"},
-            "search_provider": "google",
-            "google_search_api_key": fake.api_key,
-            "google_search_engine_id": fake.engine_id,
-            "google_search_base_url": fake.base_url,
-            **FAST,
-            **overrides,
-        }
-    )
-
-
-def searxng_settings(fake: FakeSearxng, **overrides: Any) -> Settings:
-    return Settings(
-        **{
-            "connector_modes": {"search": "live"},
-            "search_provider": "searxng",
-            "searxng_base_url": fake.base_url,
-            **FAST,
-            **overrides,
-        }
-    )

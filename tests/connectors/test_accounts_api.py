@@ -19,10 +19,11 @@ from app.settings import Settings, load_settings
 from storage.engine import Database
 from storage.models import connected_accounts
 from storage.users import UserRepository
-from tests.connectors.conftest import FAST
 from tests.fakes.gmail_api import SCOPES, FakeGoogle
 from tests.fakes.plaid_api import FakePlaid
-from tests.ws.conftest import LiveServer, open_client, serve
+from tests.support.clients import open_client
+from tests.support.connectors import FAST
+from tests.support.servers import LiveServer, serve
 
 CALLBACK = "/oauth/google/callback"
 BINDING = "sb_oauth"

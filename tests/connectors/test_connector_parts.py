@@ -19,7 +19,7 @@ from connectors.gmail import oauth
 from connectors.gmail.html_text import html_to_markdown, html_to_text
 from connectors.gmail.mime import bodies, build_raw, decode_header_value, to_email
 from connectors.plaid.client import apply_sync, category_of
-from tests.connectors.conftest import builtin
+from tests.support.connectors import builtin
 
 # ----------------------------------------------------------------------------- html
 

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from app.settings import load_settings
-from tests.ws.conftest import LiveServer, open_client, serve
+from tests.support.clients import open_client
+from tests.support.servers import LiveServer, serve
 from websocket.protocol import validate_server_event
 
 

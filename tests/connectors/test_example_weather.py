@@ -18,9 +18,9 @@ from app.settings import Settings
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import ENTRY_POINT_GROUP, Connector, load_connectors
 from connectors.testing import ConnectorContract, call_tool
-from tests.connectors.conftest import make_context
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.open_meteo import FakeOpenMeteo
+from tests.support.connectors import make_context
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "switchboard-weather"
 if str(EXAMPLE) not in sys.path:  # what `pip install -e examples/switchboard-weather` does

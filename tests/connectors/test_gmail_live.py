@@ -12,9 +12,9 @@ from typing import Any
 
 from connectors.gmail import oauth
 from storage.accounts import AccountRepository
-from tests.connectors.conftest import gmail_settings, invoke, make_context
 from tests.fakes.fake_service import Answer, closed_port_url
 from tests.fakes.gmail_api import SCOPES, FakeGoogle
+from tests.support.connectors import gmail_settings, invoke, make_context
 
 LIST = "/gmail/v1/users/me/messages"
 

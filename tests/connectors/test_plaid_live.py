@@ -12,9 +12,9 @@ import httpx
 from app.settings import Settings
 from connectors.plaid import client as plaid
 from storage.accounts import AccountRepository
-from tests.connectors.conftest import invoke, make_context, plaid_settings
 from tests.fakes.fake_service import Answer
 from tests.fakes.plaid_api import FakePlaid
+from tests.support.connectors import invoke, make_context, plaid_settings
 
 SYNC = "/transactions/sync"
 

@@ -6,15 +6,10 @@ import json
 
 import httpx
 
-from tests.connectors.conftest import (
-    google_search_settings,
-    invoke,
-    make_context,
-    searxng_settings,
-)
 from tests.fakes.fake_service import Answer
 from tests.fakes.google_search import FakeGoogleSearch
 from tests.fakes.searxng import FakeSearxng
+from tests.support.connectors import google_search_settings, invoke, make_context, searxng_settings
 
 
 async def test_google_results_become_citations(

@@ -6,9 +6,9 @@ import json
 
 import httpx
 
-from tests.connectors.conftest import invoke, make_context, yelp_settings
 from tests.fakes.fake_service import Answer
 from tests.fakes.yelp_api import FakeYelp
+from tests.support.connectors import invoke, make_context, yelp_settings
 
 SEARCH = "/v3/businesses/search"
 

@@ -22,13 +22,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.waiting import wait_started
+from tests.support.servers import running_uvicorn
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -130,23 +129,14 @@ class FakeService:
 @asynccontextmanager
 async def serve_fake(fake: FakeService) -> AsyncIterator[str]:
     """Run ``fake`` under uvicorn on a free loopback port; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        fake.app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    await wait_started(lambda: server.started, task, what=f"the fake {type(fake).__name__}")
-    fake.base_url = f"http://127.0.0.1:{port}"
-    try:
+    async with running_uvicorn(
+        fake.app(),
+        what=f"the fake {type(fake).__name__}",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    ) as port:
+        fake.base_url = f"http://127.0.0.1:{port}"
         yield fake.base_url
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
-        sock.close()
 
 
 def closed_port_url() -> str:

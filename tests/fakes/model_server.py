@@ -23,20 +23,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import socket
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.waiting import wait_started
+from tests.support.servers import loopback_socket, running_uvicorn
 
 # ----------------------------------------------------------------------------- the script
 
@@ -664,19 +662,14 @@ async def running_model_server(
 ) -> AsyncIterator[FakeModelServer]:
     """Serve ``server`` with uvicorn on a free loopback port for the block."""
     server = server or FakeModelServer()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = loopback_socket()
     server.port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        server.app(), log_level="critical", lifespan="off", timeout_graceful_shutdown=1
-    )
-    uv = uvicorn.Server(config)
-    task = asyncio.create_task(uv.serve(sockets=[sock]))
-    await wait_started(lambda: uv.started, task, what="the fake model server")
-    try:
+    async with running_uvicorn(
+        server.app(),
+        what="the fake model server",
+        sock=sock,
+        log_level="critical",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    ):
         yield server
-    finally:
-        uv.should_exit = True
-        await asyncio.wait_for(task, 15)
-        sock.close()

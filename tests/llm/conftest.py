@@ -15,9 +15,8 @@ import pytest
 
 from app.settings import Settings
 from tests.fakes.model_server import FakeModelServer, running_model_server
-from tests.ws.conftest import make_settings  # noqa: F401 - a fixture, re-exported
+from tests.support.models import API_KEY, model_spec
 
-API_KEY = "sk-test-7f3c9e1b5d2a4f6e8c0b"
 PROVIDERS = ["responses", "chat", "openai"]
 
 
@@ -27,12 +26,6 @@ async def fake_model() -> AsyncIterator[FakeModelServer]:
         yield server
 
 
-def model_spec(provider: str, server: FakeModelServer, name: str = "fake-large") -> str:
-    if provider == "openai":
-        return f"openai:{name}"
-    return f"{provider}:{name}@{server.base_url()}"
-
-
 @pytest.fixture(params=PROVIDERS)
 def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -40,7 +33,7 @@ def provider(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def model_settings(
-    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+    make_settings: Callable[..., Settings],
     fake_model: FakeModelServer,
     provider: str,
     monkeypatch: pytest.MonkeyPatch,

@@ -12,8 +12,9 @@ import pytest
 
 from app.settings import Settings
 from tests.fakes.model_server import Fail, FakeModelServer, Say, Stall, reply
-from tests.llm.conftest import API_KEY
-from tests.ws.conftest import LiveServer, open_client, serve
+from tests.support.clients import open_client
+from tests.support.models import API_KEY
+from tests.support.servers import LiveServer, serve
 
 # The provider paths use storage the same way on both engines: the full turns of
 # test_model_turns.py run on both, these cases on SQLite only (time budget of make test).

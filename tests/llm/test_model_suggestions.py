@@ -11,9 +11,10 @@ import pytest
 from app.llm.offline import offline_title
 from app.settings import Settings
 from tests.fakes.model_server import Call, Fail, FakeModelServer, Say, Stall
-from tests.llm.conftest import API_KEY
 from tests.llm.test_model_turns import wait_for_title
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.models import API_KEY
+from tests.support.servers import serve
 
 # The provider paths use storage the same way on both engines: the full turns of
 # test_model_turns.py run on both, these cases on SQLite only (time budget of make test).

@@ -15,9 +15,10 @@ import httpx
 
 from app.settings import Settings
 from tests.fakes.model_server import Call, FakeModelServer, Recorded, Say, reply
-from tests.llm.conftest import API_KEY
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.models import API_KEY
+from tests.support.servers import serve
+from tests.support.waiting import wait_until
 from tests.ws.test_turns import assert_turn_order
 
 PROMPT = "find sushi in Boston and email the list to bob@example.com"

@@ -2,7 +2,8 @@
 
 ``offline`` runs the built-in offline model (deterministic, real connectors in demo mode);
 ``scripted`` points every agent at ``tests/fakes/model_server.py`` so a test scripts the
-model and reads exactly what Switchboard sent it.
+model and reads exactly what Switchboard sent it. The official ``openai`` client on a
+server is ``tests.support.clients.client_for``.
 """
 
 from __future__ import annotations
@@ -11,21 +12,15 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI
 
 from app.settings import Settings
 from tests.fakes.model_server import FakeModelServer, running_model_server
-from tests.ws.conftest import LiveServer, make_settings, serve  # noqa: F401 - fixture
-
-
-def client_for(live: LiveServer, token: str = "sk-local-unused") -> AsyncOpenAI:
-    # max_retries=0: a test sees each error the server answers, not the client's retries.
-    return AsyncOpenAI(base_url=f"{live.http}/v1", api_key=token, max_retries=0, timeout=30)
+from tests.support.servers import LiveServer, serve
 
 
 @pytest.fixture
 async def offline(
-    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+    make_settings: Callable[..., Settings],
 ) -> AsyncIterator[LiveServer]:
     async with serve(make_settings(suggest_model="offline")) as live:
         yield live
@@ -39,7 +34,7 @@ async def fake_model() -> AsyncIterator[FakeModelServer]:
 
 @pytest.fixture
 def scripted(
-    make_settings: Callable[..., Settings],  # noqa: F811 - the fixture
+    make_settings: Callable[..., Settings],
     fake_model: FakeModelServer,
 ) -> Callable[..., Any]:
     """``serve`` with every agent on the fake model (suggestions and titles offline)."""

@@ -20,10 +20,10 @@ from sqlalchemy import update
 from storage.approvals import NOT_RUN
 from storage.models import approvals
 from tests.fakes.model_server import Call, FakeModelServer, Say, reply
-from tests.openresponses.conftest import client_for
 from tests.openresponses.spec import check_resource, check_stream, parse_sse
 from tests.openresponses.test_open_responses_client import stream_raw
-from tests.ws.conftest import LiveServer
+from tests.support.clients import client_for
+from tests.support.servers import LiveServer
 
 MULTI = "find sushi in Boston and email the list to bob@example.com"
 LOCAL_USER = "local"

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 OK = {"model": "switchboard", "input": "hello"}
 NUL = "\u0000"

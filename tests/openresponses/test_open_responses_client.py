@@ -15,9 +15,9 @@ import pytest
 
 from connectors.adapters import to_function_call_output
 from tests.fakes.model_server import Call, FakeModelServer, Say
-from tests.openresponses.conftest import client_for
 from tests.openresponses.spec import check_resource, check_stream, parse_sse
-from tests.ws.conftest import LiveServer
+from tests.support.clients import client_for
+from tests.support.servers import LiveServer
 
 MULTI = "find sushi in Boston and email the list to bob@example.com"
 
@@ -334,7 +334,8 @@ async def test_tool_choice_steers_the_agents(
 async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(
     make_settings: Callable[..., Any],
 ) -> None:
-    from tests.ws.conftest import open_client, serve
+    from tests.support.clients import open_client
+    from tests.support.servers import serve
 
     prompt = "find sushi in Boston"  # a tool, then a slowly streamed answer to stop
     async with serve(make_settings(suggest_model="offline", offline_delta_delay=0.05)) as live:

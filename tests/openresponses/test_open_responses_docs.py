@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tests.openresponses.spec import check_resource
-from tests.ws.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "open-responses.md"
 

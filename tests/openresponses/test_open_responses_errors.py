@@ -14,9 +14,9 @@ import pytest
 from app.settings import Settings
 from storage.users import UserRepository
 from tests.fakes.model_server import Fail, FakeModelServer, Say, reply
-from tests.openresponses.conftest import client_for
 from tests.openresponses.spec import check_resource, check_stream, parse_sse
-from tests.ws.conftest import LiveServer, serve
+from tests.support.clients import client_for
+from tests.support.servers import LiveServer, serve
 
 OK = {"model": "switchboard", "input": "hello"}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.fakes.rap_tool import Result
 from tests.rap.test_rap_turns import EDIT, of_type, script_call
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
 
 
 async def test_a_declared_write_is_sent_only_after_approval_with_the_shown_arguments(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from app.settings import Settings
 from tests.fakes.fake_service import Answer, closed_port_url, serve_fake
 from tests.fakes.rap_tool import RapToolServer
-from tests.ws.conftest import serve
+from tests.support.servers import serve
 
 
 async def names(settings: Settings) -> dict[str, list[str]]:

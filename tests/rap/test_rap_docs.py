@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -18,9 +17,10 @@ import httpx
 import pytest
 
 from app.settings import Settings
-from tests.rap.conftest import serve_on
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
+from tests.support.processes import free_port
+from tests.support.servers import loopback_socket, serve
+from tests.support.waiting import wait_until
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rap.md"
 SECRET = "the-secret-shared-by-both-sides"
@@ -32,12 +32,6 @@ def example_source() -> str:
     match = re.search(r"```python\n(.*?)```", text[marker:], re.S)
     assert match, "the tested example is the python block after the marker"
     return match.group(1)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager
@@ -76,14 +70,13 @@ async def test_the_documented_tool_server_answers_in_a_chat(
         server: dict[str, str] = {"name": "notes", "url": url}
         if secret:
             server["secret"] = secret
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock = loopback_socket()
         settings = make_settings(
             rap_tools=json.dumps([server]),
             suggest_model="offline",
             rap_callback_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
         )
-        async with serve_on(sock, settings) as live:
+        async with serve(settings, sock=sock) as live:
             async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
                 events = await client.turn("ask Notes about deploys")
     [call] = [e for e in events if e["type"] == "tool_call"]

@@ -14,8 +14,8 @@ from connectors.untrusted import fence
 from tests.fakes.fake_service import Answer
 from tests.fakes.model_server import Call, FakeModelServer, Say
 from tests.fakes.rap_tool import DIFF, Result, Silence, signature
-from tests.rap.conftest import RapStack
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
+from tests.support.rap import RapStack
 from tests.ws.test_turns import assert_turn_order
 
 EDIT = {"path": "app/greet.py", "content": "def greet():\n    return 'hello'\n"}
@@ -391,7 +391,7 @@ async def test_invocations_are_retried_on_5xx_but_not_on_4xx(rap_stack: Callable
 async def test_open_responses_clients_see_remote_tool_calls_and_their_full_text(
     rap_stack: Callable[..., Any],
 ) -> None:
-    from tests.openresponses.conftest import client_for
+    from tests.support.clients import client_for
 
     text = "Found 3 notes.\n" + "note body " * 2000  # longer than any summary
     async with rap_stack() as stack:

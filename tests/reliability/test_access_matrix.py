@@ -34,9 +34,8 @@ from app.settings import Settings, load_settings
 from storage.users import UserRepository
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.plaid_api import FakePlaid
-from tests.ws.conftest import LiveServer, make_settings, open_client, serve
-
-__all__ = ["make_settings"]  # a fixture, used by name
+from tests.support.clients import open_client
+from tests.support.servers import LiveServer, serve
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).

@@ -17,7 +17,7 @@ from tests.fakes.model_server import Call, FakeModelServer, Say, running_model_s
 from tests.fakes.rap_tool import TOOLS, RapToolServer, Silence
 from tests.reliability.orphans import LEASE, until_last_turn_ends
 from tests.reliability.test_faults import assert_clean_exit, events_of
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
 
 EMAIL = "find sushi in Boston and email the list to bob@example.com"
 

@@ -25,11 +25,9 @@ from sqlalchemy.engine import make_url
 from app.main import READY_TIMEOUT
 from app.settings import Settings
 from tests.fakes.tcp_proxy import TcpProxy
-from tests.reliability.server_logs import capture_logs
-from tests.waiting import wait_until
-from tests.ws.conftest import LiveServer, make_settings, serve
-
-__all__ = ["make_settings"]  # a fixture, used by name
+from tests.support.logs import capture_logs
+from tests.support.servers import LiveServer, serve
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 

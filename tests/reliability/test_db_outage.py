@@ -26,12 +26,11 @@ from sqlalchemy.engine import make_url
 
 from app.settings import Settings
 from tests.fakes.tcp_proxy import TcpProxy
-from tests.reliability.server_logs import CapturedLogs, capture_logs
-from tests.waiting import wait_until
-from tests.ws.conftest import LiveServer, make_settings, open_client, serve
+from tests.support.clients import open_client
+from tests.support.logs import CapturedLogs, capture_logs
+from tests.support.servers import LiveServer, serve
+from tests.support.waiting import wait_until
 from websocket.protocol import validate_server_event
-
-__all__ = ["make_settings"]  # a fixture, used by name
 
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 

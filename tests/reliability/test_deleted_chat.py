@@ -14,9 +14,8 @@ from websockets.exceptions import ConnectionClosed
 from app.settings import Settings
 from storage.engine import Database
 from storage.users import UserRepository
-from tests.ws.conftest import Client, make_settings, open_client, serve
-
-__all__ = ["make_settings"]  # a fixture, used by name
+from tests.support.clients import Client, open_client
+from tests.support.servers import serve
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).

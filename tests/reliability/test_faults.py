@@ -12,8 +12,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tests.reliability.orphans import LEASE
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
+from tests.support.waiting import wait_until
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).

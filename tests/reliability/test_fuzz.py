@@ -36,11 +36,10 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 
 from app.settings import Settings
-from tests.reliability.server_logs import CapturedLogs, capture_logs
-from tests.ws.conftest import Client, LiveServer, make_settings, open_client, serve
+from tests.support.clients import Client, open_client
+from tests.support.logs import CapturedLogs, capture_logs
+from tests.support.servers import LiveServer, serve
 from websocket.protocol import validate_server_event
-
-__all__ = ["make_settings"]  # a fixture, used by name
 
 MAX_PROMPT = 120
 MAX_CLIENT_MESSAGE_ID = 64

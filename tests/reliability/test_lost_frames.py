@@ -15,7 +15,7 @@ import redis.asyncio as redis
 from storage.engine import Database
 from storage.events import EventStore
 from storage.records import NewEvent
-from tests.ws.conftest import Client, open_client
+from tests.support.clients import Client, open_client
 from websocket.hub import channel_of
 from websocket.protocol import encode, now_ts
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 
-from tests.browser.proxy import DroppingProxy
-from tests.reliability.chat_log import check_chat_log
-from tests.reliability.conftest import ROOT, readiness
 from tests.reliability.orphans import LEASE, stored_events
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client
+from tests.support.chat_log import check_chat_log
+from tests.support.clients import open_client
+from tests.support.processes import ROOT, readiness
+from tests.support.proxies import DroppingProxy
+from tests.support.waiting import wait_until
 
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser.proxy import DroppingProxy
-from tests.reliability.conftest import readiness
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
+from tests.support.processes import readiness
+from tests.support.proxies import DroppingProxy
+from tests.support.waiting import wait_until
 from websocket.hub import channel_of
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval

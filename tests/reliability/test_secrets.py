@@ -32,8 +32,8 @@ from storage.users import UserRepository
 from tests.fakes.fake_service import Answer, serve_fake
 from tests.fakes.model_server import Call, Fail, FakeModelServer, Say, running_model_server
 from tests.fakes.yelp_api import FakeYelp
-from tests.reliability.conftest import ROOT
-from tests.ws.conftest import open_client
+from tests.support.clients import open_client
+from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from tests.browser.proxy import DroppingProxy
-from tests.reliability.chat_log import check_chat_log
 from tests.reliability.orphans import LEASE, stored_events
-from tests.ws.conftest import Client, open_client
+from tests.support.chat_log import check_chat_log
+from tests.support.clients import Client, open_client
+from tests.support.proxies import DroppingProxy
 
 CHATS = 4
 PROMPTS = 6

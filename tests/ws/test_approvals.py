@@ -13,7 +13,8 @@ from sqlalchemy import update
 
 from storage.models import approvals
 from storage.session import ChatSession
-from tests.ws.conftest import Client, LiveServer, open_client, serve
+from tests.support.clients import Client, open_client
+from tests.support.servers import LiveServer, serve
 from tests.ws.test_turns import assert_turn_order
 from websocket.protocol import validate_server_event
 

@@ -18,7 +18,8 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from connectors.responses import ToolResponse
 from connectors.tooling import connector_tool
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.servers import serve
 
 SECRET = "sk-live-0123456789abcdef"
 

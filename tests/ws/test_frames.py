@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.ws.conftest import LiveServer, open_client, serve
+from tests.support.clients import open_client
+from tests.support.servers import LiveServer, serve
 
 
 def new_chat() -> str:

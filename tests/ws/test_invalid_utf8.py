@@ -23,8 +23,9 @@ from app.log_setup import (
     configure_logging,
 )
 from app.settings import Settings
-from tests.reliability.server_logs import CapturedLogs, capture_logs
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.logs import CapturedLogs, capture_logs
+from tests.support.servers import serve
 
 NOT_UTF8 = b'{"type": "ping", "x": "\xff\xfe"}'
 ATTEMPTS = 20

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.servers import serve
 from websocket.limits import PromptRateLimiter
 
 

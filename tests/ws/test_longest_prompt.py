@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from app.settings import Settings
-from tests.reliability.conftest import ServerProcess
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.processes import ServerProcess
+from tests.support.servers import serve
 from websocket.protocol import MAX_CLIENT_MESSAGE_ID
 
 SCRIPTS = {"euro": "€", "cjk": "漢", "emoji": "😀"}

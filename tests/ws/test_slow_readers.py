@@ -23,9 +23,10 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from app.settings import Settings
-from tests.reliability.server_logs import capture_logs
-from tests.waiting import wait_until
-from tests.ws.conftest import open_client, serve
+from tests.support.clients import open_client
+from tests.support.logs import capture_logs
+from tests.support.servers import serve
+from tests.support.waiting import wait_until
 from websocket import hub
 from websocket.handler import CLOSE_TIMEOUT
 

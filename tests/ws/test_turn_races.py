@@ -15,8 +15,9 @@ from typing import Any
 
 from app.services import Services
 from storage.records import EventRecord
-from tests.reliability.chat_log import check_chat_log
-from tests.ws.conftest import LiveServer, open_client, serve
+from tests.support.chat_log import check_chat_log
+from tests.support.clients import open_client
+from tests.support.servers import LiveServer, serve
 
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 

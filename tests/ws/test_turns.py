@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.waiting import wait_until
-from tests.ws.conftest import LiveServer, open_client
+from tests.support.clients import open_client
+from tests.support.servers import LiveServer
+from tests.support.waiting import wait_until
 from websocket.protocol import validate_server_event
 
 MULTI_AGENT = "find sushi in Boston and email the list to bob@example.com"
@@ -187,7 +188,7 @@ async def test_prompt_while_a_turn_runs_is_refused(server: LiveServer) -> None:
 
 
 async def test_cancel_ends_the_turn_as_cancelled(make_settings: Any) -> None:
-    from tests.ws.conftest import serve
+    from tests.support.servers import serve
 
     async with serve(make_settings(offline_delta_delay=0.02)) as live:
         chat_id = new_chat()
@@ -209,7 +210,7 @@ async def test_cancel_ends_the_turn_as_cancelled(make_settings: Any) -> None:
 async def test_turn_survives_the_socket_and_resume_yields_exactly_the_rest(
     make_settings: Any,
 ) -> None:
-    from tests.ws.conftest import serve
+    from tests.support.servers import serve
 
     async with serve(make_settings(offline_delta_delay=0.01)) as live:
         chat_id = new_chat()
