@@ -23,11 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from connectors.responses import (
     ErrorResponse,
     JsonResponse,
     TextResponse,
     ToolResponse,
+    describe_problems,
 )
 from connectors.untrusted import FENCE_CLOSE, defuse_markers, fence, fence_open, strip_invisible
 
@@ -843,8 +846,8 @@ def _coerce_string(value: str, agent: str) -> dict[str, Any]:
 def _coerce_shaped(value: dict[str, Any], agent: str) -> dict[str, Any]:
     try:
         return ToolResponse.from_dict(value).to_dict(include_debug=True)
-    except (TypeError, ValueError) as exc:
-        reason = str(exc)
+    except ValidationError as exc:
+        reason = describe_problems(exc)
     # Keep what can be kept: the core keys, dropping the invalid optional ones.
     shown = value.get("display_response", True)
     core: dict[str, Any] = {
@@ -930,10 +933,9 @@ def coerce_tool_output(value: object, agent_name: str) -> dict[str, Any]:
             else:
                 if debug is not None:
                     try:
-                        result.debug_info = debug
-                        result.__post_init__()
-                    except (TypeError, ValueError):
-                        result.debug_info = None
+                        result.debug_info = debug  # validated on assignment
+                    except ValidationError:
+                        pass  # kept out: only the data is shown anyway
                 return result.to_dict(include_debug=True)
         elif value is None or isinstance(value, bool | int | float):
             text = json.dumps(value)  # NaN/inf become NaN/Infinity: still readable text

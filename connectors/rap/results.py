@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from connectors.rap.config import OAuthMessage, ToolResultMessage
-from connectors.responses import ErrorResponse, OpenWindowResponse, ToolResponse
+from connectors.responses import DISPLAY_TYPES, ErrorResponse, OpenWindowResponse, ToolResponse
 from connectors.tooling import ToolResult, error_result
 from connectors.untrusted import fence
 
@@ -74,7 +74,12 @@ def result_from_message(
             agent_name, text.strip(), friendly_name=friendly_name, debug_info=dict(debug_info)
         )
         return RapToolResult(error.to_dict(include_debug=True), model_text(text))
-    segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
+    # A hint type the protocol does not know is one the UI would skip (docs/rap.md).
+    segments = [
+        segment.model_dump(mode="json")
+        for segment in message.display_as or ()
+        if segment.type in DISPLAY_TYPES
+    ]
     response = ToolResponse(
         RESPONSE_TYPE,
         agent_name,

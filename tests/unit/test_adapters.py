@@ -702,7 +702,7 @@ COERCE_CASES = [
             "response": [],
             "display_response": False,
             "error_message": "half",
-            "debug_info": {"coerce_error": "ToolResponse.display_as[0] is missing 'content'"},
+            "debug_info": {"coerce_error": "display_as.0.text.content: Field required"},
         },
     ),
     (
@@ -710,9 +710,7 @@ COERCE_CASES = [
         {"response_type": "x", "agent_name": "Yelp", "friendly_name": "F", "response": {1, 2}},
         _error_dict(
             "The tool returned a response that could not be shown.",
-            debug_info={
-                "coerce_error": "ToolResponse.response must be a dict, list or str, got set"
-            },
+            debug_info={"coerce_error": "response: must be a dict, list or str (got set)"},
         ),
     ),
     ("error_string", "Error: rate limited", _error_dict("rate limited")),

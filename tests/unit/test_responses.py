@@ -9,9 +9,12 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from connectors.response_schema import MAX_JSON_DEPTH, ToolResponseData
 from connectors.responses import (
     CORE_KEYS,
+    DISPLAY_TYPES,
     RESPONSE_CLASSES,
     AccountNeeded,
     ConnectGoogleAccount,
@@ -25,6 +28,7 @@ from connectors.responses import (
     OpenWindowResponse,
     TextResponse,
     ToolResponse,
+    describe_problems,
 )
 
 SEED_000_KEYS = ["response_type", "agent_name", "friendly_name", "response", "display_response"]
@@ -245,31 +249,41 @@ def test_from_dict_defaults_display_response_and_ignores_unknown_keys():
     }
 
 
+def _problems(call) -> list[tuple[tuple, str]]:
+    """Where (``loc``) and what (pydantic's error ``type``) each problem of ``call()`` is."""
+    with pytest.raises(ValidationError) as info:
+        call()
+    return [(error["loc"], error["type"]) for error in info.value.errors()]
+
+
+def test_from_dict_rejects_a_non_dict():
+    with pytest.raises(TypeError, match="expected a ToolResponse dict, got list"):
+        ToolResponse.from_dict([])
+
+
 @pytest.mark.parametrize(
-    ("data", "error", "message"),
+    ("data", "problems"),
     [
-        ([], TypeError, "expected a ToolResponse dict, got list"),
         (
             {"agent_name": "A", "friendly_name": "F", "response": "r"},
-            ValueError,
-            "missing response_type",
+            [(("response_type",), "missing")],
         ),
-        ({"response_type": "x", "agent_name": "A"}, ValueError, "missing friendly_name, response"),
+        (
+            {"response_type": "x", "agent_name": "A"},
+            [(("friendly_name",), "missing"), (("response",), "missing")],
+        ),
         (
             {"response_type": "x", "agent_name": "A", "friendly_name": "F", "response": 5},
-            TypeError,
-            "ToolResponse.response must be a dict, list or str, got int",
+            [(("response",), "payload_type")],
         ),
         (
             {"response_type": 3, "agent_name": "A", "friendly_name": "F", "response": "r"},
-            TypeError,
-            "ToolResponse.response_type must be a non-empty string, got int",
+            [(("response_type",), "string_type")],
         ),
     ],
 )
-def test_from_dict_rejects_bad_input(data, error, message):
-    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
-        ToolResponse.from_dict(data)
+def test_from_dict_rejects_bad_input_naming_the_field(data, problems):
+    assert _problems(lambda: ToolResponse.from_dict(data)) == problems
 
 
 def _full(**overrides):
@@ -310,58 +324,61 @@ def test_core_keys_constant_matches_seed():
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("field", "value", "loc", "kind"),
     [
+        ("response", {"when": {1, 2}}, ("response", "object", "when"), "not_json"),
+        ("response", [1, object()], ("response", "array", 1), "not_json"),
+        ("response", {"x": math.nan}, ("response", "object", "x", "number"), "finite_number"),
+        ("response", [math.inf], ("response", "array", 0, "number"), "finite_number"),
         (
             "response",
-            {"when": {1, 2}},
-            "ToolResponse.response['when'] is not JSON-serialisable (set)",
+            {"a": {2: "b"}},
+            ("response", "object", "a", "object", 2, "[key]"),
+            "string_type",
         ),
-        ("response", [1, object()], "ToolResponse.response[1] is not JSON-serialisable (object)"),
-        ("response", {"x": math.nan}, "ToolResponse.response['x'] is nan, which JSON cannot hold"),
-        ("response", [math.inf], "ToolResponse.response[0] is inf, which JSON cannot hold"),
-        ("response", {"a": {2: "b"}}, "ToolResponse.response['a'] has a non-string key 2 (int)"),
-        (
-            "response",
-            {"raw": b"bytes"},
-            "ToolResponse.response['raw'] is not JSON-serialisable (bytes)",
-        ),
+        ("response", {"raw": b"bytes"}, ("response", "object", "raw"), "not_json"),
         (
             "display_as",
             [{"type": "json", "content": {"d": 1j}}],
-            "ToolResponse.display_as[0]['content']['d'] is not JSON-serialisable (complex)",
+            ("display_as", 0, "json", "content", "object", "d"),
+            "not_json",
         ),
         (
             "content_chunks",
             [{"id": 1, "title": "t", "url": None, "snippet": "s", "x": {1}}],
-            "ToolResponse.content_chunks[0]['x'] is not JSON-serialisable (set)",
+            ("content_chunks", 0, "x"),
+            "not_json",
         ),
-        (
-            "debug_info",
-            {"exc": ValueError("x")},
-            "ToolResponse.debug_info['exc'] is not JSON-serialisable (ValueError)",
-        ),
+        ("debug_info", {"exc": ValueError("x")}, ("debug_info", "exc"), "not_json"),
     ],
 )
-def test_non_json_fields_raise_type_error_naming_the_field(field, value, message):
-    with pytest.raises(TypeError) as info:
-        _full(**{field: value})
-    assert str(info.value) == message
+def test_non_json_values_are_refused_where_they_are(field, value, loc, kind):
+    assert _problems(lambda: _full(**{field: value})) == [(loc, kind)]
+
+
+def test_the_message_names_the_path_and_the_problem():
+    with pytest.raises(ValidationError) as info:
+        _full(response={"items": [1, 2, {1, 2}]})
+    assert "response.object.items.array.2\n  is not JSON-serialisable" in str(info.value)
+    assert describe_problems(info.value) == (
+        "response.object.items.array.2: is not JSON-serialisable (got set)"
+    )
 
 
 def test_circular_reference_is_reported():
     loop: list = []
     loop.append(loop)
-    with pytest.raises(TypeError, match=r"ToolResponse.response\[0\] contains a circular"):
-        _full(response=loop)
+    [(loc, kind)] = _problems(lambda: _full(response=loop))
+    assert loc[0] == "response" and kind == "recursion_loop"
 
 
 def test_deep_nesting_is_reported():
     deep: list = []
-    for _ in range(150):
+    for _ in range(MAX_JSON_DEPTH):  # MAX_JSON_DEPTH + 1 nested lists
         deep = [deep]
-    with pytest.raises(TypeError, match="nested more than 100 levels"):
+    with pytest.raises(ValidationError, match=f"nested more than {MAX_JSON_DEPTH} levels"):
         _full(response=deep)
+    assert _full(response=deep[0]).response == deep[0]  # one level less is fine
 
 
 def test_shared_but_acyclic_values_are_fine():
@@ -375,131 +392,100 @@ def test_tuples_are_accepted_as_json_arrays():
 
 
 @pytest.mark.parametrize(
-    ("overrides", "error", "message"),
+    ("overrides", "problems"),
     [
-        (
-            {"response_type": ""},
-            ValueError,
-            "ToolResponse.response_type must be a non-empty string",
-        ),
-        (
-            {"agent_name": None},
-            TypeError,
-            "ToolResponse.agent_name must be a non-empty string, got NoneType",
-        ),
-        (
-            {"friendly_name": 1},
-            TypeError,
-            "ToolResponse.friendly_name must be a non-empty string, got int",
-        ),
-        (
-            {"display_response": "yes"},
-            TypeError,
-            "ToolResponse.display_response must be a bool, got str",
-        ),
-        (
-            {"response": None},
-            TypeError,
-            "ToolResponse.response must be a dict, list or str, got NoneType",
-        ),
-        (
-            {"response": 3.5},
-            TypeError,
-            "ToolResponse.response must be a dict, list or str, got float",
-        ),
-        (
-            {"debug_info": ["x"]},
-            TypeError,
-            "ToolResponse.debug_info must be a dict or None, got list",
-        ),
-        (
-            {"error_message": 404},
-            TypeError,
-            "ToolResponse.error_message must be a string or None, got int",
-        ),
-        # display_as segments: {type: str, content}
-        (
-            {"display_as": {"type": "text"}},
-            TypeError,
-            "ToolResponse.display_as must be a list of {type, content} segments, got dict",
-        ),
-        (
-            {"display_as": ["text"]},
-            TypeError,
-            "ToolResponse.display_as[0] must be a dict with 'type' and 'content', got str",
-        ),
-        (
-            {"display_as": [{"content": "x"}]},
-            ValueError,
-            "ToolResponse.display_as[0] is missing 'type'",
-        ),
+        ({"response_type": ""}, [(("response_type",), "string_too_short")]),
+        ({"agent_name": None}, [(("agent_name",), "string_type")]),
+        ({"friendly_name": 1}, [(("friendly_name",), "string_type")]),
+        ({"display_response": "yes"}, [(("display_response",), "bool_type")]),
+        ({"display_response": 1}, [(("display_response",), "bool_type")]),
+        ({"response": None}, [(("response",), "payload_type")]),
+        ({"response": 3.5}, [(("response",), "payload_type")]),
+        ({"debug_info": ["x"]}, [(("debug_info",), "dict_type")]),
+        ({"error_message": 404}, [(("error_message",), "string_type")]),
+        # display_as hints: {type, content}, type one of DISPLAY_TYPES
+        ({"display_as": {"type": "text"}}, [(("display_as",), "list_type")]),
+        ({"display_as": ["text"]}, [(("display_as", 0), "model_attributes_type")]),
+        ({"display_as": [{"content": "x"}]}, [(("display_as", 0), "union_tag_not_found")]),
         (
             {"display_as": [{"type": "text", "content": "a"}, {"type": 2, "content": "x"}]},
-            TypeError,
-            "ToolResponse.display_as[1]['type'] must be a string, got int",
+            [(("display_as", 1), "union_tag_invalid")],
         ),
         (
             {"display_as": [{"type": "", "content": "x"}]},
-            ValueError,
-            "ToolResponse.display_as[0]['type'] must not be empty",
+            [(("display_as", 0), "union_tag_invalid")],
         ),
         (
-            {"display_as": [{"type": "diff"}]},
-            ValueError,
-            "ToolResponse.display_as[0] is missing 'content'",
+            {"display_as": [{"type": "image", "content": "x"}]},
+            [(("display_as", 0), "union_tag_invalid")],
         ),
+        ({"display_as": [{"type": "diff"}]}, [(("display_as", 0, "diff", "content"), "missing")]),
         (
             {"display_as": [{"type": "text", "content": {"a": 1}}]},
-            TypeError,
-            "ToolResponse.display_as[0]['content'] must be a string for a 'text' segment, got dict",
+            [(("display_as", 0, "text", "content"), "string_type")],
         ),
         (
             {"display_as": [{"type": "markdown", "content": None}]},
-            TypeError,
-            "ToolResponse.display_as[0]['content'] must be a string for a 'markdown' segment, got NoneType",
+            [(("display_as", 0, "markdown", "content"), "string_type")],
         ),
         # content_chunks: {id, title, url, snippet}
-        (
-            {"content_chunks": "c"},
-            TypeError,
-            "ToolResponse.content_chunks must be a list of {id, title, url, snippet} dicts, got str",
-        ),
-        (
-            {"content_chunks": [None]},
-            TypeError,
-            "ToolResponse.content_chunks[0] must be a dict with id, title, url, snippet, got NoneType",
-        ),
+        ({"content_chunks": "c"}, [(("content_chunks",), "list_type")]),
+        ({"content_chunks": [None]}, [(("content_chunks", 0), "dict_type")]),
         (
             {"content_chunks": [{"id": "1", "title": "t"}]},
-            ValueError,
-            "ToolResponse.content_chunks[0] is missing 'url', 'snippet'",
+            [
+                (("content_chunks", 0, "url"), "missing"),
+                (("content_chunks", 0, "snippet"), "missing"),
+            ],
         ),
         (
             {"content_chunks": [{"id": True, "title": "t", "url": None, "snippet": ""}]},
-            TypeError,
-            "ToolResponse.content_chunks[0]['id'] must be a string or int, got bool",
+            [
+                (("content_chunks", 0, "id", "str"), "string_type"),
+                (("content_chunks", 0, "id", "int"), "int_type"),
+            ],
         ),
         (
             {"content_chunks": [{"id": 1, "title": None, "url": None, "snippet": ""}]},
-            TypeError,
-            "ToolResponse.content_chunks[0]['title'] must be a string, got NoneType",
+            [(("content_chunks", 0, "title"), "string_type")],
         ),
         (
             {"content_chunks": [{"id": 1, "title": "t", "url": 5, "snippet": ""}]},
-            TypeError,
-            "ToolResponse.content_chunks[0]['url'] must be a string or None, got int",
+            [(("content_chunks", 0, "url"), "string_type")],
         ),
         (
             {"content_chunks": [{"id": 1, "title": "t", "url": "u", "snippet": ["s"]}]},
-            TypeError,
-            "ToolResponse.content_chunks[0]['snippet'] must be a string, got list",
+            [(("content_chunks", 0, "snippet"), "string_type")],
         ),
     ],
 )
-def test_invalid_fields_raise_clear_errors(overrides, error, message):
-    with pytest.raises(error) as info:
-        _full(**overrides)
-    assert str(info.value) == message
+def test_invalid_fields_are_refused_naming_the_field(overrides, problems):
+    assert _problems(lambda: _full(**overrides)) == problems
+
+
+def test_every_documented_display_type_is_accepted():
+    hints = [{"type": kind, "content": "x"} for kind in DISPLAY_TYPES]
+    assert _full(display_as=hints).display_as == hints
+    assert set(DISPLAY_TYPES) == {"text", "markdown", "json", "diff", "link", "card"}
+
+
+def test_assignment_is_validated():
+    response = _full()
+    response.debug_info = {"request_id": "r-1"}
+    assert response.to_dict(include_debug=True)["debug_info"] == {"request_id": "r-1"}
+    assert _problems(lambda: setattr(response, "debug_info", {"when": {1}})) == [
+        (("debug_info", "when"), "not_json")
+    ]
+    assert response.debug_info == {"request_id": "r-1"}
+
+
+def test_the_schema_is_what_the_wire_dump_gives():
+    response = _full()
+    assert response.model_dump() == response.to_dict(include_debug=True)
+    assert json.loads(response.model_dump_json()) == response.to_dict(include_debug=True)
+    bare = TextResponse("A", "x")
+    assert bare.model_dump() == bare.to_dict()
+    assert ToolResponseData.model_validate(bare.to_dict()).model_dump() == bare.to_dict()
 
 
 def test_other_segment_types_may_hold_objects_and_extra_keys():
@@ -579,7 +565,7 @@ _payload = _text | st.lists(_json, max_size=4) | st.dictionaries(_text, _json, m
 _segment = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["text", "markdown"]), "content": _text}),
     st.fixed_dictionaries(
-        {"type": st.sampled_from(["json", "diff", "card", "x-custom"]), "content": _json}
+        {"type": st.sampled_from(["json", "diff", "link", "card"]), "content": _json}
     ),
 )
 _chunk = st.fixed_dictionaries(
