@@ -7,11 +7,11 @@ far beyond that, so a busy machine slows them down but never fails them.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import httpx
+
+from tests.support.waiting import wait_until
 
 LEASE = 1  # SWITCHBOARD_TURN_LEASE_SECONDS for servers that tests kill
 
@@ -34,14 +34,14 @@ async def until_last_turn_ends(
     server: Any, chat_id: str, within: float = 60.0
 ) -> list[dict[str, Any]]:
     """The chat's stored events once its last turn has an ``end_of_stream``."""
-    deadline = time.monotonic() + within
-    while True:
-        events = await stored_events(server, chat_id)
-        if _ended(events):
-            return events
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"the last turn of {chat_id} did not end within {within} s; "
-                f"stored: {[e['type'] for e in events]}"
-            )
-        await asyncio.sleep(0.1)  # a poll of the condition, not a guess at a duration
+    stored: list[dict[str, Any]] = []
+
+    async def ended() -> bool:
+        stored[:] = await stored_events(server, chat_id)
+        return _ended(stored)
+
+    try:
+        await wait_until(ended, what=f"the last turn of {chat_id} to end", within=within)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; stored: {[e['type'] for e in stored]}") from None
+    return stored
