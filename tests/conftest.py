@@ -28,55 +28,28 @@ import asyncio
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
-from sqlalchemy import delete, text
 
 from app.settings import Settings, load_settings
 from storage.engine import Database
 from storage.migrate import upgrade
-from storage.models import Base
+from tests.support.db import (
+    POSTGRES_URL,
+    MigratedDatabase,
+    drop_schema,
+    postgres_unreachable_reason,
+    wipe,
+)
 
 # Turns with the offline model are instant unless a test asks for a pace of its own; the
 # setting is read from the environment, so subprocess servers inherit this too.
 os.environ.setdefault("SWITCHBOARD_OFFLINE_DELTA_DELAY", "0")
 
-POSTGRES_URL = os.environ.get(
-    "SWITCHBOARD_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 ENGINES = ["sqlite", "postgresql"]
-
-
-@dataclass(frozen=True)
-class MigratedDatabase:
-    url: str
-    # Kept open for the session, to empty the tables after each test.
-    admin: Database
-
-
-async def _postgres_unreachable_reason() -> str | None:
-    probe = Database(POSTGRES_URL)
-    try:
-        async with asyncio.timeout(5):
-            async with probe.engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-    except Exception as exc:
-        return f"PostgreSQL not reachable at {POSTGRES_URL}: {type(exc).__name__}: {exc}"
-    finally:
-        await probe.dispose()
-    return None
-
-
-async def _wipe(db: Database) -> None:
-    # Children before parents; DELETE is faster than TRUNCATE on tables this small.
-    async with db.session(write=True) as session:
-        for table in reversed(Base.metadata.sorted_tables):
-            await session.execute(delete(table))
-        await session.commit()
 
 
 @pytest.fixture(scope="session", params=ENGINES)
@@ -94,7 +67,7 @@ async def _migrated_database(
             await admin.dispose()
         return
 
-    reason = await _postgres_unreachable_reason()
+    reason = await postgres_unreachable_reason()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(reason + " (CI=true: PostgreSQL tests must run)")
@@ -107,19 +80,14 @@ async def _migrated_database(
         yield MigratedDatabase(url, admin)
     finally:
         await admin.dispose()
-        owner = Database(POSTGRES_URL)
-        try:
-            async with owner.engine.begin() as conn:
-                await conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await owner.dispose()
+        await drop_schema(schema)
 
 
 @pytest.fixture
 async def database_url(_migrated_database: MigratedDatabase) -> AsyncIterator[str]:
     """URL of a migrated, empty database (see the module docstring)."""
     yield _migrated_database.url
-    await _wipe(_migrated_database.admin)
+    await wipe(_migrated_database.admin)
 
 
 @pytest.fixture

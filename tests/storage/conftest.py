@@ -13,13 +13,10 @@ from storage.records import ChatRecord, UserRecord
 from storage.users import UserRepository
 
 
-def rfc3339_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 @pytest.fixture
 def ts() -> str:
-    return rfc3339_now()
+    """Now, as the wire writes it (RFC 3339, milliseconds, ``Z``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,10 +13,7 @@ from alembic import command
 from storage.engine import Database
 from storage.migrate import alembic_config, check_current, schema_diff, upgrade
 from storage.models import Base
-
-POSTGRES_URL = os.environ.get(
-    "SWITCHBOARD_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
+from tests.support.db import POSTGRES_URL, drop_schema
 
 
 @pytest.fixture
@@ -28,12 +24,7 @@ async def fresh_url(database_url: str, tmp_path: Path) -> AsyncIterator[str]:
         return
     schema = f"sb_fresh_{secrets.token_hex(4)}"
     yield f"{POSTGRES_URL}?schema={schema}"
-    owner = Database(POSTGRES_URL)
-    try:
-        async with owner.engine.begin() as conn:
-            await conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    finally:
-        await owner.dispose()
+    await drop_schema(schema)
 
 
 async def test_fixture_database_is_at_head(db: Database) -> None:
