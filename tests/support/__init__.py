@@ -10,6 +10,7 @@ here (``from tests.support.clients import open_client``), never from a ``conftes
 - ``clients``: the socket client (``open_client``, ``Client``), the OpenAI client;
 - ``proxies``: a loopback proxy that drops every connection on demand;
 - ``logs``: capturing what a server logs; ``chat_log``: what a stored chat log must be;
+- ``db``: the test databases (PostgreSQL's URL, emptying tables, dropping schemas);
 - ``connectors``, ``models``, ``rap``, ``browser``: the helpers of those test areas.
 
 The fake outside services live in ``tests/fakes/``.
