@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from connectors.rap.config import OAuthMessage, ToolResultMessage
+from connectors.rendering import register_type
 from connectors.responses import DISPLAY_TYPES, ErrorResponse, OpenWindowResponse, ToolResponse
 from connectors.tooling import ToolResult, error_result
 from connectors.untrusted import fence
@@ -101,3 +102,7 @@ def timeout_result(
         "up; it may still finish on its side. Tell the user, or try again later.",
         {**debug_info, "error_code": TIMEOUT_CODE, "timeout_seconds": seconds},
     )
+
+
+# A remote tool's text is third-party text (connectors.rendering).
+register_type(RESPONSE_TYPE, source=SOURCE)

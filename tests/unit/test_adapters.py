@@ -11,17 +11,20 @@ from hypothesis import strategies as st
 from openai.types.responses.response_input_param import FunctionCallOutput
 from pydantic import BaseModel, TypeAdapter
 
+from connectors import rendering
 from connectors.adapters import (
     MAX_TEXT_CHARS,
     OWN_TYPES,
     SDK_TOOL_ERROR_PREFIX,
     coerce_tool_output,
     pick_display_segment,
+    source_of,
     to_function_call_output,
     to_plain_text,
 )
 from connectors.rap.config import ToolResultMessage
 from connectors.rap.results import result_from_message
+from connectors.rendering import Part, own_types, register_type
 from connectors.responses import (
     AccountNeeded,
     ConnectGoogleAccount,
@@ -1081,3 +1084,34 @@ def test_a_cut_never_leaves_a_fence_open(max_chars):
     assert len(text) <= max_chars
     assert_fences_balanced(text)
     assert text.startswith('Inbox (100 emails):\n<external source="emails">\n1. From p0@x')
+
+
+# ------------------------------------------------------------------ the renderer registry
+
+
+def test_a_connector_says_how_the_model_reads_its_type(monkeypatch):
+    # Registered beside the connector's agent (connectors/<name>/render.py); removed after.
+    monkeypatch.setitem(rendering._TYPES, "weather_forecast", rendering.TypeInfo())
+    forecast = _tr("weather_forecast", {"summary": "Sunny", "high": 31}, "Forecast")
+    assert to_plain_text(forecast) == fenced('{"summary":"Sunny","high":31}')
+
+    def render(data):
+        return [Part("Forecast:"), Part(data["response"]["summary"], "forecast")]
+
+    register_type("weather_forecast", render=render, source="forecast")
+    assert to_plain_text(forecast) == "Forecast:\n" + fenced("Sunny", "forecast")
+    register_type("weather_forecast", source=None)  # only our own words: never fenced
+    assert to_plain_text(forecast) == '{"summary":"Sunny","high":31}'
+    assert "weather_forecast" in own_types()
+
+
+def test_the_builtin_connectors_register_their_types():
+    for connector_type, source in [
+        ("google_email_inbox", "emails"),
+        ("plaid_transactions_response", "transactions"),
+        ("yelp_reviews", "reviews"),
+        ("google_search_results", "web results"),
+        ("rap_result", "remote tool"),
+        ("weather_forecast", "tool result"),  # not registered: third-party text
+    ]:
+        assert source_of(connector_type) == source
