@@ -127,7 +127,9 @@ async def test_a_multi_agent_turn_streams_like_the_offline_model(
     assert outputs[0]["output"]["response"], "the demo Yelp backend found nothing"
     assert outputs[1]["output"]["response_type"] == "send_google_email"
     deltas = by_type["llm_response_delta"]
-    assert len(deltas) > 3, "the answer was not streamed"
+    # How many frames depends on timing: under load the writer joins a batch's deltas
+    # into one frame (docs/protocol.md §3 promises only that they join to the text).
+    assert deltas, "the answer was not streamed"
     assert "".join(d["delta"] for d in deltas) == ANSWER
     assert by_type["llm_response"][0] == {
         **by_type["llm_response"][0],
