@@ -1,7 +1,8 @@
 """``coerce_tool_response``: turn *any* tool output into a valid ToolResponse, so the
 stream translators never fail a turn on an odd output. Pure: no I/O; never raises.
 
-A ``ToolResponse`` is already valid and is passed on as it is.
+A ``ToolResponse`` or a ``ToolResult`` (what ``connector_tool`` returns) is already valid
+and is passed on as it is; only other values are validated here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from connectors.responses import (
     ToolResponse,
     describe_problems,
 )
+from connectors.tool_result import ToolResult
 
 # What the Agents SDK sends the model when a tool raises and no failure function is set.
 SDK_TOOL_ERROR_PREFIX = "An error occurred while running the tool"
@@ -28,13 +30,15 @@ _REPR_CHARS = 4000
 def coerce_tool_output(value: object, agent_name: str) -> dict[str, Any]:
     """``coerce_tool_response`` as the *persisted* dict: it keeps ``debug_info``
     (``to_dict(include_debug=True)``); the socket layer strips it."""
+    if isinstance(value, ToolResult):
+        return dict(value)
     return coerce_tool_response(value, agent_name).to_dict(include_debug=True)
 
 
 def coerce_tool_response(value: object, agent_name: str) -> ToolResponse:
     """Turn any tool output into a valid ToolResponse; never raises.
 
-    - a ``ToolResponse`` → itself;
+    - a ``ToolResponse`` → itself; a ``ToolResult`` → the response it was built from;
     - a ToolResponse-shaped dict (or a JSON string of one) → validated and normalised
       (key order, unknown keys dropped); if invalid, its core keys with the problems in
       ``debug_info["coerce_error"]``, else an ``ErrorResponse``;
@@ -52,6 +56,8 @@ def coerce_tool_response(value: object, agent_name: str) -> ToolResponse:
     try:
         if isinstance(value, ToolResponse):
             return value
+        if isinstance(value, ToolResult):
+            return value.tool_response
         if isinstance(value, BaseException):
             return _from_exception(value, agent)
         if isinstance(value, str):

@@ -11,14 +11,9 @@ What it adds over ``agents.function_tool``:
 - ``side_effect``: whether calling the tool changes something for the user (sends,
   pays, writes, deletes). Such calls wait for the person's approval
   (``connectors.approvals``); a tool that does not say is treated as having side effects.
-- The return value is a ``ToolResult``: a ``dict`` (the ToolResponse ``to_dict()``, which the
-  SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage) whose ``str()`` is the
-  compact ``connectors.adapters.to_plain_text`` rendering. The SDK builds the
-  ``function_call_output`` the model reads with ``str(value)`` for any return value that is
-  not one of its structured output types (``ItemHelpers.tool_call_output_item`` →
-  ``_convert_tool_output``; a dict only counts as structured when it has a ``"type"`` key,
-  which a ToolResponse dict never has), so the model reads plain text while every
-  consumer of ``item.output`` gets the full dict.
+- The return value is a ``ToolResult`` (``connectors.tool_result``): the ToolResponse dict,
+  which the SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage, whose
+  ``str()`` is the plain text the model reads. Validated once, when the response is built.
 """
 
 from __future__ import annotations
@@ -26,17 +21,25 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast, overload
 
 from agents import FunctionTool, RunContextWrapper, function_tool
+from pydantic import ValidationError
 
-from connectors.adapters import to_plain_text
 from connectors.approvals import declare_side_effect
-from connectors.responses import ErrorResponse, ToolResponse
-from connectors.untrusted import fence
+from connectors.responses import ErrorResponse, ToolResponse, describe_problems
+from connectors.tool_result import ToolResult, render_for_model
+
+__all__ = [
+    "NeedsAccount",
+    "ToolError",
+    "ToolResult",
+    "connector_tool",
+    "error_result",
+    "render_for_model",
+]
 
 logger = logging.getLogger("switchboard.connectors.tools")
 
@@ -68,30 +71,6 @@ class NeedsAccount(Exception):
         self.card = card
 
 
-class ToolResult(dict[str, Any]):
-    """A ToolResponse dict whose ``str()`` is what the model reads (plain text, not JSON)."""
-
-    def __str__(self) -> str:
-        return render_for_model(self)
-
-
-def render_for_model(response: dict[str, Any]) -> str:
-    """``to_plain_text`` of a ToolResponse dict; compact JSON if the adapter fails.
-
-    Called by the SDK while it builds the model input, so it must never raise.
-    """
-    try:
-        return to_plain_text(dict(response))
-    except Exception:
-        logger.exception("to_plain_text failed for %s; sending JSON", response.get("response_type"))
-        visible = {key: value for key, value in response.items() if key != "debug_info"}
-        # Whatever it holds, it is read as data (connectors.untrusted), never as orders.
-        return fence(
-            json.dumps(visible, separators=(",", ":"), ensure_ascii=False, default=str),
-            "tool result",
-        )
-
-
 def error_result(
     agent_name: str, message: str, debug_info: dict[str, Any] | None = None
 ) -> ToolResult:
@@ -99,9 +78,7 @@ def error_result(
     text = message.strip() or "unknown error"
     if not text.startswith("Error"):
         text = f"Error: {text}"
-    return ToolResult(
-        ErrorResponse(agent_name, text, debug_info=debug_info).to_dict(include_debug=True)
-    )
+    return ToolResult(ErrorResponse(agent_name, text, debug_info=debug_info))
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
@@ -111,14 +88,21 @@ def _turn_id(args: tuple[Any, ...]) -> str | None:
 
 
 def _as_result(agent_name: str, tool_name: str, value: object) -> ToolResult:
-    try:
-        if isinstance(value, dict):
-            value = ToolResponse.from_dict(cast(dict[str, Any], value))  # validates it
-        if isinstance(value, ToolResponse):
-            # debug_info stays in the dict: it is persisted, and the socket layer strips it.
-            return ToolResult(value.to_dict(include_debug=True))
-    except (TypeError, ValueError):
-        logger.exception("tool %s returned an invalid ToolResponse dict", tool_name)
+    """What the tool returned as a ``ToolResult``; a dict is validated, a response is not
+    (it was when it was built)."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, ToolResponse):
+        return ToolResult(value)
+    if isinstance(value, dict):
+        try:
+            return ToolResult(ToolResponse.from_dict(cast(dict[str, Any], value)))
+        except ValidationError as exc:
+            logger.error(
+                "tool %s returned an invalid ToolResponse dict: %s",
+                tool_name,
+                describe_problems(exc),
+            )
     else:
         logger.error("tool %s returned %s, not a ToolResponse", tool_name, type(value).__name__)
     return error_result(agent_name, f"{tool_name} returned an invalid result; try another way")
@@ -198,7 +182,7 @@ def connector_tool(
                     {"tool": tool_name, "timeout_seconds": timeout},
                 )
             except NeedsAccount as exc:
-                return ToolResult(exc.card.to_dict(include_debug=True))
+                return ToolResult(exc.card)
             except ToolError as exc:
                 return error_result(agent_name, str(exc), exc.debug_info)
             except Exception as exc:

@@ -35,14 +35,10 @@ OAUTH_TEXT = (
 
 
 class RapToolResult(ToolResult):
-    """A ToolResponse dict whose ``str()`` (what the SDK sends the model) is set verbatim."""
+    """A ToolResult whose ``str()`` (what the SDK sends the model) is set verbatim."""
 
-    def __init__(self, response: dict[str, Any], model_text: str) -> None:
-        super().__init__(response)
-        self.model_text = model_text
-
-    def __str__(self) -> str:
-        return self.model_text
+    def __init__(self, response: ToolResponse, model_text: str) -> None:
+        super().__init__(response, model_text)
 
 
 def is_error_text(text: str) -> bool:
@@ -68,13 +64,13 @@ def result_from_message(
             agent_name, message.auth_url, friendly_name=f"Authorize {agent_name}"
         )
         card.debug_info = dict(debug_info)
-        return RapToolResult(card.to_dict(include_debug=True), OAUTH_TEXT)
+        return RapToolResult(card, OAUTH_TEXT)
     text = message.text
     if is_error_text(text):
         error = ErrorResponse(
             agent_name, text.strip(), friendly_name=friendly_name, debug_info=dict(debug_info)
         )
-        return RapToolResult(error.to_dict(include_debug=True), model_text(text))
+        return RapToolResult(error, model_text(text))
     # A hint type the protocol does not know is one the UI would skip (docs/rap.md).
     segments = [
         segment.model_dump(mode="json")
@@ -89,7 +85,7 @@ def result_from_message(
         display_as=segments or None,
         debug_info=dict(debug_info),
     )
-    return RapToolResult(response.to_dict(include_debug=True), model_text(text))
+    return RapToolResult(response, model_text(text))
 
 
 def timeout_result(

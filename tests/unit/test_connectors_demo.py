@@ -16,12 +16,13 @@ from agents.tool_context import ToolContext
 
 from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
-from connectors.adapters import to_plain_text
+from connectors.adapters import coerce_tool_output, coerce_tool_response, to_plain_text
 from connectors.context import ChatContext, DemoStore
 from connectors.demo_data.businesses import all_businesses, reviews
 from connectors.orchestrator import ORCHESTRATOR_NAME, build_orchestrator
 from connectors.registry import Connector, load_connectors, tool_descriptions
-from connectors.responses import ToolResponse
+from connectors.response_schema import ToolResponseData
+from connectors.responses import TextResponse, ToolResponse
 from connectors.tooling import ToolError, ToolResult, connector_tool
 
 SETTINGS = Settings()
@@ -622,3 +623,25 @@ async def test_tool_return_values_are_checked() -> None:
         assert result["error_message"] == (
             "Error: sloppy_tool returned an invalid result; try another way"
         )
+
+
+SHARED_NOTE = TextResponse("Flaky", "a note")
+
+
+@connector_tool(agent_name="Flaky", side_effect=False)
+async def built_tool(ctx: RunContextWrapper[ChatContext]) -> ToolResponse:
+    """Returns a response it built."""
+    return SHARED_NOTE
+
+
+async def test_a_built_response_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    def validated_again(*args: Any) -> Any:
+        raise AssertionError("a built response was validated again")
+
+    monkeypatch.setattr(ToolResponseData, "model_validate", validated_again)
+    result = await _call(built_tool, "{}")
+    assert isinstance(result, ToolResult) and result.tool_response is SHARED_NOTE
+    assert dict(result) == SHARED_NOTE.to_dict(include_debug=True)
+    # Nor on its way to the socket and the Open Responses stream.
+    assert coerce_tool_response(result, "Flaky") is SHARED_NOTE
+    assert coerce_tool_output(result, "Flaky") == dict(result)
