@@ -97,18 +97,6 @@ def bodies(payload: dict[str, Any]) -> tuple[str | None, str | None]:
     return plain, rich
 
 
-def attachments(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "filename": part["filename"],
-            "mime_type": part.get("mimeType", ""),
-            "size": (part.get("body") or {}).get("size", 0),
-        }
-        for part in _walk(payload)
-        if part.get("filename")
-    ]
-
-
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
