@@ -259,19 +259,29 @@ def _both_or_neither(self: Any) -> Any:
     return self
 
 
-_WIRE_MODELS = tuple(_wire_model(event) for event in Event.by_type.values())
-_SERVER_EVENT: Any = Annotated[Union[_WIRE_MODELS], Field(discriminator="type")]  # noqa: UP007
-SERVER_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(_SERVER_EVENT)
+def server_event_adapter() -> TypeAdapter[Any]:
+    """The validator of whole wire events, one member per event model: built on first use
+    (and again if a model was defined since), so it always covers every event type."""
+    global _adapter, _adapter_covers
+    if _adapter is None or _adapter_covers != len(Event.by_type):
+        models = tuple(_wire_model(event) for event in Event.by_type.values())
+        union: Any = Annotated[Union[models], Field(discriminator="type")]  # noqa: UP007
+        _adapter, _adapter_covers = TypeAdapter(union), len(Event.by_type)
+    return _adapter
+
+
+_adapter: TypeAdapter[Any] | None = None
+_adapter_covers = 0
 
 
 def validate_server_event(event: dict[str, Any]) -> BaseModel:
     """Check a whole wire event against its model; raises ``ValidationError``."""
-    validated: BaseModel = SERVER_EVENT_ADAPTER.validate_python(event)
+    validated: BaseModel = server_event_adapter().validate_python(event)
     return validated
 
 
 def server_event_json_schema() -> dict[str, Any]:
-    return SERVER_EVENT_ADAPTER.json_schema()
+    return server_event_adapter().json_schema()
 
 
 # --------------------------------------------------------------------------- hot path

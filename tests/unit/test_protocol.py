@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
@@ -551,3 +553,42 @@ def test_doc_starts_with_the_shared_contract_verbatim() -> None:
 
 def test_doc_contract_is_v1_1() -> None:
     assert _doc_body().startswith("# Switchboard wire protocol (v1.1)\n")
+
+
+def test_a_new_event_type_is_one_model() -> None:
+    """docs/architecture.md, "Adding a server event": the model alone gives the event its
+    payload, envelope, validator and schema. In a child process: the model registry is
+    global, and this type is not part of the protocol."""
+    script = """
+import json
+import subprocess
+import sys
+from pydantic import Field, ValidationError
+from wire.events import Event, encode, server_event_json_schema, validate_server_event
+
+class ChatRenamedEvent(Event):
+    type = "chat_renamed"
+    title: str = Field(min_length=1)
+
+event = ChatRenamedEvent(title="Sushi in Boston")
+wire = event.enveloped("chat-1", "turn-1", 7, "2025-01-31T12:00:00.123Z")
+validate_server_event(json.loads(encode(wire)))
+try:
+    validate_server_event({**wire, "title": ""})
+except ValidationError:
+    pass
+else:
+    raise SystemExit("an empty title was accepted")
+schema = json.dumps(server_event_json_schema())
+print(encode(wire))
+print("chat_renamed" in schema)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        '{"type":"chat_renamed","chat_id":"chat-1","turn_id":"turn-1","seq":7,'
+        '"ts":"2025-01-31T12:00:00.123Z","title":"Sushi in Boston"}',
+        "True",
+    ]
