@@ -253,12 +253,6 @@ class Hub:
         state = self._channels.get(channel)
         return state.turn if state else None
 
-    def subscriber_count(self, channel: str | None = None) -> int:
-        if channel is None:
-            return sum(len(state.subscribers) for state in self._channels.values())
-        state = self._channels.get(channel)
-        return len(state.subscribers) if state else 0
-
     def _drop_if_idle(self, channel: str, state: _Channel) -> None:
         if not state.subscribers and state.turn is None:
             self._channels.pop(channel, None)
