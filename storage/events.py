@@ -218,18 +218,6 @@ class EventStore:
         async with self._db.session() as session:
             return await _running_turn(session, chat_id)
 
-    async def close_interrupted_turns(self, ts: str) -> int:
-        """Fail every running turn whose runner's lease has expired; returns how many.
-
-        Each gets an ``end_of_stream`` ``failed`` event (so clients see the turn end) and
-        keeps the text it had reached as its final text. A turn whose lease still holds
-        is left alone: its instance may be alive, whatever this process believes.
-        """
-        closed = 0
-        for turn in await self.expired_turns():
-            closed += bool(await self.close_turn(turn.chat_id, turn.turn_id, ts))
-        return closed
-
     async def expired_turns(self) -> list[RunningTurnRef]:
         """The running turns whose runner's lease has expired (a paused turn is a row, not
         a process, so it never is one), with their chats' owners."""

@@ -162,7 +162,7 @@ class Turn(Base):
         Index("ix_turns_chat_seq", "chat_id", "user_prompt_seq"),
         # At most one running turn per chat, enforced by the database as a last line of
         # defence behind start_turn's row lock; also serves running_turn() and the
-        # start-up scan of close_interrupted_turns().
+        # orphan sweep of expired_turns().
         Index(
             "uq_turns_one_running",
             "chat_id",

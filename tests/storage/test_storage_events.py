@@ -190,7 +190,7 @@ async def test_payload_json_round_trip(store: EventStore, chat: ChatRecord, ts: 
     assert "debug_info" not in stored.to_wire()["output"]
 
 
-async def test_close_interrupted_turns(
+async def test_turns_whose_lease_expired_are_found_and_closed(
     db: Database, store: EventStore, alice_chats: ChatRepository, chat: ChatRecord, ts: str
 ) -> None:
     other = await alice_chats.get_or_create("other")
@@ -201,7 +201,14 @@ async def test_close_interrupted_turns(
     finished, _, _ = await store.start_turn(done.id, "three", None, ts)
     await finish(store, done.id, finished.id, ts)
 
-    assert await store.close_interrupted_turns(ts) == 2
+    # What the orphan sweep (websocket.leases) does: no lease holds these two turns.
+    expired = await store.expired_turns()
+    assert sorted((ref.chat_id, ref.turn_id) for ref in expired) == sorted(
+        [(chat.id, cut.id), (other.id, cut_too.id)]
+    )
+    assert {ref.user_id for ref in expired} == {chat.user_id}
+    for ref in expired:
+        assert await store.close_turn(ref.chat_id, ref.turn_id, ts)
 
     closed = await store.get_turn(cut.id)
     assert closed is not None
@@ -216,7 +223,8 @@ async def test_close_interrupted_turns(
     assert (await store.get_turn(cut_too.id)).status == "failed"  # type: ignore[union-attr]
     assert (await store.get_turn(finished.id)).status == "completed"  # type: ignore[union-attr]
     assert len(await store.list_after(done.id, 0)) == 2  # nothing added to a finished turn
-    assert await store.close_interrupted_turns(ts) == 0
+    assert await store.expired_turns() == []
+    assert await store.close_turn(chat.id, cut.id, ts) == []  # closed once only
     # The chats can run turns again.
     assert (await store.start_turn(chat.id, "again", None, ts))[2] is True
 
