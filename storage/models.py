@@ -45,8 +45,6 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-TURN_STATUSES = ("running", "completed", "cancelled", "failed")
-
 # JSONB on PostgreSQL (indexable, compact), plain JSON text on SQLite. none_as_null: a
 # Python None is SQL NULL (not the JSON text 'null'), so "IS NULL" means what it says.
 JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
