@@ -535,10 +535,6 @@ class TurnManager:
         active = self._active.get(turn_id)
         return active.task if active is not None and active.chat_id == chat_id else None
 
-    def running_turn_id(self, chat_id: str) -> str | None:
-        active = self._current(chat_id)
-        return active.turn_id if active else None
-
     async def wait_idle(self, within: float | None = None) -> bool:
         """Wait for every running turn to end; False if some still run after ``within`` s."""
         tasks = [active.task for active in self._active.values() if active.task is not None]
