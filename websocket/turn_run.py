@@ -1,0 +1,451 @@
+"""One turn's run in this process: the Agents SDK's stream into the turn's writer, then
+the pause for approvals or the turn's end, then what the front end and the chat are told.
+
+``TurnRun.run`` is the whole of it, in three steps: ``_run_model`` streams the run (a new
+one, or one resumed after its approvals) and settles how it went, turning a failure into
+the failed turn's ``error`` event; ``_end`` stores the pause or writes the
+``end_of_stream`` and tells the hub; ``_report`` tells the front end (``TurnPlan.finished``)
+and makes the suggested prompts and the chat's title (websocket.after_turn).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agents import Runner, RunState
+from agents.result import RunResultStreaming
+
+from storage.approvals import ApprovalRequest, ApprovalStore
+from storage.errors import TurnFenced
+from storage.events import EventStore
+from storage.records import EventRecord, PausedRun, TurnUpdate
+from storage.session import ChatSession, TurnSession
+from websocket.active_turns import ActiveTurn, ActiveTurns
+from websocket.after_turn import give_title, suggest_prompts
+from websocket.hub import Frame, Hub
+from websocket.metrics import Metrics
+from websocket.pause import ResumeFailed, paused_state, restore, restore_session
+from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
+from websocket.turn_plan import RunStatus, TurnEngine, TurnOutcome, TurnPlan
+from websocket.writer import EventWriter, WriterFailed
+from wire.events import (
+    EndOfStreamEvent,
+    EndStatus,
+    ErrorEvent,
+    Event,
+    LlmResponseDeltaEvent,
+    LlmResponseEvent,
+    ToolCallEvent,
+    ToolOutputEvent,
+    Usage,
+    encode,
+    now_ts,
+)
+
+logger = logging.getLogger("switchboard.turn")
+
+STORAGE_FAILED = ErrorEvent(
+    code="server_error",
+    message="The database became unavailable, so this turn was stopped. Try again in a moment.",
+    retryable=True,
+)
+RESUME_FAILED = ErrorEvent(
+    code="server_error",
+    message="This turn could not continue after the approval (the server was updated "
+    "while it waited). Nothing was run; ask again.",
+    retryable=False,
+)
+
+# (user_id, chat_id, turn_id, via, ts) -> whether a paused turn was ended
+Supersede = Callable[[str, str, str, str, str], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class RunServices:
+    """What every turn's run shares with the manager that starts it."""
+
+    store: EventStore
+    hub: Hub
+    approvals: ApprovalStore
+    metrics: Metrics
+    db: Any
+    approval_timeout: float
+    turns: ActiveTurns  # this process's; a run detaches its own turn when it is over
+    supersede: Supersede  # ends a paused turn (a cancel came while its pause was stored)
+
+    def writer(self, active: ActiveTurn, *, after_end: bool = False) -> EventWriter:
+        def ended() -> None:
+            active.finishing = True
+
+        return EventWriter(
+            self.store,
+            self.hub,
+            active.chat_id,
+            active.turn_id,
+            active.channel,
+            after_end=after_end,
+            metrics=self.metrics,
+            on_end=ended,
+        )
+
+
+class TurnRun:
+    """One run of a turn: started fresh, or resumed (``resume``) once every approval it
+    paused on is decided. Built when the turn's task may begin (the chat's earlier tasks
+    here are done): from then on the turn counts as running here."""
+
+    def __init__(
+        self,
+        services: RunServices,
+        engine: TurnEngine,
+        active: ActiveTurn,
+        prompt: str,
+        plan: TurnPlan | None,
+        resume: PausedRun | None,
+    ) -> None:
+        self.services, self.engine, self.active = services, engine, active
+        self.prompt, self.resume = prompt, resume
+        self.log_extra = {"chat_id": active.chat_id, "turn_id": active.turn_id}
+        self.writer = services.writer(active)
+        services.metrics.turns_running.inc()
+        self.started = time.monotonic()
+        self.tools = ToolTally()
+        self.translator = StreamTranslator(
+            engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names
+        )
+        self.status: RunStatus = "completed"
+        self.usage = Usage()
+        self.shown_types: list[str] = []  # the response_types of the tool outputs shown
+        self.text = _Text()
+        self.session = TurnSession(ChatSession(services.db, active.chat_id))
+        self.external, self.plan = plan is not None, plan or TurnPlan()
+        self.failed_with: ErrorEvent | None = None  # the error event of a failed turn
+        self.agent = self.plan.agent or engine.orchestrator
+        self.context = engine.make_context(active.user_id, active.chat_id, active.turn_id)
+        self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
+        self.asked: list[EventRecord] = []  # a paused turn's approval_required events
+
+    async def run(self) -> None:
+        """The run, its end, what follows; then this process no longer runs the turn."""
+        await self._run_model()
+        await self._end()
+        try:
+            await self._report()
+        finally:
+            self.services.turns.detach(self.active)
+
+    # -- the model's run ----------------------------------------------------------------
+
+    async def _run_model(self) -> None:
+        """Stream the run into the writer and settle its status; a failure becomes the
+        failed (or cancelled) turn's status and ``error`` event."""
+        try:
+            result = await self._start()
+            self.active.result = result
+            if self.active.cancel_requested:
+                result.cancel()
+            await self._stream(result)
+            self._settle(result)
+        except WriterFailed:
+            self._storage_failed()
+        except ResumeFailed:
+            self.status, self.failed_with = "failed", RESUME_FAILED
+            logger.exception("a paused turn could not be resumed", extra=self.log_extra)
+            self.writer.put(RESUME_FAILED)
+        except Exception as exc:
+            self._run_failed(exc)
+
+    async def _start(self) -> RunResultStreaming:
+        engine, plan = self.engine, self.plan
+        if self.resume is None:
+            return Runner.run_streamed(
+                self.agent,
+                input=plan.input if plan.input is not None else self.prompt,
+                context=self.context,
+                run_config=plan.run_config or engine.run_config,
+                max_turns=engine.max_model_turns,
+                session=self.session,
+            )
+        state = await self._restore(self.resume)
+        return Runner.run_streamed(
+            self.agent,
+            input=state,
+            run_config=plan.run_config or engine.run_config,
+            max_turns=engine.max_model_turns,
+            session=self.session,
+        )
+
+    async def _restore(self, resume: PausedRun) -> RunState[Any]:
+        """§3a: the person has decided every call the turn paused on."""
+        restore_session(self.session, resume.state)
+        state = await restore(self.agent, resume.state, self.context, resume.approvals)
+        approved = [a for a in resume.approvals if a.status == "approved"]
+        self.translator.resume(
+            resume.state.get("agent") or self.agent.name,
+            approved=[a.call_id for a in approved],
+            declined=[a.call_id for a in resume.approvals if a.status != "approved"],
+        )
+        self.tools.agents.update({a.call_id: a.current_agent for a in approved})
+        return state
+
+    async def _stream(self, result: RunResultStreaming) -> None:
+        plan, writer = self.plan, self.writer
+        async for sdk_event in result.stream_events():
+            if plan.observe is not None:
+                _observe(plan.observe, sdk_event, self.log_extra)
+            for event in self.translator.translate(sdk_event):
+                self.tools.see(event)
+                if isinstance(event, LlmResponseDeltaEvent):
+                    self.text.delta(event.delta)
+                elif isinstance(event, LlmResponseEvent):
+                    self.text.message(event.text)
+                elif isinstance(event, ToolOutputEvent):
+                    self.shown_types.append(event.output.response_type)
+                writer.put(event)
+            if writer.error is not None:
+                raise WriterFailed("could not persist the turn") from writer.error
+
+    def _settle(self, result: RunResultStreaming) -> None:
+        """How a run that streamed to its end went: completed, cancelled, or paused on
+        calls that wait for approval."""
+        self.usage = usage_of(result.context_wrapper.usage)
+        if self.active.cancel_requested:
+            self.status = "cancelled"
+        elif result.interruptions:
+            current = self.translator.current_agent
+            self.waiting = [
+                call
+                for item in result.interruptions
+                if (call := pending_call(item, self.engine.tool_descriptions, current)) is not None
+            ]
+            if len(self.waiting) != len(result.interruptions):
+                raise RuntimeError("the run paused on a call without a call id")
+            self.status, self.active.pausing = "paused", True
+
+    def _storage_failed(self) -> None:
+        self.status = "failed"
+        logger.error("turn aborted: storage unavailable", extra=self.log_extra)
+        if self.active.result is not None:
+            self.active.result.cancel()  # no more tool calls for a turn that has stopped
+            self.usage = usage_of(self.active.result.context_wrapper.usage)
+        # Written with the end_of_stream once the store is back (websocket.writer).
+        self.failed_with = STORAGE_FAILED
+        self.writer.put(STORAGE_FAILED)
+
+    def _run_failed(self, exc: Exception) -> None:
+        self.status = "cancelled" if self.active.cancel_requested else "failed"
+        if self.status == "failed":
+            # Logged server-side by the app's reporter; the event says only what is safe.
+            error = self.failed_with = self.engine.report_failure(exc, self.log_extra)
+            self.services.metrics.model_errors.labels(error.code).inc()
+            self.writer.put(error)
+        if self.active.result is not None:
+            self.usage = usage_of(self.active.result.context_wrapper.usage)
+
+    # -- the pause or the end ---------------------------------------------------------
+
+    async def _end(self) -> None:
+        """Store the pause, or write the turn's end; then tell the hub, and count it."""
+        if self.status != "completed" and self.text.partial:
+            self.text.final = self.text.partial  # what the user saw before the turn stopped
+        try:
+            if self.status == "paused":
+                await self._pause()
+            if self.status != "paused":
+                await self._write_end(self.status)
+        except WriterFailed:
+            logger.error("turn could not be closed in storage", extra=self.log_extra)
+        finally:
+            await self._publish_end()
+            self._count()
+
+    async def _pause(self) -> None:
+        """Store the pause (docs/protocol.md §3a) after every event before it; its
+        ``approval_required`` events become ``asked``. When storage fails the turn fails
+        instead, its end written by a fresh writer."""
+        assert self.active.result is not None
+        try:
+            await self.writer.close()
+            requests = [
+                ApprovalRequest(
+                    new_approval_id(),
+                    call.call_id,
+                    call.name,
+                    call.description,
+                    call.arguments,
+                    call.current_agent,
+                )
+                for call in self.waiting
+            ]
+            expires_at = datetime.now(UTC) + timedelta(seconds=self.services.approval_timeout)
+            paused = await self.services.approvals.pause(
+                self.active.chat_id,
+                self.active.turn_id,
+                requests,
+                paused_state(self.active.result, self.session, self.translator.current_agent),
+                self.usage.model_dump(),
+                expires_at,
+                now_ts(),
+                text=self.text.final,
+            )
+        except TurnFenced:
+            logger.warning("turn closed elsewhere before it could pause", extra=self.log_extra)
+            return
+        except Exception:
+            logger.exception("could not store the turn's pause", extra=self.log_extra)
+            self.writer = self.services.writer(self.active)
+            self.writer.put(STORAGE_FAILED)
+            self.status, self.failed_with = "failed", STORAGE_FAILED
+            return
+        if paused.cancel_requested:  # asked on another instance before the run paused
+            self.active.cancel_requested = True
+        self.asked = paused.events
+        self.services.metrics.approvals.labels("asked").inc(len(self.asked))
+        self.services.metrics.events_persisted.inc(len(self.asked))
+        extra = {**self.log_extra, "approvals": len(self.asked)}
+        logger.info("turn paused for approval", extra=extra)
+
+    async def _write_end(self, status: EndStatus) -> None:
+        self.active.ending = True  # its status is final: a cancel now has nothing to stop
+        self.writer.put(
+            EndOfStreamEvent(status=status, usage=self.usage),
+            TurnUpdate(
+                turn_id=self.active.turn_id,
+                status=status,
+                final_text=self.text.final,
+                usage=self.usage.model_dump(),
+                items=self.session.items_to_keep(status == "completed"),
+            ),
+        )
+        await self.writer.close()
+        if self.writer.cancelled_at_end:  # a stop asked elsewhere got there first
+            self.status = "cancelled"
+
+    async def _publish_end(self) -> None:
+        active, hub = self.active, self.services.hub
+        hub.end_turn(active.channel, active.turn_id)
+        if self.status == "paused":
+            # No process runs a paused turn: from here a cancel or a prompt ends it
+            # in storage (§3a), and a decision resumes it wherever it is taken.
+            self.services.turns.detach(active)
+        # After end_turn: a socket joining now replays the pause from storage.
+        hub.publish(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in self.asked])
+        if self.asked and active.cancel_requested:  # cancelled while the pause was stored
+            try:
+                await self.services.supersede(
+                    active.user_id, active.chat_id, active.turn_id, "cancel", now_ts()
+                )
+            except Exception:
+                logger.exception("could not end a paused turn on cancel", extra=self.log_extra)
+
+    def _count(self) -> None:
+        metrics = self.services.metrics
+        metrics.turns_running.dec()
+        if self.status != "paused":  # a pause is not an end: the turn goes on later
+            metrics.turns.labels(self.status).inc()
+            metrics.turn_seconds.observe(time.monotonic() - self.started)
+        self.tools.record(metrics, waiting={call.call_id for call in self.waiting})
+
+    # -- after the end ------------------------------------------------------------------
+
+    async def _report(self) -> None:
+        """Tell the front end how the turn went; then its suggestions and the title."""
+        if self.plan.finished is not None:
+            # Its end is out: a new prompt for this chat now waits for this task.
+            try:
+                await self.plan.finished(self._outcome())
+            except Exception:
+                logger.exception("the turn's finish hook failed", extra=self.log_extra)
+        active, engine = self.active, self.engine
+        if self._suggests() and engine.suggest is not None:
+            await suggest_prompts(
+                active,
+                engine.suggest,
+                self.prompt,
+                self.text.final,
+                self.shown_types,
+                lambda: self.services.writer(active, after_end=True),
+            )
+        # A title needs only the prompt: a first turn that failed, was stopped or waits
+        # for approvals must not leave the chat untitled.
+        if active.prompt_seq == 1 and self.resume is None:
+            await give_title(
+                engine.on_first_turn, active.user_id, active.chat_id, active.turn_id, self.prompt
+            )
+
+    def _suggests(self) -> bool:
+        """Suggested prompts follow a completed, stored turn of the socket's own."""
+        return self.status == "completed" and self.writer.error is None and not self.external
+
+    def _outcome(self) -> TurnOutcome:
+        return TurnOutcome(
+            self.status,
+            self.usage.model_dump(),
+            self.text.final,
+            self.failed_with.payload() if self.failed_with is not None else None,
+            tuple(r.to_wire() for r in self.asked),
+        )
+
+
+class _Text:
+    """The turn's text: its last whole message, and the one streaming (kept as pieces:
+    ``+=`` on an attribute copies the whole text per delta)."""
+
+    def __init__(self) -> None:
+        self.final = ""
+        self._parts: list[str] = []
+
+    def delta(self, delta: str) -> None:
+        self._parts.append(delta)
+
+    def message(self, text: str) -> None:
+        self.final = text
+        self._parts.clear()
+
+    @property
+    def partial(self) -> str:
+        return "".join(self._parts)
+
+
+def new_approval_id() -> str:
+    return "ap_" + uuid.uuid4().hex
+
+
+def _observe(
+    observe: Callable[[object], None], sdk_event: object, log_extra: dict[str, Any]
+) -> None:
+    try:
+        observe(sdk_event)
+    except Exception:
+        # An observer's bug must not end the turn that everyone else is watching.
+        logger.exception("a turn observer failed", extra=log_extra)
+
+
+class ToolTally:
+    """Tool calls of one turn by agent and outcome, for the metrics."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, str] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def see(self, event: Event) -> None:
+        if isinstance(event, ToolCallEvent):
+            self.agents[event.call_id] = event.current_agent
+        elif isinstance(event, ToolOutputEvent):
+            failed = event.output.response_type == "error"
+            self.outcomes[event.call_id] = "error" if failed else "ok"
+
+    def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()) -> None:
+        """Count the calls that ran; ``waiting`` ones (paused for approval) have not yet:
+        they are counted by the resumed turn, if they run at all."""
+        for call_id, agent in self.agents.items():
+            if call_id in waiting:
+                continue
+            # No tool_output: a hidden result, which is a success.
+            metrics.tool_calls.labels(agent, self.outcomes.get(call_id, "ok")).inc()
