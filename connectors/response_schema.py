@@ -12,8 +12,9 @@ The rules (strict: no coercion, except that a tuple is a JSON array):
 - ``response_type``, ``agent_name``, ``friendly_name``: non-empty strings;
   ``display_response``: a bool; ``error_message``: a string or None.
 - ``response``: a dict, list or str; ``debug_info``: a dict or None.
-- ``display_as``: render hints ``{"type", "content", ...}`` whose ``type`` is one of
-  ``DISPLAY_TYPES`` (docs/protocol.md); ``text`` and ``markdown`` content is a string.
+- ``display_as``: render hints ``{"type", "content", ...}`` with a non-empty ``type``:
+  one of ``DISPLAY_TYPES`` (docs/protocol.md) or a connector's own, which a client that
+  does not know it skips; ``text`` and ``markdown`` content is a string.
 - ``content_chunks``: citations ``{"id": str | int, "title": str, "url": str | None,
   "snippet": str, ...}``.
 - everything in ``response``, ``display_as``, ``content_chunks`` and ``debug_info`` is
@@ -34,7 +35,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
-    Field,
     SerializerFunctionWrapHandler,
     Strict,
     StringConstraints,
@@ -49,11 +49,11 @@ CORE_KEYS = ("response_type", "agent_name", "friendly_name", "response", "displa
 # Present in the wire form only when set; ``debug_info`` is persisted, never sent.
 OPTIONAL_KEYS = ("display_as", "content_chunks", "error_message")
 
-# The display_as hint types a client may render (docs/protocol.md §3); it renders the first
-# one it supports and falls back to ``text``. Text hints hold a string, the others any JSON.
+# The display_as hint types of docs/protocol.md §3. A client renders the first hint it
+# supports and falls back to ``text`` (docs/rap.md: unknown types are skipped), so other
+# types are valid too. Text hints hold a string, the others any JSON.
 TextHintType = Literal["text", "markdown"]
-DataHintType = Literal["json", "diff", "link", "card"]
-DISPLAY_TYPES: tuple[str, ...] = get_args(TextHintType) + get_args(DataHintType)
+DISPLAY_TYPES: tuple[str, ...] = (*get_args(TextHintType), "json", "diff", "link", "card")
 
 # Deeper JSON than this is refused: serialisers give up not far above it (orjson at 255).
 MAX_JSON_DEPTH = 100
@@ -157,11 +157,24 @@ class TextHint(TypedDict, extra_items=Json):  # type: ignore[call-arg]  # PEP 72
 
 @with_config(_OPEN_STRICT)
 class DataHint(TypedDict, extra_items=Json):  # type: ignore[call-arg]
-    type: DataHintType
+    type: NonEmptyStr
     content: Json
 
 
-DisplayHint = Annotated[TextHint | DataHint, Field(discriminator="type")]
+def _hint_kind(value: object) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    return "text" if value.get("type") in get_args(TextHintType) else "data"
+
+
+DisplayHint = Annotated[
+    Annotated[TextHint, Tag("text")] | Annotated[DataHint, Tag("data")],
+    Discriminator(
+        _hint_kind,
+        custom_error_type="hint_type",
+        custom_error_message="must be a {type, content} object",
+    ),
+]
 
 
 @with_config(_OPEN_STRICT)

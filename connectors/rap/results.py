@@ -17,7 +17,7 @@ from typing import Any
 
 from connectors.rap.config import OAuthMessage, ToolResultMessage
 from connectors.rendering import register_type
-from connectors.responses import DISPLAY_TYPES, ErrorResponse, OpenWindowResponse, ToolResponse
+from connectors.responses import ErrorResponse, OpenWindowResponse, ToolResponse
 from connectors.tooling import ToolResult, error_result
 from connectors.untrusted import fence
 
@@ -71,12 +71,7 @@ def result_from_message(
             agent_name, text.strip(), friendly_name=friendly_name, debug_info=dict(debug_info)
         )
         return RapToolResult(error, model_text(text))
-    # A hint type the protocol does not know is one the UI would skip (docs/rap.md).
-    segments = [
-        segment.model_dump(mode="json")
-        for segment in message.display_as or ()
-        if segment.type in DISPLAY_TYPES
-    ]
+    segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
     response = ToolResponse(
         RESPONSE_TYPE,
         agent_name,

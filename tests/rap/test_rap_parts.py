@@ -266,22 +266,15 @@ def test_bad_display_segments_are_refused(segments: list[Any]) -> None:
         message(display_as=segments)
 
 
-def test_unknown_segment_types_are_skipped_before_the_card() -> None:
-    # A type the protocol does not list (docs/protocol.md) is one no UI renders: dropped,
-    # so the tool_output stays valid on the wire.
-    chart = {"type": "chart", "content": {"series": [1, 2]}}
-    fallback = {"type": "text", "content": "fallback"}
+def test_unknown_segment_types_pass_through_for_the_ui_to_skip() -> None:
+    segments = [
+        {"type": "chart", "content": {"series": [1, 2]}},
+        {"type": "text", "content": "fallback"},
+    ]
     result = result_from_message(
-        message(display_as=[chart, fallback]),
-        agent_name="Notes",
-        friendly_name="Notes: x",
-        debug_info={},
+        message(display_as=segments), agent_name="Notes", friendly_name="Notes: x", debug_info={}
     )
-    assert result["display_as"] == [fallback]
-    only_unknown = result_from_message(
-        message(display_as=[chart]), agent_name="Notes", friendly_name="Notes: x", debug_info={}
-    )
-    assert "display_as" not in only_unknown
+    assert result["display_as"] == segments
 
 
 def test_schema_problems_name_the_field() -> None:

@@ -340,7 +340,7 @@ def test_core_keys_constant_matches_seed():
         (
             "display_as",
             [{"type": "json", "content": {"d": 1j}}],
-            ("display_as", 0, "json", "content", "object", "d"),
+            ("display_as", 0, "data", "content", "object", "d"),
             "not_json",
         ),
         (
@@ -403,30 +403,26 @@ def test_tuples_are_accepted_as_json_arrays():
         ({"response": 3.5}, [(("response",), "payload_type")]),
         ({"debug_info": ["x"]}, [(("debug_info",), "dict_type")]),
         ({"error_message": 404}, [(("error_message",), "string_type")]),
-        # display_as hints: {type, content}, type one of DISPLAY_TYPES
+        # display_as hints: {type, content}, any non-empty type
         ({"display_as": {"type": "text"}}, [(("display_as",), "list_type")]),
-        ({"display_as": ["text"]}, [(("display_as", 0), "model_attributes_type")]),
-        ({"display_as": [{"content": "x"}]}, [(("display_as", 0), "union_tag_not_found")]),
+        ({"display_as": ["text"]}, [(("display_as", 0), "hint_type")]),
+        ({"display_as": [{"content": "x"}]}, [(("display_as", 0, "data", "type"), "missing")]),
         (
             {"display_as": [{"type": "text", "content": "a"}, {"type": 2, "content": "x"}]},
-            [(("display_as", 1), "union_tag_invalid")],
+            [(("display_as", 1, "data", "type"), "string_type")],
         ),
         (
             {"display_as": [{"type": "", "content": "x"}]},
-            [(("display_as", 0), "union_tag_invalid")],
+            [(("display_as", 0, "data", "type"), "string_too_short")],
         ),
-        (
-            {"display_as": [{"type": "image", "content": "x"}]},
-            [(("display_as", 0), "union_tag_invalid")],
-        ),
-        ({"display_as": [{"type": "diff"}]}, [(("display_as", 0, "diff", "content"), "missing")]),
+        ({"display_as": [{"type": "diff"}]}, [(("display_as", 0, "data", "content"), "missing")]),
         (
             {"display_as": [{"type": "text", "content": {"a": 1}}]},
             [(("display_as", 0, "text", "content"), "string_type")],
         ),
         (
             {"display_as": [{"type": "markdown", "content": None}]},
-            [(("display_as", 0, "markdown", "content"), "string_type")],
+            [(("display_as", 0, "text", "content"), "string_type")],
         ),
         # content_chunks: {id, title, url, snippet}
         ({"content_chunks": "c"}, [(("content_chunks",), "list_type")]),
@@ -463,10 +459,12 @@ def test_invalid_fields_are_refused_naming_the_field(overrides, problems):
     assert _problems(lambda: _full(**overrides)) == problems
 
 
-def test_every_documented_display_type_is_accepted():
+def test_documented_and_own_display_types_are_accepted():
     hints = [{"type": kind, "content": "x"} for kind in DISPLAY_TYPES]
-    assert _full(display_as=hints).display_as == hints
     assert set(DISPLAY_TYPES) == {"text", "markdown", "json", "diff", "link", "card"}
+    # A connector's own type: a client that does not know it skips it (docs/protocol.md §3).
+    hints.append({"type": "image", "content": {"url": "https://x.example/a.png"}})
+    assert _full(display_as=hints).display_as == hints
 
 
 def test_assignment_is_validated():
@@ -565,7 +563,7 @@ _payload = _text | st.lists(_json, max_size=4) | st.dictionaries(_text, _json, m
 _segment = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["text", "markdown"]), "content": _text}),
     st.fixed_dictionaries(
-        {"type": st.sampled_from(["json", "diff", "link", "card"]), "content": _json}
+        {"type": st.sampled_from(["json", "diff", "card", "x-custom"]), "content": _json}
     ),
 )
 _chunk = st.fixed_dictionaries(
