@@ -17,7 +17,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.errors import ApiError
-from app.rest import approval_json, chat_id_param, current_user, json_body, services_of
+from app.rest import approval_json, chat_id_param, current_user, json_body
+from app.services import services_of
 from storage.errors import ApprovalDecided, ApprovalNotFound
 from websocket.handler import decision_refused, expired_refusal
 from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON

@@ -12,17 +12,15 @@ import ipaddress
 import re
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Literal
 from urllib.parse import urlsplit
 
 from starlette.requests import HTTPConnection
 
 from app.settings import Settings
+from storage.engine import Database
 from storage.records import UserRecord
 from storage.users import UserRepository
-
-if TYPE_CHECKING:
-    from app.services import Services
 
 SESSION_COOKIE = "sb_session"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -87,21 +85,43 @@ def token_from(conn: HTTPConnection) -> str | None:
     return conn.query_params.get("token") or conn.cookies.get(SESSION_COOKIE) or None
 
 
-async def authenticate(conn: HTTPConnection, services: Services) -> UserRecord | None:
-    """The user behind this request or socket, or None when it is not authenticated."""
-    if services.settings.resolved_auth_mode == "local":
-        if services.local_user is None:
-            services.local_user = await UserRepository(services.db).ensure_local_user()
-        return services.local_user
-    token = token_from(conn)
-    if token is None:
-        return None
-    user = services.token_cache.get(token)
-    if user is None:
-        user = await UserRepository(services.db).user_for_token(token)
-        if user is not None:
-            services.token_cache.put(token, user)
-    return user
+class Authenticator:
+    """The user behind a request or socket (``user_for``); built once at start-up.
+
+    Local mode: the local user, ensured before the app serves (``app.services``), so a
+    request never writes. Token mode: the token's user, recent lookups kept in
+    ``token_cache``.
+    """
+
+    def __init__(
+        self,
+        mode: Literal["local", "token"],
+        db: Database,
+        local_user: UserRecord | None = None,
+        token_cache: TokenCache | None = None,
+    ) -> None:
+        if mode == "local" and local_user is None:
+            raise ValueError(
+                "local auth mode needs the local user (UserRepository.ensure_local_user)"
+            )
+        self.mode = mode
+        self.db = db
+        self.local_user = local_user
+        self.token_cache = token_cache if token_cache is not None else TokenCache()
+
+    async def user_for(self, conn: HTTPConnection) -> UserRecord | None:
+        """The user, or None when the request or socket is not authenticated."""
+        if self.mode == "local":
+            return self.local_user
+        token = token_from(conn)
+        if token is None:
+            return None
+        user = self.token_cache.get(token)
+        if user is None:
+            user = await UserRepository(self.db).user_for_token(token)
+            if user is not None:
+                self.token_cache.put(token, user)
+        return user
 
 
 def _normalise_origin(scheme: str, netloc: str) -> str | None:
@@ -205,11 +225,12 @@ def check_origin(conn: HTTPConnection, settings: Settings) -> bool:
 class AppSocketGate:
     """The app's rules for chat sockets (``websocket.ports.SocketGate``)."""
 
-    def __init__(self, services: Services) -> None:
-        self._services = services
+    def __init__(self, settings: Settings, auth: Authenticator) -> None:
+        self._settings = settings
+        self._auth = auth
 
     def origin_allowed(self, conn: HTTPConnection) -> bool:
-        return check_origin(conn, self._services.settings)
+        return check_origin(conn, self._settings)
 
     async def authenticate(self, conn: HTTPConnection) -> UserRecord | None:
-        return await authenticate(conn, self._services)
+        return await self._auth.user_for(conn)

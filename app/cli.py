@@ -101,7 +101,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             log_config=None,  # keep our JSON logging
             ws_max_size=settings.max_frame_bytes,
         )
-        GracefulServer(config, config.app).run(sockets=[listening])
+        GracefulServer(config).run(sockets=[listening])
     finally:
         listening.close()
     return 0

@@ -20,8 +20,7 @@ import html
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,10 +28,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from app.auth import authenticate, check_host, own_origin
+from app.auth import check_host, own_origin
 from app.errors import ApiError
-from app.rest import current_user, json_body, rfc3339, services_of
-from app.services import Services
+from app.rest import current_user, json_body, rfc3339
+from app.services import Services, services_of
 from connectors.accounts import (
     DEMO,
     connection_state,
@@ -43,7 +42,7 @@ from connectors.accounts import (
 from connectors.gmail import oauth as google
 from connectors.plaid import client as plaid
 from connectors.registry import Connector
-from connectors.service_http import ServiceError, ServiceHttp, new_client, read_json
+from connectors.service_http import ServiceError, ServiceHttp, read_json
 from storage.accounts import AccountRepository
 from storage.records import ConnectedAccount, UserRecord
 
@@ -55,26 +54,11 @@ BINDING_COOKIE = "sb_oauth"
 _GOOGLE_ERROR = re.compile(r"[a-z_]{1,40}")
 
 
-# ----------------------------------------------------------------------------- lifespan
-
-
-@asynccontextmanager
-async def http_lifespan(services: Services) -> AsyncIterator[None]:
-    """The app's one outbound ``httpx.AsyncClient``, closed after the turns have drained."""
-    # httpx logs every request URL at INFO; URLs carry users' search terms and ids.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    services.http = new_client()
-    try:
-        yield
-    finally:
-        await services.http.aclose()
-
-
 # ----------------------------------------------------------------------------- helpers
 
 
 def _connector(services: Services, name: str) -> Connector:
-    for connector in services.connectors or []:
+    for connector in services.connectors:
         if connector.name == name:
             return connector
     raise ApiError(404, "not_found", f"no connector named {name!r}; GET /api/connectors lists them")
@@ -128,7 +112,7 @@ async def list_connectors(request: Request) -> Response:
         {
             "connectors": [
                 describe(services, connector, rows.get(connector.name))
-                for connector in services.connectors or []
+                for connector in services.connectors
             ]
         }
     )
@@ -413,7 +397,7 @@ async def _google_callback(request: Request) -> Response:
     # Google's redirect carries no token (the UI keeps it out of cookies), so the browser
     # that pressed Connect proves itself with the binding cookie. The state alone is not
     # enough: whoever started a flow could get someone else to finish it.
-    user = await authenticate(request, services)
+    user = await services.auth.user_for(request)
     if user is not None and user.id != pending.user_id:
         return _page(
             403,

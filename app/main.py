@@ -9,21 +9,22 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
-from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.approvals_api import approval_routes
+from app.connectors_api import connector_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
-from app.rest import rest_routes, services_of
-from app.services import Services, build_services
+from app.openresponses.routes import open_responses_routes
+from app.rap_api import rap_routes
+from app.rest import rest_routes
+from app.services import AppState, Services, safe_url, services_of, start_services
 from app.settings import Settings, load_settings
 from app.ui import ui_routes
-from storage.migrate import check_current
-from storage.users import UserRepository
+from websocket.handler import websocket_routes
 
 logger = logging.getLogger("switchboard.app")
 
@@ -31,19 +32,11 @@ logger = logging.getLogger("switchboard.app")
 READY_TIMEOUT = 3.0
 
 LifespanHook = Callable[[Services], AbstractAsyncContextManager[object]]
-"""Started after the services, stopped (in reverse order) before the engine is disposed.
+"""Started once the services are built, stopped (in reverse order) before they are.
 
-The websocket side plugs in here: a hook sets ``services.hub`` / ``services.turns`` / …,
-yields while the app serves, and drains its turns when the app shuts down.
+Tests and benchmarks plug in here to reach into the parts (a scripted model, a barrier on
+the event store) before the app serves.
 """
-
-
-class StartupError(RuntimeError):
-    """The app cannot start; the message says what to do."""
-
-
-def safe_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 async def healthz(request: Request) -> Response:
@@ -55,7 +48,7 @@ async def readyz(request: Request) -> Response:
     # during a database hang is the driver's own time. ping returns within its timeout.
     services = services_of(request)
     checks = {"database": "ok" if await services.db.ping(READY_TIMEOUT) else "unavailable"}
-    if services.turns is not None and services.turns.cluster.remote:
+    if services.turns.cluster.remote:
         checks["redis"] = "ok" if services.turns.cluster.healthy else "unreachable"
     if checks["database"] != "ok":
         return JSONResponse({"status": "unavailable", **checks}, status_code=503)
@@ -63,24 +56,6 @@ async def readyz(request: Request) -> Response:
     # turn), but other instances' events reach its sockets late: degraded, not unready.
     degraded = any(state != "ok" for state in checks.values())
     return JSONResponse({"status": "degraded" if degraded else "ok", **checks})
-
-
-async def prepare_database(services: Services) -> None:
-    """Refuse to serve an unmigrated database; finish turns a crash left running."""
-    settings = services.settings
-    try:
-        migrated = await check_current(services.db)
-    except Exception as exc:
-        raise StartupError(
-            f"cannot reach the database at {safe_url(settings.database_url)}: "
-            f"{type(exc).__name__}: {exc}; check SWITCHBOARD_DATABASE_URL"
-        ) from exc
-    if not migrated:
-        raise StartupError("database is not migrated: run `switchboard migrate`")
-    if settings.resolved_auth_mode == "local":
-        services.local_user = await UserRepository(services.db).ensure_local_user()
-    # Turns a crash left running are closed by the streaming side, which knows whether
-    # another instance still runs them (app.streaming).
 
 
 def create_app(
@@ -95,26 +70,16 @@ def create_app(
     after the built-in ones; ``lifespan_hooks`` run inside the lifespan, see ``LifespanHook``.
     """
     settings = settings if settings is not None else load_settings()
-    # Imported here: the streaming side imports app.auth, which imports this package.
-    from app.connectors_api import connector_routes, http_lifespan
-    from app.openresponses.routes import open_responses_routes
-    from app.rap_api import rap_lifespan, rap_routes
-    from app.streaming import streaming_lifespan
-    from websocket.handler import websocket_routes
-
-    # The HTTP client first: the turns use it, and they drain before it is closed.
-    # RAP discovery needs the HTTP client and must finish before the orchestrator is built.
-    lifespan_hooks = (http_lifespan, rap_lifespan, streaming_lifespan, *lifespan_hooks)
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services = await build_services(settings)
-        async with AsyncExitStack() as stack:
-            stack.push_async_callback(services.db.dispose)
-            await prepare_database(services)
-            app.state.services = services
+    async def lifespan(app: Starlette) -> AsyncIterator[AppState]:
+        async with start_services(settings) as services, AsyncExitStack() as hooks:
             for hook in lifespan_hooks:
-                await stack.enter_async_context(hook(services))
+                await hooks.enter_async_context(hook(services))
+            # Read by nothing in the app: only by the test helper
+            # tests/support/servers.py (LiveServer.services), until it takes the services
+            # from uvicorn's lifespan state. Delete this line then.
+            app.state.services = services
             logger.info(
                 "switchboard started",
                 extra={
@@ -122,7 +87,8 @@ def create_app(
                     "database": safe_url(settings.database_url),
                 },
             )
-            yield
+            # Starlette copies this into every request's and socket's state.
+            yield {"services": services}
         logger.info("switchboard stopped")
 
     routes: list[BaseRoute] = [

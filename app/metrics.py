@@ -7,10 +7,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from app.services import services_of
+
 
 def metrics_route() -> Route:
     async def endpoint(request: Request) -> Response:
-        registry = request.app.state.services.metrics.registry
+        registry = services_of(request).metrics.registry
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return Route("/metrics", endpoint, methods=["GET"])

@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
@@ -26,11 +24,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.errors import ApiError
-from app.rest import chat_id_param, current_user, rfc3339, services_of
-from app.services import Services
+from app.rest import chat_id_param, current_user, rfc3339
+from app.services import services_of
 from connectors.rap.config import CallbackMessage
 from connectors.rap.pending import Delivery
-from connectors.rap.runtime import CALLBACK_PATH, RapRuntime
+from connectors.rap.runtime import CALLBACK_PATH
 from connectors.rap.signing import SIGNATURE_HEADER, verify
 from storage.chats import ChatRepository
 from storage.rap import SubscriptionRepository
@@ -40,16 +38,6 @@ logger = logging.getLogger("switchboard.rap")
 # A result's text may be up to 1 MB (connectors.rap.config), plus its display hints.
 MAX_CALLBACK_BYTES = 4 * 1024 * 1024
 _MESSAGE = TypeAdapter(CallbackMessage)
-
-
-@asynccontextmanager
-async def rap_lifespan(services: Services) -> AsyncIterator[None]:
-    """Discover the configured RAP servers before the orchestrator is built."""
-    if services.settings.rap_tools:
-        runtime = RapRuntime(services.settings, services.http, services.db)
-        await runtime.start()
-        services.rap = runtime
-    yield
 
 
 async def _body(request: Request) -> bytes:
@@ -81,7 +69,7 @@ def _first_error(exc: ValidationError) -> str:
 
 async def rap_callback(request: Request) -> Response:
     services = services_of(request)
-    runtime: RapRuntime | None = services.rap
+    runtime = services.rap
     if runtime is None:
         raise ApiError(404, "not_found", "this server has no RAP tools configured")
     token = request.query_params.get("token")

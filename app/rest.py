@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from app.auth import authenticate, check_origin
+from app.auth import check_origin
 from app.errors import ApiError
-from app.services import Services
+from app.services import services_of
 from storage.chats import ChatRepository
 from storage.events import EventStore
 from storage.records import ApprovalRecord, ChatRecord, TurnRecord, UserRecord
@@ -41,18 +41,13 @@ def rfc3339(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
 async def current_user(request: Request) -> UserRecord:
     services = services_of(request)
     if not check_origin(request, services.settings):
         raise ApiError(
             403, "forbidden", "this Origin is not allowed; add it to SWITCHBOARD_ALLOWED_ORIGINS"
         )
-    user = await authenticate(request, services)
+    user = await services.auth.user_for(request)
     if user is None:
         raise ApiError(
             401,

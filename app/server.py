@@ -12,17 +12,14 @@ import logging
 import socket
 
 import uvicorn
-from starlette.applications import Starlette
 
+from app.services import Services
 from websocket.handler import CLOSE_GOING_AWAY
 
 logger = logging.getLogger("switchboard.server")
 
 
-async def drain(app: Starlette) -> None:
-    services = getattr(app.state, "services", None)
-    if services is None or services.turns is None:
-        return
+async def drain(services: Services) -> None:
     services.turns.draining = True
     running = services.turns.running_count
     if running:
@@ -32,12 +29,14 @@ async def drain(app: Starlette) -> None:
 
 
 class GracefulServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
-        super().__init__(config)
-        self.app = app
+    """uvicorn, draining the app's turns first; the services are those the app's lifespan
+    left in the lifespan state uvicorn keeps for it."""
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in getattr(self, "servers", []):
             server.close()  # stop accepting first; the rest of the drain takes a while
-        await drain(self.app)
+        lifespan = getattr(self, "lifespan", None)  # set by startup
+        services = lifespan.state.get("services") if lifespan is not None else None
+        if isinstance(services, Services):
+            await drain(services)
         await super().shutdown(sockets)

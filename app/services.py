@@ -1,47 +1,89 @@
-"""The application's shared objects, built once per process and kept on ``app.state``."""
+"""The application's shared objects, built whole, once, when the app starts.
+
+``start_services(settings)`` builds each part as soon as what it needs exists (the engine
+and the key ring, the local user, the outbound HTTP client, the RAP tools, the streaming
+side) and then the ``Services`` from them, in one piece; when the app stops it stops the
+parts in reverse order. The app's lifespan hands them to every request and socket through
+Starlette's lifespan state: ``services_of(request)``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TypedDict
 
+import httpx
 from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy.engine import make_url
+from starlette.requests import HTTPConnection
 
-from app.auth import AppSocketGate, TokenCache
+from app.auth import AppSocketGate, Authenticator
+from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
+from app.streaming import streaming_lifespan
+from connectors.context import DemoStore
+from connectors.rap.runtime import RapRuntime
+from connectors.registry import Connector
+from connectors.service_http import new_client
 from storage.engine import Database
+from storage.events import EventStore
+from storage.migrate import check_current
 from storage.records import UserRecord
+from storage.users import UserRepository
+from websocket.handler import ConnectionCounter
+from websocket.hub import Hub
+from websocket.limits import PromptRateLimiter
 from websocket.metrics import Metrics
+from websocket.turn import TurnManager
 
 
-@dataclass
+class StartupError(RuntimeError):
+    """The app cannot start; the message says what to do."""
+
+
+@dataclass(frozen=True, eq=False)
 class Services:
+    """Everything the endpoints share, for the life of the app (``start_services``)."""
+
     settings: Settings
     db: Database
     fernet: MultiFernet
-    # The websocket side (hub, turn runner, connectors, model provider) is plugged in by
-    # ``create_app(lifespan_hooks=...)``.
-    hub: Any = None
-    turns: Any = None
-    store: Any = None
-    connections: Any = None
-    connectors: Any = None
+    # Who is calling: the local user or the token's (with its cache), and the socket rules.
+    auth: Authenticator
+    gate: AppSocketGate
     # The one outbound httpx.AsyncClient of the app (live connectors, OAuth, Plaid Link).
-    http: Any = None
-    demo: Any = None
-    model_provider: Any = None
-    # Auth caches: the local user's record (local mode) and recent token lookups.
-    local_user: UserRecord | None = None
-    token_cache: TokenCache = field(default_factory=TokenCache)
-    metrics: Metrics = field(default_factory=Metrics)
-    prompt_limiter: Any = None
-    # RAP remote tools (connectors.rap.runtime.RapRuntime), when SWITCHBOARD_RAP_TOOLS is set.
-    rap: Any = None
+    http: httpx.AsyncClient
+    # RAP remote tools, when SWITCHBOARD_RAP_TOOLS is set.
+    rap: RapRuntime | None
+    connectors: tuple[Connector, ...]
+    demo: DemoStore
+    store: EventStore
+    connections: ConnectionCounter
+    model_provider: ConfiguredModels
+    hub: Hub
+    turns: TurnManager
+    prompt_limiter: PromptRateLimiter
+    metrics: Metrics
 
-    @property
-    def gate(self) -> AppSocketGate:
-        """Who may open a chat socket, for the streaming layer."""
-        return AppSocketGate(self)
+
+class AppState(TypedDict):
+    """What the app's lifespan puts in Starlette's lifespan state."""
+
+    services: Services
+
+
+def services_of(conn: HTTPConnection) -> Services:
+    """The app's services, from the lifespan state of this request or socket."""
+    services = getattr(conn.state, "services", None)
+    if not isinstance(services, Services):
+        raise RuntimeError(
+            "no services in the lifespan state: the app's lifespan has not run "
+            "(serve it with lifespan on)"
+        )
+    return services
 
 
 def build_fernet(secret: str) -> MultiFernet:
@@ -63,7 +105,68 @@ def build_fernet(secret: str) -> MultiFernet:
         ) from None
 
 
-async def build_services(settings: Settings) -> Services:
-    """Create the engine and the key ring. Nothing touches the database yet."""
+def safe_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+async def prepare_database(settings: Settings, db: Database) -> UserRecord | None:
+    """Refuse to serve an unmigrated database; the local user in local mode."""
+    try:
+        migrated = await check_current(db)
+    except Exception as exc:
+        raise StartupError(
+            f"cannot reach the database at {safe_url(settings.database_url)}: "
+            f"{type(exc).__name__}: {exc}; check SWITCHBOARD_DATABASE_URL"
+        ) from exc
+    if not migrated:
+        raise StartupError("database is not migrated: run `switchboard migrate`")
+    # Turns a crash left running are closed by the streaming side, which knows whether
+    # another instance still runs them (app.streaming).
+    if settings.resolved_auth_mode == "local":
+        return await UserRepository(db).ensure_local_user()
+    return None
+
+
+@asynccontextmanager
+async def start_services(settings: Settings) -> AsyncIterator[Services]:
+    """Build the services; stop them, in reverse order, when the block ends.
+
+    The HTTP client comes before the turns, which use it and drain before it is closed;
+    RAP discovery needs the client and must finish before the orchestrator is built; the
+    engine is disposed last.
+    """
     fernet = build_fernet(settings.resolved_secret_key)
-    return Services(settings=settings, db=Database(settings.database_url), fernet=fernet)
+    async with AsyncExitStack() as stack:
+        db = Database(settings.database_url)
+        stack.push_async_callback(db.dispose)
+        local_user = await prepare_database(settings, db)
+        # httpx logs every request URL at INFO; URLs carry users' search terms and ids.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        http = new_client()
+        stack.push_async_callback(http.aclose)
+        rap = RapRuntime(settings, http, db) if settings.rap_tools else None
+        if rap is not None:
+            await rap.start()
+        metrics = Metrics()
+        streaming = await stack.enter_async_context(
+            streaming_lifespan(settings, db, fernet=fernet, http=http, rap=rap, metrics=metrics)
+        )
+        auth = Authenticator(settings.resolved_auth_mode, db, local_user)
+        yield Services(
+            settings=settings,
+            db=db,
+            fernet=fernet,
+            auth=auth,
+            gate=AppSocketGate(settings, auth),
+            http=http,
+            rap=rap,
+            connectors=streaming.connectors,
+            demo=streaming.demo,
+            store=streaming.store,
+            connections=streaming.connections,
+            model_provider=streaming.models,
+            hub=streaming.hub,
+            turns=streaming.turns,
+            prompt_limiter=streaming.prompt_limiter,
+            metrics=metrics,
+        )

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
 
 import httpx
 from agents import Agent
@@ -15,19 +15,21 @@ from cryptography.fernet import MultiFernet
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
 from app.llm.suggest import Suggester
-from app.services import Services
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
 from connectors.orchestrator import build_orchestrator
+from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, load_connectors
 from storage.accounts import AccountRepository
 from storage.chats import ChatRepository
+from storage.engine import Database
 from storage.events import EventStore
 from websocket.cluster import build_cluster
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
 from websocket.limits import PromptRateLimiter
+from websocket.metrics import Metrics
 from websocket.protocol import now_ts
 from websocket.turn import TurnEngine, TurnManager
 
@@ -36,7 +38,7 @@ logger = logging.getLogger("switchboard.app")
 
 def build_engine(
     settings: Settings,
-    db: Any,
+    db: Database,
     connectors: list[Connector],
     demo: DemoStore,
     models: ConfiguredModels | None = None,
@@ -143,69 +145,90 @@ def approval_sweep_interval(timeout: float) -> float:
     return min(60.0, max(0.2, timeout / 4))
 
 
+@dataclass(frozen=True)
+class Streaming:
+    """The live parts ``streaming_lifespan`` runs, for ``app.services.Services``."""
+
+    connectors: tuple[Connector, ...]
+    demo: DemoStore
+    store: EventStore
+    connections: ConnectionCounter
+    models: ConfiguredModels
+    hub: Hub
+    turns: TurnManager
+    prompt_limiter: PromptRateLimiter
+
+
 @asynccontextmanager
-async def streaming_lifespan(services: Services) -> AsyncIterator[None]:
-    """Plug the live parts into the services; on shutdown let running turns finish."""
-    settings = services.settings
-    services.connectors = load_connectors(settings)
-    if services.rap is not None:  # RAP remote tools (app.rap_api.rap_lifespan)
-        services.connectors += services.rap.connectors(services.connectors)
-    services.demo = DemoStore()
-    services.store = EventStore(services.db)
-    services.connections = ConnectionCounter()
-    services.model_provider = models = build_models(settings)
+async def streaming_lifespan(
+    settings: Settings,
+    db: Database,
+    *,
+    fernet: MultiFernet,
+    http: httpx.AsyncClient,
+    rap: RapRuntime | None,
+    metrics: Metrics,
+) -> AsyncIterator[Streaming]:
+    """Start the live parts; on shutdown let running turns finish."""
+    connectors = load_connectors(settings)
+    if rap is not None:  # RAP remote tools, discovered before the orchestrator is built
+        connectors += rap.connectors(connectors)
+    demo = DemoStore()
+    store = EventStore(db)
+    connections = ConnectionCounter()
+    models = build_models(settings)
     logger.info("models configured", extra=describe(models))
-    engine = build_engine(
-        settings,
-        services.db,
-        services.connectors,
-        services.demo,
-        models,
-        fernet=services.fernet,
-        http=services.http,
-    )
+    engine = build_engine(settings, db, connectors, demo, models, fernet=fernet, http=http)
     check_approval_settings(settings, engine.orchestrator)
 
     def cancel_here(chat_id: str, turn_id: str | None) -> None:
-        services.turns.cancel(chat_id, turn_id)
+        turns.cancel(chat_id, turn_id)
 
     closing: set[asyncio.Task[None]] = set()  # referenced until done
 
     def deleted_elsewhere(chat_id: str) -> None:
-        task = asyncio.create_task(services.connections.close_chat(chat_id))
+        task = asyncio.create_task(connections.close_chat(chat_id))
         closing.add(task)
         task.add_done_callback(closing.discard)
 
     cluster = await build_cluster(settings.redis_url, cancel_here, deleted_elsewhere)
-    services.hub = Hub(cluster)
-    services.turns = TurnManager(
-        services.store,
-        services.hub,
+    hub = Hub(cluster)
+    turns = TurnManager(
+        store,
+        hub,
         engine,
-        services.db,
+        db,
         cluster=cluster,
         lease_seconds=settings.turn_lease_seconds,
-        metrics=services.metrics,
+        metrics=metrics,
         approval_timeout=settings.approval_timeout,
     )
-    services.prompt_limiter = PromptRateLimiter(settings.prompts_per_minute)
-    closed = await services.turns.close_orphans(now_ts())
+    closed = await turns.close_orphans(now_ts())
     if closed:
         logger.warning("closed turns whose instance stopped", extra={"turns": closed})
     # Whether or not other instances share the database: any of them may die mid-turn.
     watchers = [
-        asyncio.create_task(services.turns.keep_leases(), name="lease-renewal"),
-        asyncio.create_task(services.turns.watch_orphans(), name="orphan-watch"),
+        asyncio.create_task(turns.keep_leases(), name="lease-renewal"),
+        asyncio.create_task(turns.watch_orphans(), name="orphan-watch"),
         asyncio.create_task(
-            services.turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
+            turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
             name="approval-expiry",
         ),
     ]
     try:
-        yield
+        yield Streaming(
+            connectors=tuple(connectors),
+            demo=demo,
+            store=store,
+            connections=connections,
+            models=models,
+            hub=hub,
+            turns=turns,
+            prompt_limiter=PromptRateLimiter(settings.prompts_per_minute),
+        )
     finally:
         for watcher in watchers:
             watcher.cancel()
-        await services.turns.shutdown(settings.shutdown_grace_seconds)
+        await turns.shutdown(settings.shutdown_grace_seconds)
         await cluster.stop()
         await models.aclose()

@@ -16,6 +16,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from app.services import services_of
+
 STATIC_DIR = Path(__file__).parent / "static"
 
 # Model and tool text is rendered through a sanitizer; this policy is the second line:
@@ -61,7 +63,7 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
         raise RuntimeError(f"app/static/index.html lacks {', '.join(missing)}")
 
     async def index(request: Request) -> Response:
-        settings = request.app.state.services.settings
+        settings = services_of(request).settings
         page = template
         for placeholder, setting in LIMIT_PLACEHOLDERS.items():
             page = page.replace(placeholder, str(int(getattr(settings, setting))))

@@ -33,7 +33,7 @@ from websocket.hub import (
     SubscriptionOverflow,
     channel_of,
 )
-from websocket.ports import SocketGate
+from websocket.ports import SocketGate, SocketServices, socket_services
 from websocket.protocol import (
     CHAT_ID,
     MAX_SEQ,
@@ -142,7 +142,7 @@ def _parse_after_seq(raw: str | None) -> int | None:
 
 
 async def chat_socket(websocket: WebSocket) -> None:
-    services = websocket.app.state.services
+    services = socket_services(websocket)
     settings = services.settings
     gate: SocketGate = services.gate
     chat_id = websocket.path_params["chat_id"]
@@ -183,7 +183,9 @@ async def chat_socket(websocket: WebSocket) -> None:
 class _Session:
     """One accepted socket on one chat."""
 
-    def __init__(self, websocket: WebSocket, services: Any, user_id: str, chat_id: str) -> None:
+    def __init__(
+        self, websocket: WebSocket, services: SocketServices, user_id: str, chat_id: str
+    ) -> None:
         self.websocket = websocket
         self.services = services
         self.settings = services.settings

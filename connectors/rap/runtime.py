@@ -1,6 +1,6 @@
 """The RAP runtime side: discover toolsets, invoke remote tools, wait for their results.
 
-One ``RapRuntime`` per app (``app.rap_api.rap_lifespan``). Each configured server becomes
+One ``RapRuntime`` per app (``app.services.start_services``). Each configured server becomes
 a ``Connector`` whose agent's tools send an invocation (https://infinity.hydro.run/docs/rap,
 "Tool Invocation")::
 

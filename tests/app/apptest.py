@@ -15,9 +15,11 @@ import httpx
 from cryptography.fernet import Fernet
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
+from starlette.types import Receive, Scope, Send
 
 from app.main import create_app
 from app.rest import rfc3339
+from app.services import Services
 from app.settings import Settings
 from storage.chats import ChatRepository
 from storage.engine import Database
@@ -44,10 +46,13 @@ def make_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settin
 class Running:
     app: Starlette
     client: httpx.AsyncClient
+    # The app's lifespan state; each request gets a copy, as from a server.
+    state: dict[str, Any]
 
     @property
-    def services(self) -> Any:
-        return self.app.state.services
+    def services(self) -> Services:
+        services: Services = self.state["services"]
+        return services
 
 
 @asynccontextmanager
@@ -58,10 +63,17 @@ async def running(
     raise_app_exceptions: bool = True,
 ) -> AsyncIterator[Running]:
     app = create_app(settings, extra_routes=extra_routes)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+    async with app.router.lifespan_context(app) as lifespan_state:
+        state = dict(lifespan_state or {})
+
+        async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
+            # httpx's ASGITransport does not pass the lifespan state, as servers do.
+            scope["state"] = dict(state)
+            await app(scope, receive, send)
+
+        transport = httpx.ASGITransport(app=with_state, raise_app_exceptions=raise_app_exceptions)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-            yield Running(app, client)
+            yield Running(app, client, state)
 
 
 @dataclass(frozen=True)

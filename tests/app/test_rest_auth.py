@@ -45,7 +45,7 @@ async def test_unauthorized(api: Running, alice: User, headers: dict[str, str]) 
 
 
 async def test_token_lookups_are_cached_by_hash(api: Running, alice: User) -> None:
-    cache: TokenCache = api.services.token_cache
+    cache: TokenCache = api.services.auth.token_cache
     cache.clear()
     assert (await api.client.get("/api/me", headers=alice.auth)).status_code == 200
     assert len(cache) == 1

@@ -5,13 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import FrozenInstanceError, fields, replace
 from pathlib import Path
 
+import httpx
 import pytest
 from apptest import Running, make_settings
 
-from app.main import StartupError, create_app
-from app.services import Services
+from app.main import create_app
+from app.services import Services, StartupError
 from app.settings import Settings
 from storage.engine import Database
 
@@ -32,16 +34,17 @@ async def test_readyz_ok(api: Running) -> None:
 
 
 async def test_readyz_503_when_database_unreachable(api: Running) -> None:
-    services: Services = api.services
-    real = services.db
-    services.db = Database(CLOSED_PORT_URL)
+    services = api.services
+    unreachable = Database(CLOSED_PORT_URL)
+    # The services are built once and never changed: requests get a copy on another engine.
+    api.state["services"] = replace(services, db=unreachable)
     try:
         started = time.monotonic()
         response = await api.client.get("/readyz")
         assert time.monotonic() - started < 5
     finally:
-        await services.db.dispose()
-        services.db = real
+        api.state["services"] = services
+        await unreachable.dispose()
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "database": "unavailable"}
     # Liveness does not depend on the database.
@@ -67,21 +70,44 @@ async def test_startup_reports_unreachable_database(tmp_path: Path) -> None:
 
 async def test_lifespan_hooks_run_inside_the_services_lifetime(settings: Settings) -> None:
     calls: list[str] = []
+    seen: list[Services] = []
 
     @asynccontextmanager
-    async def hub_hook(services: Services) -> AsyncIterator[None]:
-        services.hub = "hub"
+    async def hook(services: Services) -> AsyncIterator[None]:
+        seen.append(services)
         calls.append("start")
         yield
         # Still before the engine is disposed: a turn runner can flush its writes here.
         assert await services.db.ping()
+        assert not services.http.is_closed
         calls.append("stop")
 
-    app = create_app(settings, lifespan_hooks=[hub_hook])
-    async with app.router.lifespan_context(app):
-        assert app.state.services.hub == "hub"
+    app = create_app(settings, lifespan_hooks=[hook])
+    async with app.router.lifespan_context(app) as state:
+        # The hook got the services the requests get, built whole before it ran.
+        assert state is not None and state["services"] is seen[0]
         assert calls == ["start"]
     assert calls == ["start", "stop"]
+
+
+async def test_services_are_built_whole_and_never_changed(api: Running) -> None:
+    services = api.services
+    assert all(
+        getattr(services, field.name) is not None
+        for field in fields(services)
+        if field.name != "rap"
+    )
+    with pytest.raises(FrozenInstanceError):
+        services.db = services.db  # type: ignore[misc]
+
+
+async def test_a_request_without_the_lifespan_state_is_told_why(settings: Settings) -> None:
+    # A server that does not run the lifespan (uvicorn --lifespan off) gets a clear error.
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        with pytest.raises(RuntimeError, match="the app's lifespan has not run"):
+            await client.get("/readyz")
 
 
 def test_no_module_level_app() -> None:
