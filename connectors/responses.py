@@ -3,7 +3,7 @@
 Tools return ``SomeResponse(...)`` (or its ``to_dict()``) so the value is plain JSON for
 the Agents SDK, the socket and chat storage alike. Pure: no I/O.
 
-``ToolResponse`` is the schema of ``connectors.response_schema`` (the rules, and the
+``ToolResponse`` is the schema of ``wire.tool_response`` (the rules, and the
 ``ValidationError`` a broken one raises, are described there) with the constructors
 connectors use: positional fields, and one subclass per built-in ``response_type`` whose
 arguments are what that kind needs. A response is validated once, when it is built.
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from connectors.response_schema import (
+from wire.tool_response import (
     CORE_KEYS,
     DISPLAY_TYPES,
     OPTIONAL_KEYS,

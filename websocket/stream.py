@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from connectors.adapters import coerce_tool_output
+from connectors.adapters import coerce_tool_response
 from websocket.sdk_events import (
     AgentChanged,
     HandedOff,
@@ -169,18 +169,15 @@ class StreamTranslator:
         if call_id not in self._called or call_id in self._answered:
             return []
         self._answered.add(call_id)
-        output = coerce_tool_output(fact.value, fact.agent or self._current_agent)
-        if output.get("display_response", True) is False:
+        # Validated once, when built (a connector's ToolResponse is taken as it is).
+        output = coerce_tool_response(fact.value, fact.agent or self._current_agent)
+        if not output.display_response:
             return []  # §3: hidden output is neither sent nor persisted; the model still has it
         events: list[Event] = [
-            ToolOutputEvent(
-                call_id=call_id,
-                output=ToolResponseData.model_validate(output),
-                current_agent=self._current_agent,
-            )
+            ToolOutputEvent(call_id=call_id, output=output, current_agent=self._current_agent)
         ]
-        if output.get("response_type") == "error":
-            message = output.get("error_message") or output.get("response")
+        if output.response_type == "error":
+            message = output.error_message or output.response
             code = _tool_error_code(output)
             events.append(
                 ErrorEvent(
@@ -231,9 +228,8 @@ def _humanise(name: str) -> str:
     return f"Running {name.replace('_', ' ')}"
 
 
-def _tool_error_code(output: dict[str, Any]) -> ToolErrorCode:
-    debug = output.get("debug_info")
-    code = debug.get("error_code") if isinstance(debug, dict) else None
+def _tool_error_code(output: ToolResponseData) -> ToolErrorCode:
+    code = (output.debug_info or {}).get("error_code")
     return "tool_timeout" if code == "tool_timeout" else "tool_error"
 
 

@@ -283,7 +283,11 @@ def _status(
 def test_model_errors_are_classified(exc: BaseException, code: str, retryable: bool) -> None:
     failure = classify_model_error(exc)
     assert (failure.code, failure.retryable) == (code, retryable)
-    assert failure.payload() == {"code": code, "message": failure.message, "retryable": retryable}
+    assert failure.event().payload() == {
+        "code": code,
+        "message": failure.message,
+        "retryable": retryable,
+    }
     assert "boom" not in failure.message  # never the provider's own text
 
 

@@ -21,9 +21,9 @@ from connectors.context import ChatContext, DemoStore
 from connectors.demo_data.businesses import all_businesses, reviews
 from connectors.orchestrator import ORCHESTRATOR_NAME, build_orchestrator
 from connectors.registry import Connector, load_connectors, tool_descriptions
-from connectors.response_schema import ToolResponseData
 from connectors.responses import TextResponse, ToolResponse
 from connectors.tooling import ToolError, ToolResult, connector_tool
+from wire.tool_response import ToolResponseData
 
 SETTINGS = Settings()
 CONNECTORS = load_connectors(SETTINGS)

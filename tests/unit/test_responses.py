@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from connectors.response_schema import MAX_JSON_DEPTH, ToolResponseData
 from connectors.responses import (
     CORE_KEYS,
     DISPLAY_TYPES,
@@ -30,6 +29,7 @@ from connectors.responses import (
     ToolResponse,
     describe_problems,
 )
+from wire.tool_response import MAX_JSON_DEPTH, ToolResponseData
 
 SEED_000_KEYS = ["response_type", "agent_name", "friendly_name", "response", "display_response"]
 
