@@ -13,7 +13,7 @@ from storage.models import chats, rap_subscriptions, utcnow
 
 
 @dataclass(frozen=True)
-class Subscription:
+class ResultSubscription:
     chat_id: str
     call_id: str  # the invocation's ``id``: what the agent names to cancel it
     connector: str
@@ -48,7 +48,7 @@ class SubscriptionRepository:
             )
             await session.commit()
 
-    async def list(self, chat_id: str) -> list[Subscription]:
+    async def list(self, chat_id: str) -> list[ResultSubscription]:
         table = rap_subscriptions
         query = (
             select(table)
@@ -58,7 +58,9 @@ class SubscriptionRepository:
         async with self._db.session() as session:
             rows = (await session.execute(query)).all()
         return [
-            Subscription(row.chat_id, row.call_id, row.connector, row.operation, row.created_at)
+            ResultSubscription(
+                row.chat_id, row.call_id, row.connector, row.operation, row.created_at
+            )
             for row in rows
         ]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from storage.errors import TurnFenced
 from websocket.active_turns import ActiveTurn
-from websocket.turn_plan import Suggester, TitleHook
+from websocket.turn_plan import SuggestHook, TitleHook
 from websocket.writer import EventWriter
 from wire.events import SuggestedPromptsEvent
 
@@ -18,7 +18,7 @@ logger = logging.getLogger("switchboard.turn")
 
 async def suggest_prompts(
     active: ActiveTurn,
-    suggest: Suggester,
+    suggest: SuggestHook,
     prompt: str,
     final_text: str,
     shown_types: list[str],

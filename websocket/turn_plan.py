@@ -12,7 +12,7 @@ from agents import Agent, RunConfig
 from websocket.ports import FailureReporter
 
 # (prompt, final text, response_types shown) -> follow-up prompts
-Suggester = Callable[[str, str, list[str]], Coroutine[Any, Any, list[str]]]
+SuggestHook = Callable[[str, str, list[str]], Coroutine[Any, Any, list[str]]]
 # (user_id, chat_id, turn_id) -> the run context handed to tools
 ContextFactory = Callable[[str, str, str], Any]
 # (user_id, chat_id, prompt) -> called once after the first turn of a chat completes
@@ -29,7 +29,7 @@ class TurnEngine:
     agent_display_names: dict[str, str]
     make_context: ContextFactory
     report_failure: FailureReporter
-    suggest: Suggester | None = None
+    suggest: SuggestHook | None = None
     on_first_turn: TitleHook | None = None
     max_model_turns: int = 12
 
