@@ -2,35 +2,36 @@
 
 ``local`` mode: every request is the single local user. ``token`` mode: an API token from
 ``Authorization: Bearer``, else the ``token`` query parameter (browsers cannot set headers
-on a WebSocket), else the ``sb_session`` cookie of the bundled UI.
+on a WebSocket), else the ``sb_session`` cookie of the bundled UI. In local mode only
+loopback ``Host`` names reach the app at all (``HostGuard``, against DNS rebinding).
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
-import re
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Literal
 from urllib.parse import urlsplit
 
+from starlette.datastructures import Headers
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
+from app.errors import api_error
 from app.settings import Settings
 from storage.engine import Database
 from storage.records import UserRecord
 from storage.users import UserRepository
+from websocket.handler import CLOSE_FORBIDDEN
 
 SESSION_COOKIE = "sb_session"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# A Host header is uri-host [":" port] (RFC 9110 §7.2): an IP literal in brackets or a
-# reg-name. Matched rather than given to urlsplit, which raises on a stray "[" and reads
-# "user@localhost" or "[::1]x:80" as loopback names.
-_HOST = re.compile(
-    r"(?:\[(?P<literal>[0-9A-Za-z:.]+)\]|(?P<name>[^\[\]@:/?#\\\s]*))"
-    r"(?::[0-9]*)?"
-)
+# What a refused Origin (and, in local mode, a refused Host) is told.
+ORIGIN_REFUSED = "this Origin is not allowed; add it to SWITCHBOARD_ALLOWED_ORIGINS"
 
 
 class TokenCache:
@@ -150,18 +151,10 @@ def _origin_of(url: str) -> str | None:
     return _normalise_origin(parts.scheme, parts.netloc)
 
 
-def _host_name(host: str) -> str | None:
-    """The lower-cased name or IP of a ``Host`` header value; None when it is not one."""
-    match = _HOST.fullmatch(host)
-    if match is None:
-        return None
-    return (match["literal"] or match["name"]).lower()
-
-
 def _hostname_of(url: str) -> str | None:
     try:
         return urlsplit(url).hostname
-    except ValueError:  # a malformed SWITCHBOARD_ALLOWED_ORIGINS entry allows nothing
+    except ValueError:  # a malformed setting allows nothing
         return None
 
 
@@ -171,45 +164,13 @@ def own_origin(conn: HTTPConnection) -> str | None:
     return _normalise_origin(scheme, conn.headers.get("host", ""))
 
 
-def _is_loopback_name(hostname: str) -> bool:
-    hostname = hostname.lower().rstrip(".")
-    if hostname == "localhost" or hostname.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(hostname.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_host(conn: HTTPConnection, settings: Settings) -> bool:
-    """In local mode, the ``Host`` must be a loopback name (or an allowed origin's host).
-
-    Local mode has no token, so this is what stops DNS rebinding: a page on
-    ``evil.example`` whose name is re-pointed at 127.0.0.1 is same-origin with itself and
-    sends no useful ``Origin``, but its requests carry ``Host: evil.example``.
-    """
-    if settings.resolved_auth_mode != "local":
-        return True
-    host = conn.headers.get("host")
-    if host is None:  # HTTP/1.0 tools; every browser sends Host
-        return True
-    hostname = _host_name(host)
-    if hostname is None:  # no browser sends this; whoever did gets the usual refusal
-        return False
-    if _is_loopback_name(hostname):
-        return True
-    return hostname in {_hostname_of(item) for item in settings.allowed_origins}
-
-
 def check_origin(conn: HTTPConnection, settings: Settings) -> bool:
     """Whether a browser page at this request's ``Origin`` may use the server.
 
     No ``Origin`` header: not a browser (CLI, SDK, bench), allowed. Otherwise the origin must
     be the server's own or listed in ``SWITCHBOARD_ALLOWED_ORIGINS``. In local mode the
-    ``Host`` must also pass ``check_host`` (DNS rebinding).
+    ``Host`` was checked before (``HostGuard``: DNS rebinding).
     """
-    if not check_host(conn, settings):
-        return False
     origin_header = conn.headers.get("origin")
     if origin_header is None:
         return True
@@ -220,6 +181,85 @@ def check_origin(conn: HTTPConnection, settings: Settings) -> bool:
         return True
     allowed = {_origin_of(item) for item in settings.allowed_origins}
     return origin in allowed
+
+
+# The names a loopback server is reached by (any port), as TrustedHostMiddleware patterns.
+LOOPBACK_HOSTS = ("localhost", "*.localhost", "127.0.0.1", "[::1]")
+
+
+def _host_pattern(url: str | None) -> str | None:
+    """The host of ``url`` as a TrustedHostMiddleware pattern; None if it has none.
+
+    IPv6 literals keep their brackets, as the middleware reads them from ``Host``; a name
+    with a ``*`` is no host (the middleware would read it as a wildcard), so it allows
+    nothing, as before.
+    """
+    hostname = _hostname_of(url) if url else None
+    if not hostname or "*" in hostname:
+        return None
+    return f"[{hostname}]" if ":" in hostname else hostname.lower()
+
+
+def trusted_hosts(settings: Settings) -> list[str] | None:
+    """The ``Host`` names the app answers to in local mode; None (any) in token mode.
+
+    Local mode has no token, so the Host is what stops DNS rebinding: a page on
+    ``evil.example`` whose name is re-pointed at 127.0.0.1 is same-origin with itself and
+    sends no useful ``Origin``, but its requests carry ``Host: evil.example``. Allowed: the
+    loopback names, the address the server is bound to, and the hosts of
+    ``SWITCHBOARD_ALLOWED_ORIGINS`` and ``SWITCHBOARD_RAP_CALLBACK_URL`` (where RAP tools
+    post their results). Token mode has tokens; the host does not matter.
+    """
+    if settings.resolved_auth_mode != "local":
+        return None
+    bound = f"[{settings.host}]" if ":" in settings.host else settings.host
+    urls = [f"http://{bound}", *settings.allowed_origins, settings.rap_callback_url]
+    hosts = list(LOOPBACK_HOSTS)
+    for pattern in map(_host_pattern, urls):
+        if pattern is not None and pattern not in hosts:
+            hosts.append(pattern)
+    return hosts
+
+
+# TrustedHostMiddleware's app in HostGuard: reached only by a trusted host, it says so.
+_ADMITTED = "switchboard.host.admitted"
+
+
+async def _admit(scope: Scope, receive: Receive, send: Send) -> None:
+    await send({"type": _ADMITTED})
+
+
+class HostGuard:
+    """Only trusted ``Host`` names reach the app (``trusted_hosts``; local mode).
+
+    Starlette's ``TrustedHostMiddleware`` decides; a refused request gets this API's answer
+    rather than its plain-text 400: 403 ``forbidden`` as for a refused Origin, and a socket
+    is accepted, then closed 4403, so its client learns the protocol's close code. A request
+    without ``Host`` passes: HTTP/1.0 tools send none, every browser does.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str]) -> None:
+        self.app = app
+        self._trusted = TrustedHostMiddleware(_admit, allowed_hosts, www_redirect=False)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or "host" not in Headers(scope=scope):
+            await self.app(scope, receive, send)
+            return
+        verdict: list[str] = []
+
+        async def note(message: Message) -> None:
+            verdict.append(message["type"])
+
+        await self._trusted(scope, receive, note)
+        if verdict == [_ADMITTED]:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            websocket = WebSocket(scope, receive, send)
+            await websocket.accept()
+            await websocket.close(CLOSE_FORBIDDEN, "origin not allowed")
+        else:
+            await api_error(403, "forbidden", ORIGIN_REFUSED)(scope, receive, send)
 
 
 class AppSocketGate:

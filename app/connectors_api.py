@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from app.auth import check_host, own_origin
+from app.auth import own_origin
 from app.errors import ApiError
 from app.rest import current_user, json_body, rfc3339
 from app.services import Services, services_of
@@ -156,7 +156,8 @@ async def _start_google(request: Request, services: Services, user: UserRecord) 
     verifier = google.new_verifier()
     nonce, browser_hash = google.new_browser_binding()
     state = google.pack_state(
-        services.fernet, google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash)
+        services.fernet,
+        google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash),
     )
     response = JSONResponse(
         {
@@ -206,7 +207,10 @@ async def connect(request: Request) -> Response:
         return await flow(request, services, user)
     # Connectors without a per-user account (server keys) are always connected.
     return JSONResponse(
-        {"status": "connected", "connector": await _described(services, user, connector)}
+        {
+            "status": "connected",
+            "connector": await _described(services, user, connector),
+        }
     )
 
 
@@ -254,7 +258,10 @@ async def disconnect(request: Request) -> Response:
                 logger.warning("could not revoke %s credentials at the provider", connector.name)
         await accounts.disconnect(connector.name)
     return JSONResponse(
-        {"status": "disconnected", "connector": await _described(services, user, connector)}
+        {
+            "status": "disconnected",
+            "connector": await _described(services, user, connector),
+        }
     )
 
 
@@ -278,7 +285,9 @@ async def plaid_exchange(request: Request) -> Response:
     services = services_of(request)
     connector = _connector(services, "plaid")
     body: ExchangeRequest = await json_body(
-        request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}'
+        request,
+        ExchangeRequest,
+        '{"public_token": "public-…", "institution": {"name": …}}',
     )
     if services.settings.connector_mode(connector.name) == DEMO:
         raise ApiError(
@@ -292,7 +301,10 @@ async def plaid_exchange(request: Request) -> Response:
     api = plaid.api_for(services.http, services.settings)
     try:
         credentials = await plaid.add_item(
-            api, await live_credentials(accounts, "plaid"), body.public_token.strip(), institution
+            api,
+            await live_credentials(accounts, "plaid"),
+            body.public_token.strip(),
+            institution,
         )
     except plaid.PlaidError as exc:
         if exc.error_code == "INVALID_PUBLIC_TOKEN":
@@ -307,7 +319,10 @@ async def plaid_exchange(request: Request) -> Response:
         raise _upstream(exc) from None
     await accounts.connect(connector.name, credentials, plaid.plaid_meta(credentials))
     return JSONResponse(
-        {"status": "connected", "connector": await _described(services, user, connector)}
+        {
+            "status": "connected",
+            "connector": await _described(services, user, connector),
+        }
     )
 
 
@@ -387,8 +402,6 @@ async def google_callback(request: Request) -> Response:
 async def _google_callback(request: Request) -> Response:
     services = services_of(request)
     settings = services.settings
-    if not check_host(request, settings):
-        return _page(403, "Not allowed", "This address is not allowed to use this server.")
     query = request.query_params
     try:
         pending = google.unpack_state(services.fernet, query.get("state") or "")
@@ -424,7 +437,9 @@ async def _google_callback(request: Request) -> Response:
     code = query.get("code")
     if not code:
         return _page(
-            400, "Gmail was not connected", "Google sent no authorization code. Use Connect again."
+            400,
+            "Gmail was not connected",
+            "Google sent no authorization code. Use Connect again.",
         )
     if settings.connector_mode("gmail") != "live":
         return _page(400, "Gmail was not connected", "Gmail runs in demo mode on this server.")

@@ -10,11 +10,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.approvals_api import approval_routes
+from app.auth import HostGuard, trusted_hosts
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
@@ -104,4 +106,11 @@ def create_app(
         *extra_routes,
         *ui_routes(),
     ]
-    return Starlette(routes=routes, exception_handlers=exception_handlers(), lifespan=lifespan)
+    hosts = trusted_hosts(settings)  # local mode: the DNS-rebinding defence
+    middleware = [Middleware(HostGuard, allowed_hosts=hosts)] if hosts is not None else []
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers=exception_handlers(),
+        lifespan=lifespan,
+    )

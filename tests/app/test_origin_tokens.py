@@ -1,14 +1,22 @@
-"""check_origin, token_from and the token cache: pure functions, no database."""
+"""check_origin, the local-mode host guard, token_from and the token cache: no database."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
+import httpx
 import pytest
-from starlette.requests import HTTPConnection
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from app import auth
-from app.auth import TokenCache, check_host, check_origin, own_origin, token_from
+from app.auth import HostGuard, TokenCache, check_origin, own_origin, token_from, trusted_hosts
 from app.settings import Settings
 from storage.records import UserRecord
 
@@ -132,23 +140,106 @@ def test_token_cache_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(cache) == 0
 
 
+def guarded(settings: Settings) -> Starlette:
+    """A one-route app behind the HostGuard of ``settings``, as ``create_app`` sets it."""
+
+    async def ok(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def socket(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("ok")
+        await websocket.close()
+
+    hosts = trusted_hosts(settings)
+    assert hosts is not None
+    return Starlette(
+        routes=[Route("/", ok), WebSocketRoute("/ws", socket)],
+        middleware=[Middleware(HostGuard, allowed_hosts=hosts)],
+    )
+
+
 @pytest.mark.parametrize(
     ("host", "allowed"),
     [
         ("127.0.0.1:8000", True),
         ("localhost:8000", True),
+        ("LOCALHOST", True),
         ("app.localhost", True),
         ("[::1]:8000", True),
-        ("127.0.0.2", True),
+        ("127.0.0.2", False),  # a loopback address the server is not bound to
         ("evil.example:8000", False),  # DNS rebinding
+        ("localhost.evil.example", False),
         ("ui.example.com", True),  # host of an allowed origin
+        ("tools.example.net:9000", True),  # host of the RAP callback URL
+        ("[", False),  # not a host at all
+        ("user@localhost", False),
     ],
 )
-def test_local_mode_requires_a_loopback_host(host: str, allowed: bool) -> None:
-    local = settings(auth_mode="local", allowed_origins="https://ui.example.com")
-    assert check_host(conn({"host": host}), local) is allowed
-    # Even with a matching Origin: after rebinding the page *is* same-origin.
-    same = conn({"host": host, "origin": f"http://{host}"})
-    assert check_origin(same, local) is allowed
-    # Token mode has tokens; the host does not matter.
-    assert check_host(conn({"host": host}), settings(auth_mode="token"))
+async def test_local_mode_requires_a_trusted_host(host: str, allowed: bool) -> None:
+    local = settings(
+        auth_mode="local",
+        allowed_origins="https://ui.example.com",
+        rap_callback_url="https://tools.example.net:9000",
+    )
+    transport = httpx.ASGITransport(app=guarded(local))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        response = await client.get("/", headers={"host": host})
+    if allowed:
+        assert response.status_code == 200, response.text
+    else:
+        # The API's own refusal, not the middleware's plain-text "Invalid host header".
+        assert response.status_code == 403
+        assert response.json()["error"] == {
+            "code": "forbidden",
+            "message": "this Origin is not allowed; add it to SWITCHBOARD_ALLOWED_ORIGINS",
+        }
+
+
+def test_a_refused_host_closes_a_socket_4403() -> None:
+    with TestClient(guarded(settings(auth_mode="local"))) as client:
+        with client.websocket_connect("/ws", headers={"host": "127.0.0.1"}) as ws:
+            assert ws.receive_text() == "ok"
+        # Accepted, then closed: the client learns the protocol's close code.
+        with client.websocket_connect("/ws", headers={"host": "evil.example"}) as ws:
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_text()
+    assert (closed.value.code, closed.value.reason) == (4403, "origin not allowed")
+
+
+def test_trusted_hosts() -> None:
+    # Token mode has tokens: the host does not matter.
+    assert trusted_hosts(settings(auth_mode="token")) is None
+    bound = trusted_hosts(settings(auth_mode="local", host="127.0.0.2"))
+    assert bound == ["localhost", "*.localhost", "127.0.0.1", "[::1]", "127.0.0.2"]
+    ipv6 = settings(auth_mode="local", host="::1", allowed_origins="http://[::2]:5173")
+    assert trusted_hosts(ipv6) == ["localhost", "*.localhost", "127.0.0.1", "[::1]", "[::2]"]
+    # A malformed or wildcard origin allows no host (the middleware would widen "*.").
+    odd = settings(auth_mode="local", allowed_origins="http://[, https://*.example.com")
+    assert trusted_hosts(odd) == ["localhost", "*.localhost", "127.0.0.1", "[::1]"]
+
+
+async def test_a_request_without_host_passes() -> None:
+    # HTTP/1.0 tools send no Host; every browser does, so this opens nothing to rebinding.
+    app = guarded(settings(auth_mode="local"))
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "raw_path": b"/",
+        "query_string": b"",
+        "headers": [],
+        "http_version": "1.0",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 200
