@@ -215,15 +215,15 @@ def parse_colour(value: str) -> Colour | None:
     if value == "transparent":
         return (0.0, 0.0, 0.0, 0.0)
     if value in _NAMED:
-        red, green, blue = _NAMED[value]
-        return (float(red), float(green), float(blue), 1.0)
+        named = _NAMED[value]
+        return (float(named[0]), float(named[1]), float(named[2]), 1.0)
     if re.fullmatch(r"#?[0-9a-f]{3,8}", value) and len(value.lstrip("#")) in (3, 4, 6, 8):
         digits = value.lstrip("#")
         if len(digits) <= 4:
             digits = "".join(d * 2 for d in digits)
         channels = [int(digits[i : i + 2], 16) for i in range(0, len(digits), 2)]
-        alpha = channels[3] / 255 if len(channels) == 4 else 1.0
-        return (float(channels[0]), float(channels[1]), float(channels[2]), alpha)
+        opacity = channels[3] / 255 if len(channels) == 4 else 1.0
+        return (float(channels[0]), float(channels[1]), float(channels[2]), opacity)
     match = re.fullmatch(r"(rgba?|hsla?)\((.*)\)", value)
     if not match:
         return None
@@ -234,10 +234,10 @@ def parse_colour(value: str) -> Colour | None:
     if alpha is None:
         return None
     if match.group(1).startswith("rgb"):
-        rgb = [_channel(arg) for arg in args[:3]]
-        if any(c is None for c in rgb):
+        r, g, b = (_channel(arg) for arg in args[:3])
+        if r is None or g is None or b is None:
             return None
-        return (rgb[0], rgb[1], rgb[2], alpha)  # type: ignore[return-value]
+        return (r, g, b, alpha)
     hue, sat, light = (number(arg) for arg in args[:3])
     if hue is None or sat is None or light is None:
         return None
