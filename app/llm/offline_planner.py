@@ -188,9 +188,9 @@ def _route(transcript: Transcript, offer: Offer) -> Decision:
     if is_small_talk(prompt) or not prompt:
         return Say(small_talk_reply(prompt, offer))
     for role, _ in plan(prompt):
-        tool = offer.handoff_for(_agent_for(role))
-        if tool:
-            return CallTool(tool, {})
+        handoff = offer.handoff_for(_agent_for(role))
+        if handoff:
+            return CallTool(handoff, {})
     return Say(
         "I can't help with that in this setup: none of the connected services covers "
         "it. " + help_text(offer)

@@ -136,7 +136,8 @@ def _send_arguments(
     else:
         said = re.search(r"\b(?:saying|that says|to say|:)\s+(.+)$", clause, re.I)
         topic = re.search(r"\babout\s+(.+)$", clause, re.I)
-        text = (said or topic).group(1).strip() if (said or topic) else "Just checking in."
+        phrase = said or topic
+        text = phrase.group(1).strip() if phrase else "Just checking in."
         subject = (topic.group(1).strip().capitalize() if topic else "Quick note")[:80]
         body = f"{greeting}\n\n{text[0].upper()}{text[1:]}\n\nCheers"
     return {"to": addresses[:5], "subject": subject, "body": body, "cc": None, "bcc": None}
