@@ -144,8 +144,9 @@ class ApprovalResponseItem(BaseModel):
 APPROVAL_RESPONSE_FIELDS = "type, approval_id, approve and reason"
 
 
-def _item_kind(value: Any) -> str | None:
-    # A message may leave out its type ({"role": "user", "content": "hi"}).
+def _item_kind(value: Any) -> object:
+    # A message may leave out its type ({"role": "user", "content": "hi"}). The tag is what
+    # the client sent, whatever its type: pydantic reports one that names no item type.
     if isinstance(value, dict):
         return value.get("type", "message")
     return getattr(value, "type", None)
@@ -420,13 +421,13 @@ class TurnInput:
     items: list[dict[str, Any]]  # the model input items for the SDK
 
 
-def _text_of(content: str | list[Any]) -> str:
+def _text_of(content: str | list[ContentPart]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(part.text for part in content if isinstance(part, InputText | OutputText))
 
 
-def _part(part: Any, role: str) -> dict[str, Any]:
+def _part(part: ContentPart, role: str) -> dict[str, Any]:
     if isinstance(part, InputText | OutputText):
         return {"type": "input_text", "text": part.text}
     if isinstance(part, Refusal):
