@@ -60,7 +60,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Exponential with "equal jitter": half fixed, half random, so clients spread out."""
-        delay = self.base_delay * (2**attempt)
+        delay = self.base_delay * (2.0**attempt)
         return min(self.max_wait, delay / 2 + random.uniform(0, delay / 2))
 
 

@@ -137,9 +137,9 @@ def _matches(message: Email, query: str) -> bool:
         if hit == bool(negate):
             return False
     if folder == "sent":
-        return message["from"] == ME
+        return bool(message["from"] == ME)
     if folder == "inbox":
-        return message["from"] != ME
+        return bool(message["from"] != ME)
     return True
 
 

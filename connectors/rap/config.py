@@ -151,7 +151,7 @@ def parse_rap_servers(value: object) -> object:
         if text.startswith("["):
             value = json.loads(text)
         else:
-            value = []
+            pairs: list[dict[str, str]] = []
             for part in (piece.strip() for piece in text.split(",")):
                 if not part:
                     continue
@@ -162,7 +162,8 @@ def parse_rap_servers(value: object) -> object:
                         "notes=https://notes.example.com) or a JSON list of "
                         "objects"
                     )
-                value.append({"name": name.strip(), "url": url.strip()})
+                pairs.append({"name": name.strip(), "url": url.strip()})
+            value = pairs
     if not isinstance(value, list):
         return value
     servers = []

@@ -143,7 +143,7 @@ def _covered() -> str:
 def _term_matches(business: Business, term: str) -> bool:
     cuisine = data.cuisine_for(term)
     if cuisine is not None:
-        return business["_cuisine"] == cuisine.alias
+        return bool(business["_cuisine"] == cuisine.alias)
     words = set(re.findall(r"[a-zé]+", term.lower()))
     if not words or words & data.GENERIC_TERMS:
         return True
