@@ -35,7 +35,8 @@ test: lint browser-deps
 browser-deps:
 	@if [ ! -x /usr/bin/chromium ]; then apt-get update && apt-get install -y chromium; fi
 
-# Style, types (strict on storage and websocket) and the package layering (pyproject.toml).
+# Style, types (strict on every package but tests and bench) and the package layering
+# (pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
