@@ -16,8 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.api_auth import needs_user, signed_in
 from app.errors import ApiError
-from app.rest import approval_json, chat_id_param, current_user, json_body
+from app.rest import approval_json, chat_id_param, json_body
 from app.services import services_of
 from storage.errors import ApprovalDecided, ApprovalNotFound
 from websocket.handler import decision_refused, expired_refusal
@@ -35,13 +36,13 @@ class DecisionBody(BaseModel):
 
 
 async def pending_approvals(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     pending = await services_of(request).turns.approvals.pending_for_user(user.id)
     return JSONResponse({"approvals": [approval_json(approval) for approval in pending]})
 
 
 async def decide(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     chat_id = chat_id_param(request)
     approval_id: str = request.path_params["approval_id"]
     if not 1 <= len(approval_id) <= MAX_APPROVAL_ID:
@@ -52,7 +53,12 @@ async def decide(request: Request) -> Response:
     turns = services_of(request).turns
     try:
         decided = await turns.decide(
-            user.id, chat_id, approval_id, body.decision == "approve", body.reason, "rest"
+            user.id,
+            chat_id,
+            approval_id,
+            body.decision == "approve",
+            body.reason,
+            "rest",
         )
     except ApprovalNotFound as exc:
         raise ApiError(404, "not_found", decision_refused(exc)) from None
@@ -67,7 +73,18 @@ async def decide(request: Request) -> Response:
 
 
 def approval_routes() -> list[BaseRoute]:
+    signed_in_only = needs_user()
     return [
-        Route("/api/approvals", pending_approvals, methods=["GET"]),
-        Route("/api/chats/{chat_id}/approvals/{approval_id}", decide, methods=["POST"]),
+        Route(
+            "/api/approvals",
+            pending_approvals,
+            methods=["GET"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/chats/{chat_id}/approvals/{approval_id}",
+            decide,
+            methods=["POST"],
+            middleware=signed_in_only,
+        ),
     ]

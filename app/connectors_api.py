@@ -28,9 +28,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.api_auth import needs_user, signed_in
 from app.auth import own_origin
 from app.errors import ApiError
-from app.rest import current_user, json_body, rfc3339
+from app.rest import json_body, rfc3339
 from app.services import Services, services_of
 from connectors.accounts import (
     DEMO,
@@ -105,7 +106,7 @@ def _upstream(exc: ServiceError) -> ApiError:
 
 
 async def list_connectors(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     services = services_of(request)
     rows = {row.connector: row for row in await _accounts(services, user).list()}
     return JSONResponse(
@@ -188,7 +189,7 @@ LIVE_FLOWS: dict[str, LiveFlow] = {"gmail": _start_google, "plaid": _start_plaid
 
 
 async def connect(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     services = services_of(request)
     connector = _connector(services, request.path_params["name"])
     mode = services.settings.connector_mode(connector.name)
@@ -235,7 +236,7 @@ FORGET: dict[str, Callable[[Services, dict[str, Any]], Awaitable[None]]] = {
 
 
 async def disconnect(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     services = services_of(request)
     connector = _connector(services, request.path_params["name"])
     if not connector.needs_account:
@@ -281,7 +282,7 @@ class ExchangeRequest(BaseModel):
 
 
 async def plaid_exchange(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     services = services_of(request)
     connector = _connector(services, "plaid")
     body: ExchangeRequest = await json_body(
@@ -483,10 +484,32 @@ async def _google_callback(request: Request) -> Response:
 
 
 def connector_routes() -> list[BaseRoute]:
+    signed_in_only = needs_user()
     return [
-        Route("/api/connectors", list_connectors, methods=["GET"]),
-        Route("/api/connectors/plaid/exchange", plaid_exchange, methods=["POST"]),
-        Route("/api/connectors/{name}/connect", connect, methods=["POST"]),
-        Route("/api/connectors/{name}", disconnect, methods=["DELETE"]),
+        Route(
+            "/api/connectors",
+            list_connectors,
+            methods=["GET"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/connectors/plaid/exchange",
+            plaid_exchange,
+            methods=["POST"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/connectors/{name}/connect",
+            connect,
+            methods=["POST"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/connectors/{name}",
+            disconnect,
+            methods=["DELETE"],
+            middleware=signed_in_only,
+        ),
+        # No sign-in needed: Google's redirect carries no token (see _google_callback).
         Route(CALLBACK_PATH, google_callback, methods=["GET"]),
     ]

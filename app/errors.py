@@ -117,15 +117,27 @@ async def _close_socket(websocket: WebSocket, code: int, reason: str) -> None:
         await websocket.close(code=code, reason=reason)
 
 
-async def _unavailable_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
-    # Temporary, so 503 and a hint to retry (clients retry 503, not 500); the cause goes
-    # to the log by name only: driver messages can hold addresses and SQL.
+UNAVAILABLE = "the database is unavailable; try again in a moment"
+
+
+def _log_unavailable(conn: HTTPConnection, exc: BaseException) -> None:
+    # The cause goes to the log by name only: driver messages can hold addresses and SQL.
     logger.warning("database unavailable: %s", type(exc).__name__, extra=_where(conn))
-    message = "the database is unavailable; try again in a moment"
+
+
+def unavailable_response(conn: HTTPConnection, exc: BaseException) -> JSONResponse:
+    """The 503 for a request the unavailable database (``exc``) stopped: temporary, so a
+    hint to retry (clients retry 503, not 500)."""
+    _log_unavailable(conn, exc)
+    return api_error(503, "server_error", UNAVAILABLE, headers={"Retry-After": "5"})
+
+
+async def _unavailable_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
     if isinstance(conn, WebSocket):
-        await _close_socket(conn, CLOSE_TRY_AGAIN_LATER, message)
+        _log_unavailable(conn, exc)
+        await _close_socket(conn, CLOSE_TRY_AGAIN_LATER, UNAVAILABLE)
         return None
-    return api_error(503, "server_error", message, headers={"Retry-After": "5"})
+    return unavailable_response(conn, exc)
 
 
 async def _server_error_handler(conn: HTTPConnection, exc: Exception) -> Response | None:

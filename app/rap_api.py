@@ -23,8 +23,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.api_auth import needs_user, signed_in
 from app.errors import ApiError
-from app.rest import chat_id_param, current_user, rfc3339
+from app.rest import chat_id_param, rfc3339
 from app.services import services_of
 from connectors.rap.config import CallbackMessage
 from connectors.rap.pending import Delivery
@@ -142,7 +143,8 @@ async def rap_callback(request: Request) -> Response:
         )
     if delivery is Delivery.CONFLICT:
         logger.warning(
-            "a second, different RAP result for an answered call ignored", extra=log_extra
+            "a second, different RAP result for an answered call ignored",
+            extra=log_extra,
         )
     elif delivery is Delivery.DUPLICATE:
         logger.info("duplicate RAP result ignored", extra=log_extra)
@@ -155,7 +157,7 @@ async def rap_callback(request: Request) -> Response:
 
 
 async def chat_subscriptions(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     chat_id = chat_id_param(request)
     services = services_of(request)
     if await ChatRepository(services.db, user.id).get(chat_id) is None:
@@ -179,5 +181,10 @@ async def chat_subscriptions(request: Request) -> Response:
 def rap_routes() -> list[BaseRoute]:
     return [
         Route(CALLBACK_PATH, rap_callback, methods=["POST"]),
-        Route("/api/chats/{chat_id}/rap-subscriptions", chat_subscriptions, methods=["GET"]),
+        Route(
+            "/api/chats/{chat_id}/rap-subscriptions",
+            chat_subscriptions,
+            methods=["GET"],
+            middleware=needs_user(),
+        ),
     ]

@@ -1,4 +1,5 @@
-"""REST API for chat history (docs/protocol.md §7). Same auth as the socket.
+"""REST API for chat history (docs/protocol.md §7). Same auth as the socket, through
+``app.api_auth`` (Starlette's AuthenticationMiddleware).
 
 A chat that belongs to another user answers 404 exactly like one that does not exist:
 the repositories enforce ownership and raise ``ChatNotFound``, which ``app.errors`` maps.
@@ -20,12 +21,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from app.auth import check_origin
+from app.api_auth import needs_user, signed_in
 from app.errors import ApiError
 from app.services import services_of
 from storage.chats import ChatRepository
 from storage.events import EventStore
-from storage.records import ApprovalRecord, ChatRecord, TurnRecord, UserRecord
+from storage.records import ApprovalRecord, ChatRecord, TurnRecord
 from websocket.protocol import unstorable_at
 
 CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -39,23 +40,6 @@ def rfc3339(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-async def current_user(request: Request) -> UserRecord:
-    services = services_of(request)
-    if not check_origin(request, services.settings):
-        raise ApiError(
-            403, "forbidden", "this Origin is not allowed; add it to SWITCHBOARD_ALLOWED_ORIGINS"
-        )
-    user = await services.auth.user_for(request)
-    if user is None:
-        raise ApiError(
-            401,
-            "unauthorized",
-            "missing or invalid token: send 'Authorization: Bearer <token>' "
-            "(create one with `switchboard users create NAME`)",
-        )
-    return user
 
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -204,13 +188,13 @@ def usage_totals(turns: list[TurnRecord]) -> dict[str, int]:
 
 
 async def me(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     mode = services_of(request).settings.resolved_auth_mode
     return JSONResponse({"id": user.id, "name": user.name, "auth_mode": mode})
 
 
 async def list_chats(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     limit = int_param(request, "limit", default=50, low=1, high=100)
     cursor = request.query_params.get("cursor") or None
     repo = ChatRepository(services_of(request).db, user.id)
@@ -218,13 +202,15 @@ async def list_chats(request: Request) -> Response:
         chats, next_cursor = await repo.list(limit=limit, cursor=cursor)
     except ValueError:
         raise ApiError(
-            400, "invalid_request", "cursor is not valid; pass the next_cursor of a previous page"
+            400,
+            "invalid_request",
+            "cursor is not valid; pass the next_cursor of a previous page",
         ) from None
     return JSONResponse({"chats": [chat_json(c) for c in chats], "next_cursor": next_cursor})
 
 
 async def get_chat(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     chat_id = chat_id_param(request)
     repo = ChatRepository(services_of(request).db, user.id)
     chat = await repo.get(chat_id)
@@ -242,7 +228,7 @@ async def get_chat(request: Request) -> Response:
 
 
 async def chat_events(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     chat_id = chat_id_param(request)
     after_seq = int_param(request, "after_seq", default=0, low=0, high=2**31 - 1)
     limit = int_param(request, "limit", default=500, low=1, high=1000)
@@ -260,7 +246,7 @@ async def chat_events(request: Request) -> Response:
 
 
 async def delete_chat(request: Request) -> Response:
-    user = await current_user(request)
+    user = signed_in(request)
     chat_id = chat_id_param(request)
     services = services_of(request)
     repo = ChatRepository(services.db, user.id)
@@ -269,7 +255,9 @@ async def delete_chat(request: Request) -> Response:
     running = await EventStore(services.db).running_turn(chat_id)
     if running is not None:
         raise ApiError(
-            409, "turn_in_progress", "a turn is running in this chat; cancel it, then delete"
+            409,
+            "turn_in_progress",
+            "a turn is running in this chat; cancel it, then delete",
         )
     if not await repo.delete(chat_id):
         raise ApiError(404, "not_found", "chat not found")
@@ -287,9 +275,20 @@ async def chat(request: Request) -> Response:
 
 
 def rest_routes() -> list[BaseRoute]:
+    signed_in_only = needs_user()
     return [
-        Route("/api/me", me, methods=["GET"]),
-        Route("/api/chats", list_chats, methods=["GET"]),
-        Route("/api/chats/{chat_id}", chat, methods=["GET", "DELETE"]),
-        Route("/api/chats/{chat_id}/events", chat_events, methods=["GET"]),
+        Route("/api/me", me, methods=["GET"], middleware=signed_in_only),
+        Route("/api/chats", list_chats, methods=["GET"], middleware=signed_in_only),
+        Route(
+            "/api/chats/{chat_id}",
+            chat,
+            methods=["GET", "DELETE"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/chats/{chat_id}/events",
+            chat_events,
+            methods=["GET"],
+            middleware=signed_in_only,
+        ),
     ]

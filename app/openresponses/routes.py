@@ -11,16 +11,18 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from starlette.requests import Request
+from starlette.authentication import AuthenticationError
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from app.api_auth import UsersUnavailable, needs_user, signed_in
 from app.errors import DATABASE_UNAVAILABLE, ApiError
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.request import parse_request
 from app.openresponses.service import StartedResponse, http_error, start_response
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
-from app.rest import JsonTooDeep, current_user, load_json
+from app.rest import JsonTooDeep, load_json
 from app.services import services_of
 from storage.errors import TurnInProgress
 from storage.open_responses import ResponseRepository
@@ -33,13 +35,20 @@ MAX_BODY_BYTES = 8 * 1024 * 1024  # room for a few inline images
 KEEPALIVE_SECONDS = 15.0  # an SSE comment while tools run, so proxies keep the stream open
 
 
-async def _user(request: Request) -> UserRecord:
+def _user(request: Request) -> UserRecord:
     try:
-        return await current_user(request)
+        return signed_in(request)
     except ApiError as exc:
         raise OpenResponsesError(
             "invalid_request", exc.message, code=exc.code, status=exc.status
         ) from None
+
+
+def _auth_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
+    """``app.api_auth``'s refusals in this API's error shape."""
+    if isinstance(exc, UsersUnavailable):
+        return _unexpected(exc.cause, conn)
+    return OpenResponsesError("invalid_request", str(exc), code="forbidden", status=403).response()
 
 
 async def _json_body(request: Request) -> object:
@@ -91,7 +100,7 @@ async def _stream(
         yield sse(event)
 
 
-def _unexpected(exc: Exception, request: Request) -> Response:
+def _unexpected(exc: Exception, request: HTTPConnection) -> Response:
     if isinstance(exc, DATABASE_UNAVAILABLE):
         logger.warning("database unavailable: %s", type(exc).__name__)
         return OpenResponsesError(
@@ -107,7 +116,7 @@ def _unexpected(exc: Exception, request: Request) -> Response:
 async def create_response(request: Request) -> Response:
     services = services_of(request)
     try:
-        user = await _user(request)
+        user = _user(request)
         parsed = parse_request(await _json_body(request))
         started = await start_response(services, user, parsed)
     except OpenResponsesError as exc:
@@ -130,7 +139,8 @@ async def create_response(request: Request) -> Response:
     ended = await started.outcome()
     if ended is None:
         logger.error(
-            "a response's turn ended without finishing it", extra={"response_id": started.id}
+            "a response's turn ended without finishing it",
+            extra={"response_id": started.id},
         )
         return OpenResponsesError("server_error", LOST).response()
     outcome, body = ended
@@ -141,7 +151,7 @@ async def create_response(request: Request) -> Response:
 
 async def get_response(request: Request) -> Response:
     try:
-        user = await _user(request)
+        user = _user(request)
     except OpenResponsesError as exc:
         return exc.response()
     response_id = request.path_params["response_id"]
@@ -160,7 +170,18 @@ async def get_response(request: Request) -> Response:
 
 
 def open_responses_routes() -> list[BaseRoute]:
+    signed_in_only = needs_user(on_error=_auth_error)
     return [
-        Route("/v1/responses", create_response, methods=["POST"]),
-        Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
+        Route(
+            "/v1/responses",
+            create_response,
+            methods=["POST"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/v1/responses/{response_id}",
+            get_response,
+            methods=["GET"],
+            middleware=signed_in_only,
+        ),
     ]
