@@ -17,8 +17,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
+from app.api_json import approval_json
 from app.errors import ApiError
-from app.rest import approval_json, chat_id_param, json_body
+from app.request_input import chat_id_param, json_body
 from app.services import services_of
 from storage.errors import ApprovalDecided, ApprovalNotFound
 from websocket.handler import decision_refused, expired_refusal

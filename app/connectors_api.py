@@ -29,9 +29,10 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
+from app.api_json import rfc3339
 from app.auth import own_origin
 from app.errors import ApiError
-from app.rest import json_body, rfc3339
+from app.request_input import json_body
 from app.services import Services, services_of
 from connectors.accounts import (
     DEMO,

@@ -24,8 +24,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
+from app.api_json import rfc3339
 from app.errors import ApiError
-from app.rest import chat_id_param, rfc3339
+from app.request_input import chat_id_param
 from app.services import services_of
 from connectors.rap.config import CallbackMessage
 from connectors.rap.pending import Delivery

@@ -22,7 +22,7 @@ from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.request import parse_request
 from app.openresponses.service import StartedResponse, http_error, start_response
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
-from app.rest import JsonTooDeep, load_json
+from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
 from storage.errors import TurnInProgress
 from storage.open_responses import ResponseRepository

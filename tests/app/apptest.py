@@ -17,8 +17,8 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
 
+from app.api_json import rfc3339
 from app.main import create_app
-from app.rest import rfc3339
 from app.services import Services
 from app.settings import Settings
 from storage.chats import ChatRepository
