@@ -54,12 +54,7 @@ async def decide(request: Request) -> Response:
     turns = services_of(request).turns
     try:
         decided = await turns.decide(
-            user.id,
-            chat_id,
-            approval_id,
-            body.decision == "approve",
-            body.reason,
-            "rest",
+            user.id, chat_id, approval_id, body.decision == "approve", body.reason, "rest"
         )
     except ApprovalNotFound as exc:
         raise ApiError(404, "not_found", decision_refused(exc)) from None
@@ -76,12 +71,7 @@ async def decide(request: Request) -> Response:
 def approval_routes() -> list[BaseRoute]:
     signed_in_only = needs_user()
     return [
-        Route(
-            "/api/approvals",
-            pending_approvals,
-            methods=["GET"],
-            middleware=signed_in_only,
-        ),
+        Route("/api/approvals", pending_approvals, methods=["GET"], middleware=signed_in_only),
         Route(
             "/api/chats/{chat_id}/approvals/{approval_id}",
             decide,

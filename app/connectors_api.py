@@ -158,8 +158,7 @@ async def _start_google(request: Request, services: Services, user: UserRecord) 
     verifier = google.new_verifier()
     nonce, browser_hash = google.new_browser_binding()
     state = google.pack_state(
-        services.fernet,
-        google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash),
+        services.fernet, google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash)
     )
     response = JSONResponse(
         {
@@ -209,10 +208,7 @@ async def connect(request: Request) -> Response:
         return await flow(request, services, user)
     # Connectors without a per-user account (server keys) are always connected.
     return JSONResponse(
-        {
-            "status": "connected",
-            "connector": await _described(services, user, connector),
-        }
+        {"status": "connected", "connector": await _described(services, user, connector)}
     )
 
 
@@ -260,10 +256,7 @@ async def disconnect(request: Request) -> Response:
                 logger.warning("could not revoke %s credentials at the provider", connector.name)
         await accounts.disconnect(connector.name)
     return JSONResponse(
-        {
-            "status": "disconnected",
-            "connector": await _described(services, user, connector),
-        }
+        {"status": "disconnected", "connector": await _described(services, user, connector)}
     )
 
 
@@ -287,9 +280,7 @@ async def plaid_exchange(request: Request) -> Response:
     services = services_of(request)
     connector = _connector(services, "plaid")
     body: ExchangeRequest = await json_body(
-        request,
-        ExchangeRequest,
-        '{"public_token": "public-…", "institution": {"name": …}}',
+        request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}'
     )
     if services.settings.connector_mode(connector.name) == DEMO:
         raise ApiError(
@@ -303,10 +294,7 @@ async def plaid_exchange(request: Request) -> Response:
     api = plaid.api_for(services.http, services.settings)
     try:
         credentials = await plaid.add_item(
-            api,
-            await live_credentials(accounts, "plaid"),
-            body.public_token.strip(),
-            institution,
+            api, await live_credentials(accounts, "plaid"), body.public_token.strip(), institution
         )
     except plaid.PlaidError as exc:
         if exc.error_code == "INVALID_PUBLIC_TOKEN":
@@ -321,10 +309,7 @@ async def plaid_exchange(request: Request) -> Response:
         raise _upstream(exc) from None
     await accounts.connect(connector.name, credentials, plaid.plaid_meta(credentials))
     return JSONResponse(
-        {
-            "status": "connected",
-            "connector": await _described(services, user, connector),
-        }
+        {"status": "connected", "connector": await _described(services, user, connector)}
     )
 
 
@@ -439,9 +424,7 @@ async def _google_callback(request: Request) -> Response:
     code = query.get("code")
     if not code:
         return _page(
-            400,
-            "Gmail was not connected",
-            "Google sent no authorization code. Use Connect again.",
+            400, "Gmail was not connected", "Google sent no authorization code. Use Connect again."
         )
     if settings.connector_mode("gmail") != "live":
         return _page(400, "Gmail was not connected", "Gmail runs in demo mode on this server.")
@@ -487,12 +470,7 @@ async def _google_callback(request: Request) -> Response:
 def connector_routes() -> list[BaseRoute]:
     signed_in_only = needs_user()
     return [
-        Route(
-            "/api/connectors",
-            list_connectors,
-            methods=["GET"],
-            middleware=signed_in_only,
-        ),
+        Route("/api/connectors", list_connectors, methods=["GET"], middleware=signed_in_only),
         Route(
             "/api/connectors/plaid/exchange",
             plaid_exchange,
@@ -500,17 +478,9 @@ def connector_routes() -> list[BaseRoute]:
             middleware=signed_in_only,
         ),
         Route(
-            "/api/connectors/{name}/connect",
-            connect,
-            methods=["POST"],
-            middleware=signed_in_only,
+            "/api/connectors/{name}/connect", connect, methods=["POST"], middleware=signed_in_only
         ),
-        Route(
-            "/api/connectors/{name}",
-            disconnect,
-            methods=["DELETE"],
-            middleware=signed_in_only,
-        ),
+        Route("/api/connectors/{name}", disconnect, methods=["DELETE"], middleware=signed_in_only),
         # No sign-in needed: Google's redirect carries no token (see _google_callback).
         Route(CALLBACK_PATH, google_callback, methods=["GET"]),
     ]

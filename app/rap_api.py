@@ -144,8 +144,7 @@ async def rap_callback(request: Request) -> Response:
         )
     if delivery is Delivery.CONFLICT:
         logger.warning(
-            "a second, different RAP result for an answered call ignored",
-            extra=log_extra,
+            "a second, different RAP result for an answered call ignored", extra=log_extra
         )
     elif delivery is Delivery.DUPLICATE:
         logger.info("duplicate RAP result ignored", extra=log_extra)

@@ -77,9 +77,7 @@ async def list_chats(request: Request) -> Response:
         chats, next_cursor = await repo.list(limit=limit, cursor=cursor)
     except ValueError:
         raise ApiError(
-            400,
-            "invalid_request",
-            "cursor is not valid; pass the next_cursor of a previous page",
+            400, "invalid_request", "cursor is not valid; pass the next_cursor of a previous page"
         ) from None
     return JSONResponse({"chats": [chat_json(c) for c in chats], "next_cursor": next_cursor})
 
@@ -130,9 +128,7 @@ async def delete_chat(request: Request) -> Response:
     running = await EventStore(services.db).running_turn(chat_id)
     if running is not None:
         raise ApiError(
-            409,
-            "turn_in_progress",
-            "a turn is running in this chat; cancel it, then delete",
+            409, "turn_in_progress", "a turn is running in this chat; cancel it, then delete"
         )
     if not await repo.delete(chat_id):
         raise ApiError(404, "not_found", "chat not found")
@@ -154,16 +150,8 @@ def rest_routes() -> list[BaseRoute]:
     return [
         Route("/api/me", me, methods=["GET"], middleware=signed_in_only),
         Route("/api/chats", list_chats, methods=["GET"], middleware=signed_in_only),
+        Route("/api/chats/{chat_id}", chat, methods=["GET", "DELETE"], middleware=signed_in_only),
         Route(
-            "/api/chats/{chat_id}",
-            chat,
-            methods=["GET", "DELETE"],
-            middleware=signed_in_only,
-        ),
-        Route(
-            "/api/chats/{chat_id}/events",
-            chat_events,
-            methods=["GET"],
-            middleware=signed_in_only,
+            "/api/chats/{chat_id}/events", chat_events, methods=["GET"], middleware=signed_in_only
         ),
     ]

@@ -139,8 +139,7 @@ async def create_response(request: Request) -> Response:
     ended = await started.outcome()
     if ended is None:
         logger.error(
-            "a response's turn ended without finishing it",
-            extra={"response_id": started.id},
+            "a response's turn ended without finishing it", extra={"response_id": started.id}
         )
         return OpenResponsesError("server_error", LOST).response()
     outcome, body = ended
@@ -172,12 +171,7 @@ async def get_response(request: Request) -> Response:
 def open_responses_routes() -> list[BaseRoute]:
     signed_in_only = needs_user(on_error=_auth_error)
     return [
-        Route(
-            "/v1/responses",
-            create_response,
-            methods=["POST"],
-            middleware=signed_in_only,
-        ),
+        Route("/v1/responses", create_response, methods=["POST"], middleware=signed_in_only),
         Route(
             "/v1/responses/{response_id}",
             get_response,
