@@ -25,7 +25,7 @@ from agents.stream_events import (
 from pydantic import BaseModel
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per token, and a frozen __init__ costs twice
 class TextDelta:
     """A piece of an assistant message being streamed."""
 
@@ -81,13 +81,15 @@ def read(event: object) -> Fact | None:
     """The fact an SDK stream event carries, or None for what no front end shows
     (reasoning, hand-off requests, MCP listings, other raw events)."""
     if isinstance(event, RawResponsesStreamEvent):
+        # One per streamed token: plain getattr (raw response events are pydantic objects,
+        # never dicts) and no more than that.
         data = event.data
-        if get(data, "type") != "response.output_text.delta":
+        if getattr(data, "type", None) != "response.output_text.delta":
             return None
-        delta = get(data, "delta")
+        delta = getattr(data, "delta", None)
         if not isinstance(delta, str) or not delta:
             return None
-        return TextDelta(str(get(data, "item_id") or ""), delta)
+        return TextDelta(str(getattr(data, "item_id", None) or ""), delta)
     if isinstance(event, AgentUpdatedStreamEvent):
         name = getattr(event.new_agent, "name", None)
         return AgentChanged(name) if isinstance(name, str) else None

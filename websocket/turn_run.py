@@ -196,18 +196,21 @@ class TurnRun:
 
     async def _stream(self, result: RunResultStreaming) -> None:
         plan, writer = self.plan, self.writer
+        # Locals: this loop runs once per streamed token (bench/streaming.py).
+        translate, text, put = self.translator.translate, self.text, writer.put
         async for sdk_event in result.stream_events():
             if plan.observe is not None:
                 _observe(plan.observe, sdk_event, self.log_extra)
-            for event in self.translator.translate(sdk_event):
-                self.tools.see(event)
+            for event in translate(sdk_event):
                 if isinstance(event, LlmResponseDeltaEvent):
-                    self.text.delta(event.delta)
-                elif isinstance(event, LlmResponseEvent):
-                    self.text.message(event.text)
-                elif isinstance(event, ToolOutputEvent):
-                    self.shown_types.append(event.output.response_type)
-                writer.put(event)
+                    text.delta(event.delta)
+                else:
+                    self.tools.see(event)
+                    if isinstance(event, LlmResponseEvent):
+                        text.message(event.text)
+                    elif isinstance(event, ToolOutputEvent):
+                        self.shown_types.append(event.output.response_type)
+                put(event)
             if writer.error is not None:
                 raise WriterFailed("could not persist the turn") from writer.error
 

@@ -143,9 +143,23 @@ class LlmResponseDeltaEvent(Event):
     delta: str
     current_agent: str
 
+    # One per streamed token: both skip the generic dump and checks (two plain strings,
+    # and no key of them can shadow the envelope). bench/streaming.py measures them.
     def payload(self) -> dict[str, Any]:
-        # One per streamed token: skip the generic dump (two plain strings).
         return {"delta": self.delta, "current_agent": self.current_agent}
+
+    def enveloped(
+        self, chat_id: str, turn_id: str | None, seq: int | None, ts: str | None = None
+    ) -> dict[str, Any]:
+        return {
+            "type": "llm_response_delta",
+            "chat_id": chat_id,
+            "turn_id": turn_id,
+            "seq": seq,
+            "ts": ts if ts is not None else now_ts(),
+            "delta": self.delta,
+            "current_agent": self.current_agent,
+        }
 
 
 class LlmResponseEvent(Event):
