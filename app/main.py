@@ -78,10 +78,6 @@ def create_app(
         async with start_services(settings) as services, AsyncExitStack() as hooks:
             for hook in lifespan_hooks:
                 await hooks.enter_async_context(hook(services))
-            # Read by nothing in the app: only by the test helper
-            # tests/support/servers.py (LiveServer.services), until it takes the services
-            # from uvicorn's lifespan state. Delete this line then.
-            app.state.services = services
             logger.info(
                 "switchboard started",
                 extra={

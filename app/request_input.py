@@ -14,9 +14,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from app.errors import ApiError
-from websocket.protocol import unstorable_at
+from websocket.protocol import CHAT_ID, unstorable_at
 
-CHAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 

@@ -25,8 +25,7 @@ from app.services import services_of
 from storage.chats import ChatRepository
 from storage.events import EventStore
 from storage.records import ChatRecord, TurnRecord
-
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
+from wire.events import Usage
 
 
 def chat_json(chat: ChatRecord) -> dict[str, Any]:
@@ -53,9 +52,9 @@ def turn_json(turn: TurnRecord) -> dict[str, Any]:
 
 
 def usage_totals(turns: list[TurnRecord]) -> dict[str, int]:
-    totals = dict.fromkeys(USAGE_KEYS, 0)
+    totals = dict.fromkeys(Usage.model_fields, 0)
     for turn in turns:
-        for key in USAGE_KEYS:
+        for key in Usage.model_fields:
             value = (turn.usage or {}).get(key)
             if isinstance(value, int):
                 totals[key] += value

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from storage.approvals import ApprovalStore, Decided
+from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
 from storage.records import EventRecord, Lease, PausedRun
@@ -67,7 +67,7 @@ class TurnManager:
         store: EventStore,
         hub: Hub,
         engine: TurnEngine,
-        db: Any,
+        db: Database,
         cluster: Cluster | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         metrics: Metrics | None = None,

@@ -7,14 +7,15 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents import Agent, RunConfig
+from agents import Agent, RunConfig, TResponseInputItem
 
+from connectors.context import ChatContext
 from websocket.ports import FailureReporter
 
 # (prompt, final text, response_types shown) -> follow-up prompts
 SuggestHook = Callable[[str, str, list[str]], Coroutine[Any, Any, list[str]]]
 # (user_id, chat_id, turn_id) -> the run context handed to tools
-ContextFactory = Callable[[str, str, str], Any]
+ContextFactory = Callable[[str, str, str], ChatContext]
 # (user_id, chat_id, prompt) -> called once after the first turn of a chat completes
 TitleHook = Callable[[str, str, str], Awaitable[None]]
 
@@ -23,7 +24,7 @@ TitleHook = Callable[[str, str, str], Awaitable[None]]
 class TurnEngine:
     """Everything a turn needs that does not change between turns."""
 
-    orchestrator: Agent[Any]
+    orchestrator: Agent[ChatContext]
     run_config: RunConfig
     tool_descriptions: dict[str, str]
     agent_display_names: dict[str, str]
@@ -62,8 +63,8 @@ class TurnPlan:
     approvals runs the orchestrator unless a plan gives its ``agent`` again.
     """
 
-    agent: Agent[Any] | None = None
-    input: list[Any] | None = None
+    agent: Agent[ChatContext] | None = None
+    input: list[TResponseInputItem] | None = None
     run_config: RunConfig | None = None
     observe: Callable[[object], None] | None = None
     finished: Callable[[TurnOutcome], Awaitable[None]] | None = None

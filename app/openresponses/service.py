@@ -26,9 +26,9 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from agents import ModelSettings, RunConfig
+from agents import ModelSettings, RunConfig, TResponseInputItem
 
 from app.openresponses.agents import (
     ToolPolicy,
@@ -341,7 +341,8 @@ class _Response:
     def plan(self, agent: Any, items: list[dict[str, Any]] | None) -> TurnPlan:
         return TurnPlan(
             agent=agent,
-            input=items,
+            # Responses API input items, converted from the validated request (request.py).
+            input=cast("list[TResponseInputItem] | None", items),
             run_config=_run_config(self.services.turns.engine.run_config, self.request),
             observe=self.observe,
             finished=self.finished,

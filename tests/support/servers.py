@@ -18,6 +18,7 @@ import httpx
 import uvicorn
 
 from app.main import create_app
+from app.services import Services
 from app.settings import Settings
 from tests.support.waiting import wait_started
 
@@ -62,6 +63,7 @@ class LiveServer:
     settings: Settings
     port: int
     app: Any
+    services: Services
     tokens: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -76,10 +78,6 @@ class LiveServer:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.AsyncClient(base_url=self.http, headers=headers, timeout=10)
 
-    @property
-    def services(self) -> Any:
-        return self.app.state.services
-
 
 @asynccontextmanager
 async def serve(
@@ -90,7 +88,14 @@ async def serve(
     uvicorn's own frame limit is four times the app's, so the app's limit is the one a
     client meets (``switchboard serve`` sets uvicorn's to the app's).
     """
-    app = create_app(settings, lifespan_hooks=hooks)
+    started: list[Services] = []
+
+    @asynccontextmanager
+    async def keep(services: Services) -> AsyncIterator[None]:
+        started.append(services)  # the services the lifespan built, for the tests to read
+        yield
+
+    app = create_app(settings, lifespan_hooks=(*hooks, keep))
     async with running_uvicorn(
         app,
         what="the app server",
@@ -98,4 +103,4 @@ async def serve(
         lifespan="on",
         ws_max_size=settings.max_frame_bytes * 4,
     ) as port:
-        yield LiveServer(settings=settings, port=port, app=app)
+        yield LiveServer(settings=settings, port=port, app=app, services=started[0])
