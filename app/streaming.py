@@ -18,9 +18,9 @@ from app.llm.suggest import Suggester
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
-from connectors.orchestrator import build_orchestrator
+from connectors.orchestrator import agent_display_names, build_orchestrator
 from connectors.rap.runtime import RapRuntime
-from connectors.registry import Connector, load_connectors
+from connectors.registry import Connector, load_connectors, tool_descriptions
 from storage.accounts import AccountRepository
 from storage.chats import ChatRepository
 from storage.engine import Database
@@ -94,17 +94,11 @@ def build_engine(
         # A model call can take seconds: off the turn task, so the next prompt never waits.
         models.spawn(generate(), name=f"title-{chat_id}")
 
-    descriptions: dict[str, str] = {}
-    display_names: dict[str, str] = {orchestrator.name: orchestrator.name}
-    for connector in connectors:
-        descriptions.update(connector.tool_descriptions)
-        display_names[connector.agent_name] = connector.display_name
-
     return TurnEngine(
         orchestrator=orchestrator,
         run_config=models.run_config(),
-        tool_descriptions=descriptions,
-        agent_display_names=display_names,
+        tool_descriptions=tool_descriptions(connectors),
+        agent_display_names=agent_display_names(connectors),
         make_context=make_context,
         report_failure=report_turn_failure,
         suggest=suggester.suggest if models.suggestions_enabled else None,
