@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -41,9 +41,15 @@ class TokenCache:
     ``ttl`` seconds, so a revoked token stops working within that time.
     """
 
-    def __init__(self, max_size: int = 1024, ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        max_size: int = 1024,
+        ttl: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_size = max_size
         self.ttl = ttl
+        self._clock = clock
         self._entries: OrderedDict[str, tuple[float, UserRecord]] = OrderedDict()
 
     @staticmethod
@@ -56,7 +62,7 @@ class TokenCache:
         if entry is None:
             return None
         expires, user = entry
-        if expires <= time.monotonic():
+        if expires <= self._clock():
             del self._entries[key]
             return None
         self._entries.move_to_end(key)
@@ -64,7 +70,7 @@ class TokenCache:
 
     def put(self, token: str, user: UserRecord) -> None:
         key = self.key(token)
-        self._entries[key] = (time.monotonic() + self.ttl, user)
+        self._entries[key] = (self._clock() + self.ttl, user)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_size:
             self._entries.popitem(last=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -15,7 +14,6 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from app import auth
 from app.auth import HostGuard, TokenCache, check_origin, own_origin, token_from, trusted_hosts
 from app.settings import Settings
 from storage.records import UserRecord
@@ -125,12 +123,11 @@ def test_token_cache_is_bounded_lru_keyed_by_hash() -> None:
     assert all("token" not in key for key in cache._entries)  # only hashes are kept
 
 
-def test_token_cache_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_cache_expires() -> None:
     # The cache's clock is the test's: expiry is checked at the TTL itself, not after a
     # sleep that is long enough only when the machine is not busy.
     now = [1000.0]
-    monkeypatch.setattr(auth, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    cache = TokenCache(ttl=30)
+    cache = TokenCache(ttl=30, clock=lambda: now[0])
     user = UserRecord(id="u", name="u")
     cache.put("t", user)
     now[0] = 1029.0
