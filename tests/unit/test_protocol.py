@@ -462,6 +462,24 @@ def test_now_ts_format() -> None:
     assert abs((datetime.now(UTC) - parsed).total_seconds()) < 5
 
 
+@pytest.mark.parametrize(
+    "now", [1_700_000_000.0, 1_700_000_000.9995, 1_700_000_001.0004, 1_700_000_001.5, 1e9 + 0.25]
+)
+def test_now_ts_reuses_the_second_only_within_it(
+    now: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from wire import events
+
+    monkeypatch.setattr(events, "time", SimpleNamespace(time=lambda: now))
+    # A second's text formatted for an earlier call must not leak into this one.
+    monkeypatch.setattr(events, "_second", (int(now) - 1, "stale"))
+    expected = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
+    assert now_ts() == expected.replace("+00:00", "Z")
+    assert now_ts() == now_ts()  # the cached second gives the same text
+
+
 ROUND_TRIP = [
     envelope(
         "tool_output",
