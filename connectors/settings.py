@@ -29,6 +29,10 @@ class ConnectorSettings(BaseSettings):
     # Connectors in live mode (SWITCHBOARD_CONNECTOR_MODES=gmail=live,…): outbound HTTP,
     # keys and base URLs. Every base URL is configurable so tests point clients at fakes.
     http_timeout: float = Field(15.0, gt=0, le=120)
+    # Every connector tool call, unless the tool sets its own: past it the call is stopped
+    # and reported as a retryable ``tool_timeout``. Above a live call's retry budget
+    # (timeout × tries + waits) so that retries are not cut short.
+    tool_timeout: float = Field(60.0, gt=0, le=600)
     http_retries: int = Field(2, ge=0, le=5)
     http_retry_max_wait: float = Field(10.0, ge=0, le=120)
     google_client_id: str | None = None

@@ -7,7 +7,8 @@ What it adds over ``agents.function_tool``:
   and the UI get a generic ``Error: …`` card (docs/protocol.md §5: no stack traces, no secrets).
   Bad arguments from the model (schema validation, invalid JSON) also become an
   ``ErrorResponse`` through the SDK's ``failure_error_function`` hook.
-- An optional per-tool timeout (``asyncio.timeout``) → ``Error: <tool> timed out …``.
+- A timeout on every call (the tool's own, else ``SWITCHBOARD_TOOL_TIMEOUT``) →
+  ``Error: <tool> timed out …``, reported as a retryable ``tool_timeout``.
 - ``side_effect``: whether calling the tool changes something for the user (sends,
   pays, writes, deletes). Such calls wait for the person's approval
   (``connectors.approvals``); a tool that does not say is treated as having side effects.
@@ -79,6 +80,21 @@ def error_result(
     if not text.startswith("Error"):
         text = f"Error: {text}"
     return ToolResult(ErrorResponse(agent_name, text, debug_info=debug_info))
+
+
+# When a tool is called without a run context (tests, scripts): ConnectorSettings' default.
+DEFAULT_TOOL_TIMEOUT = 60.0
+# What a timed-out call reports (websocket.stream: a retryable ``tool_timeout`` error).
+TIMEOUT_CODE = "tool_timeout"
+
+
+def _time_limit(timeout: float | None, args: tuple[Any, ...]) -> float:
+    """The tool's own timeout, else the settings' ``tool_timeout``: no call is unbounded."""
+    if timeout is not None:
+        return timeout
+    context = getattr(args[0], "context", None) if args else None
+    limit = getattr(getattr(context, "settings", None), "tool_timeout", None)
+    return limit if isinstance(limit, int | float) else DEFAULT_TOOL_TIMEOUT
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
@@ -156,7 +172,9 @@ def connector_tool(
 
     The function's signature and Google-style docstring become the (strict) JSON schema,
     exactly as with ``agents.function_tool``. ``agent_name`` labels error cards;
-    ``timeout`` (seconds) bounds each call. ``side_effect``: True for a tool that sends,
+    ``timeout`` (seconds) bounds each call; without it the settings' ``tool_timeout``
+    (``SWITCHBOARD_TOOL_TIMEOUT``, 60 s) does, and a call past it is a retryable
+    ``tool_timeout``. ``side_effect``: True for a tool that sends,
     pays, writes or deletes, False for one that only reads; left None, the tool is treated
     as having side effects and every call waits for the person's approval.
     """
@@ -169,17 +187,18 @@ def connector_tool(
 
         @functools.wraps(inner)
         async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+            limit = _time_limit(timeout, args)
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(limit):
                     value = await inner(*args, **kwargs)
             except TimeoutError:
                 logger.warning(
-                    "tool %s timed out after %ss (turn %s)", tool_name, timeout, _turn_id(args)
+                    "tool %s timed out after %ss (turn %s)", tool_name, limit, _turn_id(args)
                 )
                 return error_result(
                     agent_name,
                     f"{tool_name} timed out; try again in a moment or ask for less data",
-                    {"tool": tool_name, "timeout_seconds": timeout},
+                    {"tool": tool_name, "timeout_seconds": limit, "error_code": TIMEOUT_CODE},
                 )
             except NeedsAccount as exc:
                 return ToolResult(exc.card)

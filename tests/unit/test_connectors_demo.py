@@ -6,13 +6,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 from agents import Agent, FunctionTool, Handoff, RunConfig, RunContextWrapper, Runner
+from agents.items import ToolCallItem, ToolCallOutputItem
+from agents.stream_events import RunItemStreamEvent
 from agents.tool_context import ToolContext
+from openai.types.responses import ResponseFunctionToolCall
 
 from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
@@ -23,6 +26,7 @@ from connectors.orchestrator import ORCHESTRATOR_NAME, build_orchestrator
 from connectors.registry import Connector, load_connectors, tool_descriptions
 from connectors.responses import TextResponse, ToolResponse
 from connectors.tooling import ToolError, ToolResult, connector_tool
+from websocket.stream import StreamTranslator
 from wire.tool_response import ToolResponseData
 
 SETTINGS = Settings()
@@ -645,3 +649,47 @@ async def test_a_built_response_is_not_validated_again(monkeypatch: pytest.Monke
     # Nor on its way to the socket and the Open Responses stream.
     assert coerce_tool_response(result, "Flaky") is SHARED_NOTE
     assert coerce_tool_output(result, "Flaky") == dict(result)
+
+
+@connector_tool(agent_name="Flaky")
+async def unbounded_tool(ctx: RunContextWrapper[ChatContext]) -> ToolResponse:
+    """Sets no timeout of its own, and never finishes."""
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+async def test_a_tool_without_its_own_timeout_gets_the_settings_one() -> None:
+    tool_context = ToolContext(
+        replace(context(), settings=SETTINGS.model_copy(update={"tool_timeout": 0.01})),
+        tool_name=unbounded_tool.name,
+        tool_call_id="c",
+        tool_arguments="{}",
+    )
+    # wait_for: without the settings' limit the call would never end; fail, don't hang.
+    timed_out = await asyncio.wait_for(unbounded_tool.on_invoke_tool(tool_context, "{}"), 30)
+    assert timed_out["response_type"] == "error"
+    assert timed_out["error_message"].startswith("Error: unbounded_tool timed out")
+    assert timed_out["debug_info"] == {
+        "tool": "unbounded_tool",
+        "timeout_seconds": 0.01,
+        "error_code": "tool_timeout",
+    }
+    # On the socket: the card, then an error the client may retry (as for a RAP timeout).
+    translator = StreamTranslator("Switchboard", {}, {})
+    agent = Agent(name="Flaky")
+    call = ResponseFunctionToolCall(
+        type="function_call", name="unbounded_tool", arguments="{}", call_id="c1", id="fc_1"
+    )
+    translator.translate(
+        RunItemStreamEvent(name="tool_called", item=ToolCallItem(agent=agent, raw_item=call))
+    )
+    raw = {"type": "function_call_output", "call_id": "c1", "output": str(timed_out)}
+    events = translator.translate(
+        RunItemStreamEvent(
+            name="tool_output",
+            item=ToolCallOutputItem(agent=agent, raw_item=raw, output=timed_out),
+        )
+    )
+    error = events[-1].payload()
+    assert [e.type for e in events] == ["tool_output", "error"]
+    assert (error["code"], error["retryable"]) == ("tool_timeout", True)
