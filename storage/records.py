@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from wire.events import ENVELOPE_KEYS, Event, envelope
-
-_ENVELOPE = frozenset(ENVELOPE_KEYS)
+from wire.events import ENVELOPE_KEY_SET, Event, envelope
 
 TurnStatus = Literal["running", "completed", "cancelled", "failed"]
 
@@ -126,7 +124,7 @@ class NewEvent:
     ts: str
 
     def __post_init__(self) -> None:
-        clash = _ENVELOPE & self.payload.keys()
+        clash = ENVELOPE_KEY_SET & self.payload.keys()
         if clash:
             # to_wire spreads the payload after the envelope; a clash would corrupt it.
             raise ValueError(

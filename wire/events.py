@@ -57,7 +57,7 @@ CHAT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 CHAT_ID = re.compile(CHAT_ID_PATTERN)
 # Envelope keys, in wire order; payload keys follow them.
 ENVELOPE_KEYS = ("type", "chat_id", "turn_id", "seq", "ts")
-_ENVELOPE_KEY_SET = frozenset(ENVELOPE_KEYS)
+ENVELOPE_KEY_SET = frozenset(ENVELOPE_KEYS)
 
 
 class Usage(BaseModel):
@@ -328,10 +328,10 @@ def envelope(
     ts: str | None = None,
 ) -> dict[str, Any]:
     """The wire dict: envelope keys first (type, chat_id, turn_id, seq, ts), then the payload."""
-    if not _ENVELOPE_KEY_SET.isdisjoint(payload):
+    if not ENVELOPE_KEY_SET.isdisjoint(payload):
         # A payload key would silently overwrite the envelope: a programming error.
         raise ValueError(
-            f"payload must not contain envelope keys: {sorted(_ENVELOPE_KEY_SET & payload.keys())}"
+            f"payload must not contain envelope keys: {sorted(ENVELOPE_KEY_SET & payload.keys())}"
         )
     return {
         "type": type,

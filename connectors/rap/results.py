@@ -18,12 +18,10 @@ from typing import Any
 from connectors.rap.config import OAuthMessage, ToolResultMessage
 from connectors.rendering import register_type
 from connectors.responses import ErrorResponse, OpenWindowResponse, ToolResponse
-from connectors.tooling import ToolResult, error_result
+from connectors.tooling import TIMEOUT_CODE, ToolResult, error_result
 from connectors.untrusted import fence
 
 RESPONSE_TYPE = "rap_result"
-# The ``error`` event code websocket.stream gives an error result carrying it.
-TIMEOUT_CODE = "tool_timeout"
 _ERROR_TEXT = re.compile(r"\s*Error\b")
 SOURCE = "remote tool"  # what the fence calls the text
 ERROR_INTRO = "Error: the remote tool reported this failure:"

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.servers import LoopbackUrls
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the servers' working directory
@@ -30,7 +31,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class ServerProcess:
+class ServerProcess(LoopbackUrls):
     """``switchboard serve`` in its own process, as an operator would run it."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
@@ -38,14 +39,6 @@ class ServerProcess:
         self.port = free_port()
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def http(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def ws_url(self, chat_id: str, **query: Any) -> str:
-        params = "&".join(f"{key}={value}" for key, value in query.items())
-        return f"ws://127.0.0.1:{self.port}/ws/chats/{chat_id}" + (f"?{params}" if params else "")
 
     def start(self) -> None:
         """Start the process and return once its ``/readyz`` answers 200."""

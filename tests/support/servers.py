@@ -58,13 +58,10 @@ async def running_uvicorn(
         sock.close()
 
 
-@dataclass
-class LiveServer:
-    settings: Settings
+class LoopbackUrls:
+    """The HTTP base and chat socket URLs of a server on a loopback ``port``."""
+
     port: int
-    app: Any
-    services: Services
-    tokens: dict[str, str] = field(default_factory=dict)
 
     @property
     def http(self) -> str:
@@ -73,6 +70,15 @@ class LiveServer:
     def ws_url(self, chat_id: str, **query: Any) -> str:
         params = "&".join(f"{key}={value}" for key, value in query.items())
         return f"ws://127.0.0.1:{self.port}/ws/chats/{chat_id}" + (f"?{params}" if params else "")
+
+
+@dataclass
+class LiveServer(LoopbackUrls):
+    settings: Settings
+    port: int
+    app: Any
+    services: Services
+    tokens: dict[str, str] = field(default_factory=dict)
 
     def client(self, token: str | None = None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
