@@ -1,13 +1,14 @@
 """The contract kit fails the connectors it should: each flawed plug-in below breaks one rule
-and the matching kit test must reject it (so the kit's passes over the built-ins mean
-something)."""
+and the matching kit test must reject it, with a message that shows the values behind the
+failure (so the kit's passes over the built-ins mean something)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 import pytest
-from agents import Agent, RunContextWrapper
+from agents import Agent, RunContextWrapper, function_tool
 
 from connectors.context import ChatContext
 from connectors.registry import Connector
@@ -19,7 +20,7 @@ from connectors.tooling import ToolError, connector_tool
 
 def plugin(
     tool: Any,
-    response_types: tuple[str, ...],
+    response_types: tuple[str, ...] = ("flawed_result", "error"),
     needs_account: bool = False,
     descriptions: dict[str, str] | None = None,
 ) -> Connector:
@@ -36,7 +37,14 @@ def plugin(
     )
 
 
-@connector_tool(agent_name="Flawed")
+def result(query: str) -> ToolResponse:
+    return ToolResponse("flawed_result", "Flawed", "Result", {"query": query})
+
+
+# ----------------------------------------------------------------------------- flawed tools
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
 async def undeclared(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
     """Answers a response type its connector does not declare.
 
@@ -46,17 +54,17 @@ async def undeclared(ctx: RunContextWrapper[ChatContext], query: str) -> ToolRes
     return ToolResponse("surprise", "Flawed", "Surprise", {"query": query})
 
 
-@connector_tool(agent_name="Flawed")
+@connector_tool(agent_name="Flawed", side_effect=False)
 async def ignores_accounts(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
     """Never checks whether the user is connected.
 
     Args:
         query: Anything.
     """
-    return ToolResponse("flawed_result", "Flawed", "Result", {"query": query})
+    return result(query)
 
 
-@connector_tool(agent_name="Flawed")
+@connector_tool(agent_name="Flawed", side_effect=False)
 async def leaky(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
     """A live client that puts its key in the error text.
 
@@ -71,17 +79,97 @@ async def leaky(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse
         base = ctx.context.settings.connector_options["flawed"]["base_url"]
         response = await http.send("GET", f"{base}/x")
         raise ToolError(f"HTTP {response.status_code} with key {key}")
-    return ToolResponse("flawed_result", "Flawed", "Result", {"query": query})
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def no_docstring(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def no_parameter_description(
+    ctx: RunContextWrapper[ChatContext], query: str, limit: int = 3
+) -> ToolResponse:
+    """Documents the tool but not its parameters."""
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed")
+async def no_side_effect(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Says nothing about what it changes.
+
+    Args:
+        query: Anything.
+    """
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def invalid_result(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Returns a dict that is not a ToolResponse.
+
+    Args:
+        query: Anything.
+    """
+    return {"answer": query, "response_type": 42}  # type: ignore[return-value]
+
+
+@function_tool
+async def plain_string(ctx: RunContextWrapper[ChatContext], query: str) -> str:
+    """A plain SDK tool that answers a string, not a ToolResponse.
+
+    Args:
+        query: Anything.
+    """
+    return f"plain {query}"
+
+
+plain_string.switchboard_side_effect = False  # type: ignore[attr-defined]
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def hangs(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Waits for something that never comes.
+
+    Args:
+        query: Anything.
+    """
+    await asyncio.Event().wait()
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def raises(ctx: RunContextWrapper[ChatContext], item_id: str) -> ToolResponse:
+    """Looks an item up, and crashes on every id.
+
+    Args:
+        item_id: The item's id.
+    """
+    raise KeyError(item_id)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def refuses(ctx: RunContextWrapper[ChatContext], item_id: str) -> ToolResponse:
+    """Looks an item up; knows only the item "known".
+
+    Args:
+        item_id: The item's id.
+    """
+    if item_id != "known":
+        raise ToolError(f"no item with id {item_id!r}; list the items first")
+    return result(item_id)
+
+
+# ----------------------------------------------------------------------------- contracts
 
 
 class UndeclaredContract(ConnectorContract):
     connector: ClassVar[Connector] = plugin(undeclared, ("error",))
 
 
-class MissingDescriptionContract(ConnectorContract):
-    connector: ClassVar[Connector] = plugin(
-        ignores_accounts, ("flawed_result", "error"), descriptions={}
-    )
+class MissingProgressTextContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(ignores_accounts, descriptions={})
 
 
 class IgnoresAccountsContract(ConnectorContract):
@@ -99,21 +187,174 @@ class LeakyContract(ConnectorContract):
     }
 
 
+class NoDocstringContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(no_docstring)
+
+
+class NoParameterDescriptionContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(no_parameter_description)
+
+
+class NoSideEffectContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(no_side_effect)
+
+
+class InvalidResultContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(invalid_result)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"invalid_result": {"query": "q-7"}}
+
+
+class PlainStringContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(plain_string)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"plain_string": {"query": "q-8"}}
+
+
+class HangsContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(hangs)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"hangs": {"query": "q-9"}}
+    generated_examples: ClassVar[int] = 0
+    tool_timeout_seconds: ClassVar[float] = 0.5
+
+
+class RaisesContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(raises)
+
+
+class RefusesContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(refuses)
+
+
+class RefusesAllowedContract(RefusesContract):
+    errors_allowed_for_generated: ClassVar[frozenset[str] | set[str]] = {"refuses"}
+
+
+class RefusesWithSampleContract(RefusesContract):
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"refuses": {"item_id": "known"}}
+
+
+class RefusesItsSampleContract(RefusesContract):
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"refuses": {"item_id": "other"}}
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+async def failure(test: Any) -> str:
+    with pytest.raises(AssertionError) as raised:
+        await test()
+    return str(raised.value)
+
+
 async def test_an_undeclared_response_type_fails() -> None:
-    with pytest.raises(AssertionError, match="does not declare"):
-        await UndeclaredContract().test_every_tool_returns_a_valid_tool_response()
+    message = await failure(UndeclaredContract().test_every_tool_returns_a_valid_tool_response)
+    assert "does not declare in response_types ['error']" in message
+    assert "'surprise'" in message and '"response_type": "surprise"' in message
 
 
-def test_a_tool_without_a_progress_text_fails() -> None:
-    with pytest.raises(AssertionError, match="tool_descriptions lacks"):
-        MissingDescriptionContract().test_metadata_is_complete()
+async def test_a_tool_without_a_progress_text_fails() -> None:
+    message = await failure(MissingProgressTextContract().test_metadata_is_complete)
+    assert "tool_descriptions lacks ['ignores_accounts']" in message
 
 
 async def test_a_connector_that_ignores_disconnection_fails() -> None:
-    with pytest.raises(AssertionError, match="ignores_accounts"):
-        await IgnoresAccountsContract().test_not_connected_returns_the_connect_card()
+    message = await failure(IgnoresAccountsContract().test_not_connected_returns_the_connect_card)
+    assert "ignores_accounts (demo, disconnected) answered 'flawed_result'" in message
+    assert '"response": {"query": "test"}' in message  # the answer itself
 
 
 async def test_a_secret_in_an_error_fails() -> None:
-    with pytest.raises(AssertionError, match="leaked a secret"):
-        await LeakyContract().test_client_failures_become_error_responses()
+    message = await failure(LeakyContract().test_client_failures_become_error_responses)
+    assert "leaked a secret (flaw… from live_settings" in message
+    assert 'leaky (service HTTP 503, arguments {"query": "test"})' in message
+    assert '"error_message": "Error: HTTP 503 with key flawed-secret-key-42"' in message
+
+
+async def test_a_tool_without_a_docstring_fails_saying_where_to_add_it() -> None:
+    message = await failure(NoDocstringContract().test_every_tool_is_documented)
+    assert "no_docstring has no description: add a docstring to `async def no_docstring(...)`" in (
+        message
+    )
+    assert f"({__file__}:" in message  # where the function is
+    # Without a docstring, its parameter is undocumented too.
+    assert "parameter 'query' of no_docstring has no description" in message
+
+
+async def test_a_parameter_without_a_description_fails_naming_it() -> None:
+    message = await failure(NoParameterDescriptionContract().test_every_tool_is_documented)
+    assert "2 problems" in message
+    for parameter in ("query", "limit"):
+        assert f"parameter {parameter!r} of no_parameter_description has no description" in (
+            message
+        )
+        assert f"Args:\n          {parameter}: <what it is" in message
+    assert "- no_parameter_description has no description" not in message
+
+
+async def test_a_tool_without_a_side_effect_declaration_fails() -> None:
+    message = await failure(NoSideEffectContract().test_every_tool_is_documented)
+    assert "no_side_effect does not declare whether it has side effects" in message
+    assert "@connector_tool(..., side_effect=False)" in message
+    assert "side_effect=True if it sends, pays, writes or deletes" in message
+
+
+async def test_an_invalid_result_fails_with_the_arguments_and_the_log() -> None:
+    message = await failure(InvalidResultContract().test_every_tool_returns_a_valid_tool_response)
+    assert 'invalid_result called with {"query": "q-7"} returned an invalid result' in message
+    assert "the tool logged" in message and "invalid ToolResponse dict" in message
+
+
+async def test_a_result_that_is_not_a_tool_response_dict_fails() -> None:
+    message = await failure(PlainStringContract().test_every_tool_returns_a_valid_tool_response)
+    assert 'plain_string called with {"query": "q-8"} returned str' in message
+    assert '"plain q-8"' in message
+
+
+async def test_a_hanging_tool_fails_within_the_kit_timeout() -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    message = await failure(HangsContract().test_every_tool_returns_a_valid_tool_response)
+    # Its own timeout is the settings' 60 s: the kit's 0.5 s is what ended the call.
+    assert loop.time() - started < 30
+    assert 'hangs called with {"query": "q-9"} did not answer within 0.5 s' in message
+    assert "tool_timeout_seconds" in message
+
+
+async def test_a_tool_that_raises_on_generated_arguments_fails() -> None:
+    message = await failure(RaisesContract().test_every_tool_returns_a_valid_tool_response)
+    assert "(generated" not in message  # a crash is a crash, whatever the input
+    assert 'raises called with {"item_id": ' in message and "raised KeyError" in message
+    assert "raise connectors.tooling.ToolError(" in message
+    assert "the tool logged" in message and "[KeyError:" in message
+
+
+async def test_an_error_card_for_generated_arguments_fails_and_says_how_to_allow_it() -> None:
+    message = await failure(RefusesContract().test_every_tool_returns_a_valid_tool_response)
+    assert 'refuses called with {"item_id": ' in message
+    assert "(generated from its JSON schema) answered an error card: Error: no item" in message
+    assert '"error_message": "Error: no item with id' in message  # the card itself
+    assert "errors_allowed_for_generated = {'refuses'}" in message
+    assert "sample_arguments = {'refuses': {...}}" in message
+
+
+async def test_declared_refusals_and_a_working_sample_pass() -> None:
+    await RefusesAllowedContract().test_every_tool_returns_a_valid_tool_response()
+    await RefusesWithSampleContract().test_every_tool_returns_a_valid_tool_response()
+
+
+async def test_a_sample_that_fails_fails_even_when_generated_errors_are_allowed() -> None:
+    message = await failure(
+        RefusesItsSampleContract().test_every_tool_returns_a_valid_tool_response
+    )
+    assert (
+        'refuses called with {"item_id": "other"} (its sample_arguments) answered an error card'
+        in message
+    )
+
+
+async def test_generated_arguments_are_the_same_on_every_run() -> None:
+    from connectors.testing import generated_arguments
+
+    schema = refuses.params_json_schema
+    first = generated_arguments(schema, 4)
+    assert first == generated_arguments(schema, 4)
+    assert len(first) == 4 and all(set(args) == {"item_id"} for args in first)

@@ -1,0 +1,22 @@
+"""The connector contract kit (``ConnectorContract``), the pieces it is built from, and a
+scripted model for testing multi-step flows offline (``run_script``).
+
+Install with ``pip install 'switchboard[testing]'``: the kit needs pytest,
+pytest-asyncio, hypothesis and hypothesis-jsonschema, which the server does not.
+"""
+
+from connectors.testing.arguments import generated_arguments, sample_arguments, simple_arguments
+from connectors.testing.contract import ConnectorContract
+from connectors.testing.harness import Harness, harness
+from connectors.testing.invoke import call_tool, tools_of
+
+__all__ = [
+    "ConnectorContract",
+    "Harness",
+    "call_tool",
+    "generated_arguments",
+    "harness",
+    "sample_arguments",
+    "simple_arguments",
+    "tools_of",
+]
