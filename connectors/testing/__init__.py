@@ -9,13 +9,27 @@ from connectors.testing.arguments import generated_arguments, sample_arguments, 
 from connectors.testing.contract import ConnectorContract
 from connectors.testing.harness import Harness, harness
 from connectors.testing.invoke import call_tool, tools_of
+from connectors.testing.scripted import (
+    ApprovalAsked,
+    Flow,
+    ToolCall,
+    call,
+    reply,
+    run_script,
+)
 
 __all__ = [
+    "ApprovalAsked",
     "ConnectorContract",
+    "Flow",
     "Harness",
+    "ToolCall",
+    "call",
     "call_tool",
     "generated_arguments",
     "harness",
+    "reply",
+    "run_script",
     "sample_arguments",
     "simple_arguments",
     "tools_of",
