@@ -273,18 +273,25 @@ def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
-    from connectors.registry import load_connectors
+    from app.connector_setup import configured_remote_names
+    from connectors.registry import register_connectors
 
-    connectors = load_connectors(settings)
-    print("NAME\tAGENT\tMODE\tACCOUNT\tTOOLS")
-    for connector in connectors:
+    registration = register_connectors(settings)
+    print("NAME\tAGENT\tMODE\tACCOUNT\tTOOLS\tSTATUS")
+    for connector in registration.connectors:
         account = "per-user" if connector.needs_account else "server"
         tools = ", ".join(connector.tool_descriptions) or "-"
         print(
             f"{connector.name}\t{connector.agent_name}\t"
-            f"{settings.connector_mode(connector.name)}\t{account}\t{tools}"
+            f"{settings.connector_mode(connector.name)}\t{account}\t{tools}\tok"
         )
-    return 0
+    for failed in registration.failed:
+        print(f"{failed.name}\t-\t-\t-\t-\tfailed ({failed.origin}): {failed.reason}")
+    problems = registration.unknown_names(settings, *configured_remote_names(settings))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    # The server refuses to start on these; a skipped plug-in does not stop it.
+    return 2 if problems else 0
 
 
 def cmd_connectors_new(args: argparse.Namespace, settings: Settings) -> int:

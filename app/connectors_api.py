@@ -115,7 +115,12 @@ async def list_connectors(request: Request) -> Response:
             "connectors": [
                 describe(services, connector, rows.get(connector.name))
                 for connector in services.connectors
-            ]
+            ],
+            # Installed but not served (a broken plug-in), and why: no secrets in a reason.
+            "failed": [
+                {"name": failed.name, "origin": failed.origin, "reason": failed.reason}
+                for failed in services.failed_connectors
+            ],
         }
     )
 

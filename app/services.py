@@ -26,7 +26,7 @@ from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
 from connectors.context import DemoStore
 from connectors.rap.runtime import RapRuntime
-from connectors.registry import Connector
+from connectors.registry import Connector, FailedConnector
 from connectors.service_http import new_client
 from storage.engine import Database
 from storage.events import EventStore
@@ -59,6 +59,7 @@ class Services:
     # RAP remote tools, when SWITCHBOARD_RAP_TOOLS is set.
     rap: RapRuntime | None
     connectors: tuple[Connector, ...]
+    failed_connectors: tuple[FailedConnector, ...]
     demo: DemoStore
     store: EventStore
     connections: ConnectionCounter
@@ -161,6 +162,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
             http=http,
             rap=rap,
             connectors=streaming.connectors,
+            failed_connectors=streaming.failed_connectors,
             demo=streaming.demo,
             store=streaming.store,
             connections=streaming.connections,

@@ -12,6 +12,7 @@ import httpx
 from agents import Agent
 from cryptography.fernet import MultiFernet
 
+from app.connector_setup import serve_connectors
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
 from app.llm.suggest import Suggester
@@ -20,7 +21,7 @@ from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
 from connectors.orchestrator import agent_display_names, build_orchestrator
 from connectors.rap.runtime import RapRuntime
-from connectors.registry import Connector, load_connectors, tool_descriptions
+from connectors.registry import Connector, FailedConnector, tool_descriptions
 from storage.accounts import AccountRepository
 from storage.chats import ChatRepository
 from storage.engine import Database
@@ -144,6 +145,7 @@ class Streaming:
     """The live parts ``streaming_lifespan`` runs, for ``app.services.Services``."""
 
     connectors: tuple[Connector, ...]
+    failed_connectors: tuple[FailedConnector, ...]
     demo: DemoStore
     store: EventStore
     connections: ConnectionCounter
@@ -164,9 +166,9 @@ async def streaming_lifespan(
     metrics: Metrics,
 ) -> AsyncIterator[Streaming]:
     """Start the live parts; on shutdown let running turns finish."""
-    connectors = load_connectors(settings)
-    if rap is not None:  # RAP remote tools, discovered before the orchestrator is built
-        connectors += rap.connectors(connectors)
+    # RAP remote tools are discovered before the orchestrator is built.
+    registration = serve_connectors(settings, rap)
+    connectors = registration.connectors
     demo = DemoStore()
     store = EventStore(db)
     connections = ConnectionCounter()
@@ -212,6 +214,7 @@ async def streaming_lifespan(
     try:
         yield Streaming(
             connectors=tuple(connectors),
+            failed_connectors=tuple(registration.failed),
             demo=demo,
             store=store,
             connections=connections,

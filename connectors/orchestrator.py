@@ -26,10 +26,11 @@ from connectors.instructions import (
     locale_of,
     timezone_of,
 )
+from connectors.names import ORCHESTRATOR
 from connectors.registry import Connector
 from connectors.settings import ConnectorSettings
 
-ORCHESTRATOR_NAME = "Switchboard"
+ORCHESTRATOR_NAME = ORCHESTRATOR
 
 Instructions = Callable[[RunContextWrapper[ChatContext], Agent[ChatContext]], Awaitable[str]]
 

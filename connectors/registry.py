@@ -5,7 +5,11 @@ A plug-in package declares, in its ``pyproject.toml``::
     [project.entry-points."switchboard.connectors"]
     weather = "switchboard_weather:connector"
 
-where ``connector`` is a ``Connector`` or a zero-argument callable returning one.
+where ``connector`` is a ``Connector`` or a zero-argument callable returning one. The
+built-in connectors register the same way, from this distribution's ``pyproject.toml``.
+Every name is checked against one namespace (``Namespace``): a plug-in can neither take
+over a built-in nor shadow another plug-in, and one that fails is skipped, with its reason
+shown in ``switchboard connectors list`` and ``GET /api/connectors``.
 """
 
 from __future__ import annotations
@@ -13,28 +17,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import import_module
+from difflib import get_close_matches
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from agents import Agent
 
 from connectors.context import ChatContext
+from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name_problem
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorSettings
 
 logger = logging.getLogger("switchboard.connectors")
-
-ENTRY_POINT_GROUP = "switchboard.connectors"
-
-# The built-ins, in the order the orchestrator lists them. Loaded from source when the
-# distribution's entry points are missing (running from a checkout without `pip install -e`).
-BUILTIN_CONNECTORS: tuple[tuple[str, str], ...] = (
-    ("gmail", "connectors.gmail:connector"),
-    ("plaid", "connectors.plaid:connector"),
-    ("yelp", "connectors.yelp:connector"),
-    ("search", "connectors.search:connector"),
-)
 
 
 @dataclass(frozen=True)
@@ -53,6 +47,9 @@ class Connector:
     account_card: Callable[[], ToolResponse] | None = None
     # What the demo account shows in GET /api/connectors (e.g. {"email": "me@example.com"}).
     demo_account: dict[str, Any] = field(default_factory=dict)
+    # Where it appears in lists and the orchestrator's instructions: lower first, then by
+    # name. The built-ins set theirs; plug-ins follow them.
+    order: int = 100
 
     def connect_card(self) -> ToolResponse:
         if self.account_card is not None:
@@ -60,84 +57,253 @@ class Connector:
         return AccountNeeded(self.agent_name, self.name)
 
 
-def _resolve(target: object, label: str) -> Connector:
+def _resolve(point: EntryPoint) -> Connector:
+    target = point.load()
     value = target() if callable(target) and not isinstance(target, Connector) else target
     if not isinstance(value, Connector):
-        raise TypeError(f"{label} gave {type(value).__name__}, expected a Connector")
+        raise Refused(
+            f"{point.value} gave a {type(value).__name__!r} object, not a Connector "
+            "(or a function returning one)"
+        )
     return value
 
 
-def _load_reference(reference: str) -> Any:
-    module_name, _, attribute = reference.partition(":")
-    value: Any = import_module(module_name)
-    for part in attribute.split(".") if attribute else ():
-        value = getattr(value, part)
-    return value
-
-
-def _from_entry_points(points: Iterable[EntryPoint]) -> dict[str, Connector]:
-    found: dict[str, Connector] = {}
-    for point in sorted(points, key=lambda p: p.name):
-        try:
-            connector = _resolve(point.load(), f"entry point {point.name!r} ({point.value})")
-        except Exception:
-            # One broken plug-in must not take the server down with it.
-            logger.exception("skipping connector entry point %r (%s)", point.name, point.value)
-            continue
-        if connector.name in found:
-            logger.warning("connector %r registered twice; keeping the first", connector.name)
-            continue
-        found[connector.name] = connector
-    return found
+def installed_points() -> list[EntryPoint]:
+    """The installed connectors' entry points (tests add their own plug-ins to these)."""
+    return list(entry_points(group=ENTRY_POINT_GROUP))
 
 
 def load_connectors(
     settings: ConnectorSettings, points: Iterable[EntryPoint] | None = None
 ) -> list[Connector]:
-    """Every installed connector: the built-ins first (fixed order), then plug-ins by name.
+    """The connectors that registered cleanly (``register_connectors`` says why others did not)."""
+    return register_connectors(settings, points).connectors
 
-    ``settings`` is accepted so registration can depend on configuration later; agents
-    are built per settings by the orchestrator. ``points`` overrides the entry-point scan
-    (tests).
+
+def register_connectors(
+    settings: ConnectorSettings, points: Iterable[EntryPoint] | None = None
+) -> Registration:
+    """Every installed connector, checked: the built-ins first, then plug-ins by name.
+
+    A plug-in that fails to load, raises in ``build_agent``, builds the wrong agent or
+    claims a name someone else holds is refused with a reason and the rest are served.
+    ``points`` overrides the entry-point scan (tests).
     """
-    del settings  # nothing in the settings changes which connectors exist yet
-    found = _from_entry_points(entry_points(group=ENTRY_POINT_GROUP) if points is None else points)
-    ordered: list[Connector] = []
-    for name, reference in BUILTIN_CONNECTORS:
-        connector = found.pop(name, None)
-        if connector is None:
+    scanned = installed_points() if points is None else points
+    # One distribution reachable twice on sys.path is one candidate, not a clash.
+    candidates = list({_Candidate.of(point): None for point in scanned})
+    namespace = Namespace()
+    failed: list[FailedConnector] = []
+    for candidate in _claims_clashing(candidates, failed):
+        name = candidate.point.name
+        try:
+            connector = _resolve(candidate.point)
+            name = connector.name
+            namespace.admit(connector, candidate.origin, settings)
+        except Refused as exc:
+            failed.append(FailedConnector(name, candidate.origin, str(exc), exc.__cause__))
+        except Exception as exc:
+            failed.append(_failure(name, candidate.origin, "did not load", exc))
+    for failure in failed:
+        _log_failure(failure)
+    ordered = sorted(namespace.connectors(), key=lambda c: (c.order, c.name))
+    return Registration(ordered, failed, namespace)
+
+
+def _log_failure(failure: FailedConnector) -> None:
+    logger.error(
+        "connector %r of %s skipped: %s",
+        failure.name,
+        failure.origin,
+        failure.reason,
+        exc_info=failure.error,
+    )
+
+
+@dataclass(frozen=True)
+class FailedConnector:
+    """A connector that is installed but not served, and why (safe to show: no secrets)."""
+
+    name: str
+    origin: str  # "switchboard-weather 0.3.0" or "the built-in connectors"
+    reason: str
+    # For the server log's traceback only: its message may hold anything.
+    error: BaseException | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Registration:
+    """The connectors to serve and the ones refused; remote connectors (RAP, MCP servers)
+    join the same namespace after discovery."""
+
+    connectors: list[Connector]
+    failed: list[FailedConnector]
+    namespace: Namespace
+
+    def admit_remote(self, remote: Iterable[tuple[Connector, Iterable[str]]], setting: str) -> None:
+        """Add servers configured in ``setting`` (their tool names known); one whose names
+        are taken is skipped like an unreachable one, its reason naming the holder."""
+        for connector, tools in remote:
             try:
-                connector = _resolve(_load_reference(reference), reference)
-            except Exception:
-                logger.exception("built-in connector %r failed to load", name)
+                self.namespace.admit_agent(connector, setting, tools)
+            except Refused as exc:
+                self.failed.append(FailedConnector(connector.name, setting, str(exc)))
+                _log_failure(self.failed[-1])
                 continue
-        ordered.append(connector)
-    ordered.extend(found[name] for name in sorted(found))
-    return _unique_agents(ordered)
+            self.connectors.append(connector)
+
+    def unknown_names(self, settings: ConnectorSettings, *configured: str) -> list[str]:
+        """One line per connector name in the mode or option settings that names nothing
+        installed or ``configured`` (a typo would otherwise be silently ignored)."""
+        known = {c.name for c in self.connectors} | {f.name for f in self.failed}
+        known.update(configured, self.namespace.names())
+        problems = []
+        for variable, names in (
+            ("SWITCHBOARD_CONNECTOR_MODES", settings.connector_modes),
+            ("SWITCHBOARD_CONNECTOR_OPTIONS", settings.connector_options),
+        ):
+            for name in sorted(set(names) - known):
+                close = get_close_matches(name, sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(
+                    f"{variable} names {name!r}, which is not a connector here{hint}; "
+                    f"the connectors are {', '.join(sorted(known))}"
+                )
+        return problems
 
 
-def _unique_agents(connectors: list[Connector]) -> list[Connector]:
-    # Two agents with one name would share a transfer_to_<name> tool and the SDK would
-    # silently pick one: keep the first (built-ins come first) and say so.
-    seen: dict[str, str] = {}
-    kept: list[Connector] = []
-    for connector in connectors:
-        key = connector.agent_name.lower()
-        if key in seen:
-            logger.error(
-                "skipping connector %r: agent name %r is already used by %r",
-                connector.name,
-                connector.agent_name,
-                seen[key],
+@dataclass(frozen=True)
+class _Candidate:
+    point: EntryPoint
+    origin: str
+    builtin: bool
+
+    @classmethod
+    def of(cls, point: EntryPoint) -> _Candidate:
+        dist = getattr(point, "dist", None)
+        builtin = dist is not None and dist.name == DISTRIBUTION
+        if builtin:
+            origin = "the built-in connectors"
+        elif dist is not None:
+            origin = f"{dist.name} {dist.version}"
+        else:
+            origin = f"entry point {point.value}"
+        return cls(point, origin, builtin)
+
+
+def _claims_clashing(
+    candidates: list[_Candidate], failed: list[FailedConnector]
+) -> list[_Candidate]:
+    """The candidates in load order, without plug-ins that claim a taken entry-point name.
+
+    A plug-in may not take a built-in's name; two plug-ins claiming one name are both
+    refused, since neither is the one the operator meant.
+    """
+    builtins = [c for c in candidates if c.builtin]
+    taken = {c.point.name: c.origin for c in builtins}
+    claims: dict[str, list[_Candidate]] = {}
+    for candidate in candidates:
+        if not candidate.builtin:
+            claims.setdefault(candidate.point.name, []).append(candidate)
+    plugins: list[_Candidate] = []
+    for name in sorted(claims):
+        claimants = claims[name]
+        if name in taken:
+            failed.extend(
+                FailedConnector(name, c.origin, f"{name!r} is a built-in connector's name")
+                for c in claimants
             )
-            continue
-        seen[key] = connector.name
-        kept.append(connector)
-    return kept
+        elif len(claimants) > 1:
+            origins = " and ".join(c.origin for c in claimants)
+            failed.extend(
+                FailedConnector(
+                    name,
+                    c.origin,
+                    f"{origins} both register a connector named {name!r}; uninstall one",
+                )
+                for c in claimants
+            )
+        else:
+            plugins.extend(claimants)
+    return builtins + plugins
+
+
+def _failure(name: str, origin: str, what: str, exc: BaseException) -> FailedConnector:
+    # The traceback goes to the log; the reason names only the exception's type, since its
+    # message may hold anything (a URL with a key, a token). An import error's is a module.
+    detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, ImportError) else type(exc).__name__
+    return FailedConnector(name, origin, f"{what}: {detail} (see the server log)", exc)
+
+
+class Refused(Exception):
+    """Why a connector was not admitted; the message is safe to show and names both sides."""
+
+
+class Namespace:
+    """Connector, agent and tool names, each held by exactly one connector.
+
+    Built-ins are admitted first, so a clash never displaces one; every refusal names the
+    holder of the name.
+    """
+
+    def __init__(self) -> None:
+        self._connectors: dict[str, tuple[Connector, str]] = {}
+        self._agents: dict[str, str] = {ORCHESTRATOR.lower(): "the orchestrator"}
+        self._tools: dict[str, str] = {}
+
+    def connectors(self) -> tuple[Connector, ...]:
+        return tuple(connector for connector, _ in self._connectors.values())
+
+    def names(self) -> set[str]:
+        return set(self._connectors)
+
+    def admit(self, connector: Connector, origin: str, settings: ConnectorSettings) -> None:
+        """Take ``connector`` in, or raise ``Refused``; its agent is built once to check it."""
+        self._check_name(connector.name)
+        try:
+            agent = connector.build_agent(settings)
+        except Exception as exc:
+            raise Refused(
+                _failure(connector.name, origin, "build_agent raised", exc).reason
+            ) from exc
+        if agent.name != connector.agent_name:
+            raise Refused(
+                f"build_agent built an agent named {agent.name!r}; the connector declares "
+                f"agent_name={connector.agent_name!r}"
+            )
+        self.admit_agent(connector, origin, [tool.name for tool in agent.tools])
+
+    def admit_agent(self, connector: Connector, origin: str, tools: Iterable[str]) -> None:
+        """Take in a connector whose agent and tool names are already known (RAP, MCP)."""
+        self._check_name(connector.name)
+        key = connector.agent_name.lower()
+        if key in self._agents:
+            raise Refused(
+                f"agent name {connector.agent_name!r} is already used by {self._agents[key]}"
+            )
+        names = list(tools)
+        for tool in names:
+            if tool in self._tools:
+                raise Refused(f"tool name {tool!r} is already a tool of {self._tools[tool]}")
+        label = f"connector {connector.name!r} of {origin}"
+        self._connectors[connector.name] = (connector, origin)
+        self._agents[key] = label
+        self._tools.update(dict.fromkeys(names, label))
+
+    def _check_name(self, name: str) -> None:
+        problem = name_problem(name)
+        if problem is not None:
+            raise Refused(problem)
+        held = self._connectors.get(name)
+        if held is not None:
+            raise Refused(f"the name {name!r} is already taken by {held[1]}")
 
 
 def tool_descriptions(connectors: Iterable[Connector]) -> dict[str, str]:
-    """Every tool's progress text ("Searching Yelp"), for the stream translator."""
+    """Every tool's progress text ("Searching Yelp"), for the stream translator.
+
+    Tool names are unique across connectors (``Namespace``), so nothing here is overwritten.
+    """
     merged: dict[str, str] = {}
     for connector in connectors:
         merged.update(connector.tool_descriptions)

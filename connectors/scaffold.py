@@ -9,23 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
-NAME = re.compile(r"[a-z][a-z0-9_]{1,30}")
-RESERVED = frozenset(
-    {
-        "gmail",
-        "plaid",
-        "yelp",
-        "search",
-        "switchboard",
-        "connectors",
-        "app",
-        "storage",
-        "websocket",
-        "tests",
-    }
-)
+from connectors.names import ENTRY_POINT_GROUP, name_problem
 
 
 class ScaffoldError(ValueError):
@@ -41,16 +28,12 @@ class Names:
 
 
 def names_for(name: str) -> Names:
-    if not NAME.fullmatch(name):
-        raise ScaffoldError(
-            f"{name!r} is not a valid connector name: use 2-31 lower-case "
-            "letters, digits or underscores, starting with a letter"
-        )
-    if name in RESERVED:
-        raise ScaffoldError(
-            f"{name!r} is taken (a built-in connector or a Switchboard "
-            "package); choose another name"
-        )
+    problem = name_problem(name)
+    if problem is not None:
+        raise ScaffoldError(problem)
+    installed = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
+    if name in installed:
+        raise ScaffoldError(f"{name!r} is the name of an installed connector; choose another name")
     agent = "".join(part.capitalize() for part in name.split("_"))
     return Names(name, f"switchboard_{name}", agent, f"switchboard-{name.replace('_', '-')}")
 

@@ -224,7 +224,9 @@ def missing_live_settings(settings: ConnectorSettings) -> list[str]:
         else ("searxng_base_url",)
     )
     for connector, fields in needs.items():
-        if settings.connector_mode(connector) != "live":
+        # The explicit mode only: a RAP server of the same name is refused at start-up
+        # (connectors.registry), not taken for this connector in live mode.
+        if settings.connector_modes.get(connector) != "live":
             continue
         missing = [
             f"SWITCHBOARD_{field.upper()}"

@@ -15,6 +15,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    order=10,
     needs_account=True,
     account_card=GoogleAccountNeededResponse,
     demo_account={"email": ME},

@@ -14,6 +14,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    order=20,
     needs_account=True,
     account_card=ConnectPlaidAccountResponse,
     demo_account={"institutions": ["Chase", "Ally Bank"]},

@@ -24,14 +24,16 @@ from pydantic import (
     model_validator,
 )
 
+from connectors.names import CONNECTOR_NAME, name_problem
+
 TOOLSET_PATH = "/.well-known/rap-toolset"
 # What a callback may carry: enough for a large file or diff, not enough to exhaust memory.
 MAX_RESULT_TEXT = 1_000_000
 MAX_SEGMENTS = 16
-# Connector names are REST path segments and settings keys, like the built-ins'.
-SERVER_NAME = r"^[a-z][a-z0-9_]{0,31}$"
+# A server is a connector: its name lives in the connectors' one namespace
+# (connectors.names; clashes with installed connectors are refused at start-up).
+SERVER_NAME = f"^{CONNECTOR_NAME.pattern}$"
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
-BUILTIN_NAMES = frozenset({"gmail", "plaid", "yelp", "search"})
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
@@ -125,9 +127,10 @@ class RapServerConfig(BaseModel):
 
     @field_validator("name")
     @classmethod
-    def _not_builtin(cls, value: str) -> str:
-        if value in BUILTIN_NAMES:
-            raise ValueError(f"{value!r} is the name of a built-in connector; pick another")
+    def _not_reserved(cls, value: str) -> str:
+        problem = name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("secret")

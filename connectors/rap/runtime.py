@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,6 @@ from pydantic import ValidationError
 
 from connectors.approvals import declare_side_effect
 from connectors.context import ChatContext
-from connectors.orchestrator import ORCHESTRATOR_NAME
 from connectors.rap.config import TOOLSET_PATH, RapServerConfig, RapToolDefinition, RapToolset
 from connectors.rap.pending import DuplicateCall, PendingCalls
 from connectors.rap.results import RESPONSE_TYPE, result_from_message, timeout_result
@@ -182,25 +180,13 @@ class RapRuntime:
 
     # ------------------------------------------------------------------ connectors
 
-    def connectors(self, taken: Sequence[Connector] = ()) -> list[Connector]:
-        """A connector per server whose names are free (an agent name must be unique:
-        it is the hand-off tool's name)."""
-        names = {c.name for c in taken}
-        agents = {c.agent_name.lower() for c in taken} | {ORCHESTRATOR_NAME.lower()}
-        found = []
-        for server in self.servers.values():
-            if server.name in names or server.agent_name.lower() in agents:
-                logger.error(
-                    "RAP server %r skipped: its name or agent name %r is already "
-                    "used; set another display_name",
-                    server.name,
-                    server.agent_name,
-                )
-                continue
-            names.add(server.name)
-            agents.add(server.agent_name.lower())
-            found.append(self._connector(server))
-        return found
+    def connectors(self) -> list[tuple[Connector, list[str]]]:
+        """A connector per discovered server, with its tool names (for the one namespace
+        every connector name lives in, ``connectors.registry.Namespace``)."""
+        return [
+            (self._connector(server), [tool.name for tool in server.tools])
+            for server in self.servers.values()
+        ]
 
     def _connector(self, server: RapServer) -> Connector:
         def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:

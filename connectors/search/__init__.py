@@ -13,6 +13,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    order=40,
 )
 
 __all__ = ["connector"]

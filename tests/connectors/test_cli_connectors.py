@@ -23,12 +23,13 @@ def test_list_shows_each_connector_with_its_mode(
     monkeypatch.setenv("SWITCHBOARD_YELP_API_KEY", "cli-test-key-123456")
     assert main(["connectors", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "NAME\tAGENT\tMODE\tACCOUNT\tTOOLS"
+    assert lines[0] == "NAME\tAGENT\tMODE\tACCOUNT\tTOOLS\tSTATUS"
     rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
     assert list(rows)[:4] == ["gmail", "plaid", "yelp", "search"]
     assert rows["yelp"][1:4] == ["Yelp", "live", "server"]
     assert rows["gmail"][2:4] == ["demo", "per-user"]
     assert "send_google_email" in rows["gmail"][4]
+    assert {row[5] for row in rows.values()} == {"ok"}
     assert "cli-test-key-123456" not in "\n".join(lines)
 
 
@@ -48,7 +49,7 @@ def test_live_mode_without_its_keys_stops_with_the_variable_named(
 def test_new_refuses_bad_names_and_existing_directories(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for bad in ("Weather", "w", "1abc", "has-dash", "gmail"):
+    for bad in ("Weather", "w" * 33, "1abc", "has-dash", "gmail", "switchboard"):
         assert main(["connectors", "new", bad, "--dir", str(tmp_path)]) == 1, bad
         assert capsys.readouterr().err.startswith("switchboard: ")
     assert list(tmp_path.iterdir()) == []

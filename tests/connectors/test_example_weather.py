@@ -15,8 +15,9 @@ from agents import RunConfig, Runner
 
 from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
+from connectors.names import ENTRY_POINT_GROUP
 from connectors.orchestrator import build_orchestrator
-from connectors.registry import ENTRY_POINT_GROUP, Connector, load_connectors
+from connectors.registry import Connector, installed_points, load_connectors
 from connectors.testing import ConnectorContract, call_tool
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.open_meteo import FakeOpenMeteo
@@ -27,6 +28,7 @@ if str(EXAMPLE) not in sys.path:  # what `pip install -e examples/switchboard-we
     sys.path.insert(0, str(EXAMPLE))
 
 POINTS = [
+    *installed_points(),
     EntryPoint(name="weather", value="switchboard_weather:connector", group=ENTRY_POINT_GROUP),
     EntryPoint(name="broken", value="switchboard_missing:connector", group=ENTRY_POINT_GROUP),
 ]

@@ -50,7 +50,6 @@ def test_rap_tools_setting_forms(value: str, expected: str) -> None:
     [
         ({"rap_tools": "notes"}, "name=URL pairs"),
         ({"rap_tools": "[{"}, "SWITCHBOARD_RAP_TOOLS"),
-        ({"rap_tools": "yelp=https://a.example"}, "built-in connector"),
         ({"rap_tools": "Notes=https://a.example"}, "server 0 (Notes): name"),
         ({"rap_tools": "a=https://a.example,a=https://b.example"}, "unique; repeated: a"),
         ({"rap_tools": '[{"name": "a", "url": "ftp://a.example"}]'}, "server 0 (a): url"),

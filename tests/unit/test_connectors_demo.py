@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -86,49 +85,6 @@ def test_builtins_load_in_a_fixed_order_with_their_metadata() -> None:
         assert names == set(connector.tool_descriptions), connector.name
         assert "error" in connector.response_types
     assert tool_descriptions(CONNECTORS)["search_businesses_at_yelp"] == "Searching Yelp"
-
-
-@dataclass
-class FakeEntryPoint:
-    """Stands in for importlib.metadata.EntryPoint (name, value, load)."""
-
-    name: str
-    value: str
-    target: Callable[[], Any]
-
-    def load(self) -> Any:
-        return self.target()
-
-
-def _plugin(name: str = "weather", agent_name: str = "Weather") -> Connector:
-    return Connector(
-        name=name,
-        agent_name=agent_name,
-        display_name=agent_name.title(),
-        build_agent=lambda settings: Agent[ChatContext](name=agent_name),
-        tool_descriptions={},
-        response_types=("error",),
-    )
-
-
-def test_entry_points_add_plugins_and_skip_broken_ones(caplog: pytest.LogCaptureFixture) -> None:
-    def broken() -> Any:
-        raise ImportError("no module named switchboard_broken")
-
-    points = [
-        FakeEntryPoint("zeta", "zeta:connector", lambda: _plugin("zeta", "Zeta")),
-        FakeEntryPoint("broken", "switchboard_broken:connector", broken),
-        FakeEntryPoint("weather", "w:factory", lambda: _plugin),  # a zero-arg factory
-        FakeEntryPoint("notaconnector", "x:y", lambda: 42),
-        FakeEntryPoint("yelp", "connectors.yelp:connector", lambda: BY_NAME["yelp"]),
-        FakeEntryPoint("clash", "c:connector", lambda: _plugin("clash", "GMail")),
-    ]
-    with caplog.at_level(logging.ERROR, logger="switchboard.connectors"):
-        loaded = load_connectors(SETTINGS, points=points)  # type: ignore[arg-type]
-
-    assert [c.name for c in loaded] == ["gmail", "plaid", "yelp", "search", "weather", "zeta"]
-    logged = caplog.text
-    assert "broken" in logged and "notaconnector" in logged and "clash" in logged
 
 
 # ----------------------------------------------------------------------------- orchestrator

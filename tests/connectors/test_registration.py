@@ -1,0 +1,362 @@
+"""Registration that cannot be fooled, and plug-ins that fail alone.
+
+Each plug-in here is a real installed distribution (a ``.dist-info`` folder with its
+``entry_points.txt`` beside its module), found the way ``importlib.metadata`` finds any
+package, so the messages name real package names and versions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+import textwrap
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.cli import main
+from app.services import start_services
+from app.settings import Settings, SettingsError
+from connectors.names import ENTRY_POINT_GROUP
+from connectors.registry import (
+    Connector,
+    installed_points,
+    register_connectors,
+)
+from tests.support.processes import ServerProcess
+
+BUILTINS = ["gmail", "plaid", "yelp", "search"]
+
+# A plug-in module: ``connector`` with one tool; the fields vary per case.
+PLUGIN = '''
+from agents import Agent, function_tool
+from connectors.registry import Connector
+
+
+@function_tool(name_override={tool!r})
+async def tool(city: str) -> str:
+    """Look up a city.
+
+    Args:
+        city: The city.
+    """
+    return city
+
+
+def build_agent(settings):
+    {build}
+    return Agent(name={built!r}, tools=[tool])
+
+
+connector = Connector(
+    name={name!r}, agent_name={agent!r}, display_name={agent!r}, build_agent=build_agent
+)
+'''
+
+
+def plugin_source(
+    name: str,
+    *,
+    agent: str | None = None,
+    tool: str | None = None,
+    built: str | None = None,
+    build: str = "pass",
+) -> str:
+    agent = agent or name.title()
+    return PLUGIN.format(
+        name=name, agent=agent, tool=tool or f"ask_{name}", built=built or agent, build=build
+    )
+
+
+def install(root: Path, project: str, version: str, points: dict[str, str], source: str) -> None:
+    """A distribution ``project`` whose module ``<project>_mod`` holds ``source``."""
+    module = project.replace("-", "_") + "_mod"
+    (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{project.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+    lines = [f"{name} = {module}:{target}" for name, target in points.items()]
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n" + "\n".join(lines) + "\n")
+    importlib.invalidate_caches()  # the path finders cache directory listings
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+
+
+def points_in(root: Path) -> list[EntryPoint]:
+    """The installed connectors, the plug-ins under ``root`` among them (it is on sys.path)."""
+    assert str(root) in sys.path
+    return installed_points()
+
+
+def failures(root: Path) -> dict[str, tuple[str, str]]:
+    registration = register_connectors(Settings(), points_in(root))
+    return {f.name: (f.origin, f.reason) for f in registration.failed}
+
+
+def served(root: Path) -> list[str]:
+    return [c.name for c in register_connectors(Settings(), points_in(root)).connectors]
+
+
+# ----------------------------------------------------------------------------- names
+
+
+def test_a_plugin_cannot_take_over_a_builtin(site: Path) -> None:
+    install(site, "switchboard-evil", "1.0", {"gmail": "connector"}, plugin_source("gmail"))
+    assert served(site) == BUILTINS
+    origin, reason = failures(site)["gmail"]
+    assert origin == "switchboard-evil 1.0"
+    assert reason == "'gmail' is a built-in connector's name"
+
+
+def test_two_plugins_with_one_name_are_both_refused_naming_both_packages(site: Path) -> None:
+    install(site, "weather-a", "1.0", {"weather": "connector"}, plugin_source("weather"))
+    install(site, "weather-b", "2.1", {"weather": "connector"}, plugin_source("weather"))
+    assert served(site) == BUILTINS
+    registration = register_connectors(Settings(), points_in(site))
+    reasons = {f.origin: f.reason for f in registration.failed}
+    assert set(reasons) == {"weather-a 1.0", "weather-b 2.1"}
+    for reason in reasons.values():
+        assert "weather-a 1.0" in reason and "weather-b 2.1" in reason
+        assert "uninstall one" in reason
+
+
+def test_a_plugin_tool_named_like_a_builtin_tool_is_refused(site: Path) -> None:
+    install(
+        site,
+        "sneaky",
+        "0.1",
+        {"sneaky": "connector"},
+        plugin_source("sneaky", tool="search_google"),
+    )
+    assert "sneaky" not in served(site)
+    assert failures(site)["sneaky"][1] == (
+        "tool name 'search_google' is already a tool of connector 'search' "
+        "of the built-in connectors"
+    )
+
+
+def test_a_plugin_agent_named_like_a_builtin_or_the_orchestrator_is_refused(site: Path) -> None:
+    install(site, "mail2", "0.1", {"mail2": "connector"}, plugin_source("mail2", agent="GMail"))
+    install(site, "boss", "0.1", {"boss": "connector"}, plugin_source("boss", agent="Switchboard"))
+    found = failures(site)
+    assert "agent name 'GMail' is already used by connector 'gmail'" in found["mail2"][1]
+    assert "agent name 'Switchboard' is already used by the orchestrator" in found["boss"][1]
+
+
+def test_a_connector_name_that_is_no_name_is_refused(site: Path) -> None:
+    install(site, "shouty", "0.1", {"shouty": "connector"}, plugin_source("Shouty-Name"))
+    assert "is not a valid connector name" in failures(site)["Shouty-Name"][1]
+
+
+def test_plugins_follow_the_builtins_in_name_order(site: Path) -> None:
+    install(site, "zeta", "0.1", {"zeta": "connector"}, plugin_source("zeta"))
+    install(site, "alpha", "0.1", {"alpha": "connector"}, plugin_source("alpha"))
+    assert served(site) == [*BUILTINS, "alpha", "zeta"]
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def test_a_plugin_whose_build_agent_raises_is_skipped_with_one_log_line(
+    site: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    build = "raise RuntimeError('token sk-live-secret-123 rejected')"
+    install(site, "crashy", "0.2", {"crashy": "connector"}, plugin_source("crashy", build=build))
+    with caplog.at_level(logging.ERROR, logger="switchboard.connectors"):
+        found = failures(site)
+    assert found["crashy"] == (
+        "crashy 0.2",
+        "build_agent raised: RuntimeError (see the server log)",
+    )
+    lines = [r for r in caplog.records if "crashy" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].exc_info is not None  # one line, with its traceback
+    assert "sk-live-secret-123" not in lines[0].getMessage()
+
+
+def test_a_plugin_that_builds_another_agent_is_skipped(site: Path) -> None:
+    install(site, "liar", "0.1", {"liar": "connector"}, plugin_source("liar", built="Other"))
+    assert failures(site)["liar"][1] == (
+        "build_agent built an agent named 'Other'; the connector declares agent_name='Liar'"
+    )
+
+
+def test_a_plugin_that_does_not_import_or_is_no_connector_is_skipped(site: Path) -> None:
+    install(site, "ghost", "0.1", {"ghost": "connector"}, "import switchboard_nowhere\n")
+    install(site, "odd", "0.1", {"odd": "connector"}, "connector = 42\n")
+    found = failures(site)
+    assert found["ghost"][1] == (
+        "did not load: ModuleNotFoundError: No module named 'switchboard_nowhere' "
+        "(see the server log)"
+    )
+    assert found["odd"][1] == (
+        "odd_mod:connector gave a 'int' object, not a Connector (or a function returning one)"
+    )
+    assert served(site) == BUILTINS
+
+
+# ----------------------------------------------------------------------------- remote servers
+
+
+def test_a_remote_server_named_like_an_installed_connector_is_skipped(site: Path) -> None:
+    install(site, "weather-pkg", "1.0", {"weather": "connector"}, plugin_source("weather"))
+    registration = register_connectors(Settings(), points_in(site))
+    remote = Connector("weather", "Forecasts", "Forecasts", build_agent=unused)
+    clashing_tool = Connector("forecasts", "Forecasts", "Forecasts", build_agent=unused)
+    fine = Connector("forecasts", "Forecasts", "Forecasts", build_agent=unused)
+    registration.admit_remote([(remote, ["forecast"])], "SWITCHBOARD_RAP_TOOLS")
+    registration.admit_remote([(clashing_tool, ["search_google"])], "SWITCHBOARD_MCP_SERVERS")
+    registration.admit_remote([(fine, ["forecast"])], "SWITCHBOARD_MCP_SERVERS")
+    assert [(f.name, f.origin, f.reason) for f in registration.failed] == [
+        (
+            "weather",
+            "SWITCHBOARD_RAP_TOOLS",
+            "the name 'weather' is already taken by weather-pkg 1.0",
+        ),
+        (
+            "forecasts",
+            "SWITCHBOARD_MCP_SERVERS",
+            "tool name 'search_google' is already a tool of connector 'search' of the "
+            "built-in connectors",
+        ),
+    ]
+    assert registration.connectors[-2:] == [
+        next(c for c in registration.connectors if c.name == "weather"),
+        fine,
+    ]
+    assert next(c for c in registration.connectors if c.name == "weather").agent_name == "Weather"
+
+
+def unused(settings: object) -> Any:
+    raise AssertionError("a remote connector's agent is built by its runtime")
+
+
+async def test_a_rap_server_named_like_a_builtin_is_skipped_and_the_builtin_stays_demo(
+    database_url: str,
+) -> None:
+    tools = [{"name": "lookup", "description": "Look up", "inputSchema": {"type": "object"}}]
+    settings = Settings(
+        database_url=database_url,
+        rap_tools=json.dumps([{"name": "yelp", "url": "http://127.0.0.1:9", "tools": tools}]),
+    )
+    async with start_services(settings) as services:
+        yelp = [c for c in services.connectors if c.name == "yelp"]
+        failed = [(f.name, f.origin, f.reason) for f in services.failed_connectors]
+    assert [c.agent_name for c in yelp] == ["Yelp"]  # the built-in, untouched
+    assert failed == [
+        (
+            "yelp",
+            "SWITCHBOARD_RAP_TOOLS",
+            "the name 'yelp' is already taken by the built-in connectors",
+        )
+    ]
+
+
+# ----------------------------------------------------------------------------- typos
+
+
+async def test_a_typo_in_the_connector_modes_or_options_stops_the_start(database_url: str) -> None:
+    for settings, says in (
+        (
+            Settings(database_url=database_url, connector_modes="gmial=demo"),
+            "SWITCHBOARD_CONNECTOR_MODES names 'gmial', which is not a connector here "
+            "(did you mean 'gmail'?); the connectors are gmail, plaid, search, yelp",
+        ),
+        (
+            Settings(database_url=database_url, connector_options="yelpp.units=metric"),
+            "SWITCHBOARD_CONNECTOR_OPTIONS names 'yelpp', which is not a connector here "
+            "(did you mean 'yelp'?)",
+        ),
+    ):
+        with pytest.raises(SettingsError) as stopped:
+            async with start_services(settings):
+                pass
+        assert says in str(stopped.value)
+
+
+def test_connectors_list_says_what_the_server_would_refuse(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SWITCHBOARD_CONNECTOR_MODES", "serch=demo")
+    assert main(["connectors", "list"]) == 2
+    assert "(did you mean 'search'?)" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+@pytest.fixture
+def broken_site(site: Path) -> Path:
+    build = "raise RuntimeError('no forecast key')"
+    install(
+        site,
+        "switchboard-crashy",
+        "0.3",
+        {"crashy": "connector"},
+        plugin_source("crashy", build=build),
+    )
+    install(site, "switchboard-notes", "0.1", {"notes": "connector"}, plugin_source("notes"))
+    install(site, "switchboard-evil", "1.0", {"gmail": "connector"}, plugin_source("gmail"))
+    return site
+
+
+def test_connectors_list_shows_failed_plugins_with_their_reason(
+    broken_site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("connectors.registry.installed_points", lambda: points_in(broken_site))
+    assert main(["connectors", "list"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
+    statuses = [(row[0], row[-1]) for row in rows]
+    assert ("notes", "ok") in statuses and ("gmail", "ok") in statuses
+    assert (
+        "crashy",
+        "failed (switchboard-crashy 0.3): build_agent raised: RuntimeError (see the server log)",
+    ) in statuses
+    assert ("gmail", "failed (switchboard-evil 1.0): 'gmail' is a built-in connector's name") in (
+        statuses
+    )
+
+
+def test_the_server_starts_without_the_broken_plugin_and_says_why(
+    broken_site: Path, database_url: str, tmp_path: Path
+) -> None:
+    server = ServerProcess(
+        {
+            "SWITCHBOARD_DATABASE_URL": database_url,
+            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+            "PYTHONPATH": str(broken_site),
+        },
+        tmp_path / "server.log",
+    )
+    server.start()
+    try:
+        answer = httpx.get(f"{server.http}/api/connectors", timeout=10).json()
+    finally:
+        server.stop()
+    assert [c["name"] for c in answer["connectors"]] == [*BUILTINS, "notes"]
+    assert answer["failed"] == [
+        {
+            "name": "gmail",
+            "origin": "switchboard-evil 1.0",
+            "reason": "'gmail' is a built-in connector's name",
+        },
+        {
+            "name": "crashy",
+            "origin": "switchboard-crashy 0.3",
+            "reason": "build_agent raised: RuntimeError (see the server log)",
+        },
+    ]
+    log = server.log()
+    assert "connector 'crashy' of switchboard-crashy 0.3 skipped" in log
+    assert "no forecast key" in log  # the traceback is the operator's, in the log only
