@@ -5,6 +5,10 @@ failure (so the kit's passes over the built-ins mean something)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -16,6 +20,8 @@ from connectors.responses import ToolResponse
 from connectors.service_http import ServiceHttp, shared_client
 from connectors.testing import ConnectorContract
 from connectors.tooling import ToolError, connector_tool
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def plugin(
@@ -358,3 +364,68 @@ async def test_generated_arguments_are_the_same_on_every_run() -> None:
     first = generated_arguments(schema, 4)
     assert first == generated_arguments(schema, 4)
     assert len(first) == 4 and all(set(args) == {"item_id"} for args in first)
+
+
+# ----------------------------------------------------------------------------- under pytest
+
+HANGING_PLUGIN = '''
+import asyncio
+from typing import ClassVar
+
+from agents import Agent, RunContextWrapper
+
+from connectors.registry import Connector
+from connectors.responses import ToolResponse
+from connectors.testing import ConnectorContract
+from connectors.tooling import connector_tool
+
+
+@connector_tool(agent_name="Stuck", side_effect=False)
+async def wait_forever(ctx: RunContextWrapper, ticket: str) -> ToolResponse:
+    """Waits on a queue nobody fills.
+
+    Args:
+        ticket: The ticket to wait for.
+    """
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+class TestStuckContract(ConnectorContract):
+    connector: ClassVar[Connector] = Connector(
+        name="stuck",
+        agent_name="Stuck",
+        display_name="Stuck",
+        build_agent=lambda settings: Agent(
+            name="Stuck", handoff_description="Waits.", tools=[wait_forever]
+        ),
+        tool_descriptions={"wait_forever": "Waiting"},
+        response_types=("stuck", "error"),
+    )
+    sample_arguments = {"wait_forever": {"ticket": "T-1234"}}
+    generated_examples = 1
+    tool_timeout_seconds = 1.0
+'''
+
+
+def test_pytest_fails_a_hanging_plugin_in_time_and_shows_the_call(tmp_path: Path) -> None:
+    """A connector author's own pytest run: the kit's tests are collected from the subclass,
+    the hanging tool fails them (it does not hang the run) and the report shows the call."""
+    (tmp_path / "test_stuck.py").write_text(HANGING_PLUGIN)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["-o", "asyncio_mode=auto", "--rootdir", str(tmp_path), "test_stuck.py"]
+    finished = subprocess.run(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,  # bounds a broken kit; a working one takes seconds
+    )
+    report = finished.stdout + finished.stderr
+    assert finished.returncode == 1, report
+    # Both tests that call its tools fail, each within the kit's second per call.
+    assert "2 failed, 2 passed, 1 skipped" in report, report
+    for test in ("test_every_tool_returns_a_valid_tool_response", "test_not_connected_returns"):
+        assert f"FAILED test_stuck.py::TestStuckContract::{test}" in report
+    assert 'wait_forever called with {"ticket": "T-1234"} did not answer within 1.0 s' in report
