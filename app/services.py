@@ -24,6 +24,7 @@ from app.auth import AppSocketGate, Authenticator
 from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
+from app.watchdog import watch_loop
 from connectors.context import DemoStore
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, FailedConnector
@@ -138,6 +139,8 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
     """
     fernet = build_fernet(settings.resolved_secret_key)
     async with AsyncExitStack() as stack:
+        # First in, last out: it also watches start-up and the drain at shutdown.
+        stack.enter_context(watch_loop(settings.loop_watchdog_seconds))
         db = Database(settings.database_url)
         stack.push_async_callback(db.dispose)
         local_user = await prepare_database(settings, db)

@@ -74,6 +74,9 @@ class Settings(ConnectorSettings):
     prompts_per_minute: int = Field(30, ge=1)
     max_turns_per_user: int = Field(4, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
+    # Seconds the event loop may be blocked (a sync call in async code) before the watchdog
+    # logs one warning with the loop's stack (app/watchdog.py); 0 turns it off.
+    loop_watchdog_seconds: float = Field(1.0, ge=0, le=3600)
     redis_url: str | None = None
     turn_lease_seconds: float = Field(15.0, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
