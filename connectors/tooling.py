@@ -9,6 +9,9 @@ What it adds over ``agents.function_tool``:
   ``ErrorResponse`` through the SDK's ``failure_error_function`` hook.
 - A timeout on every call (the tool's own, else ``SWITCHBOARD_TOOL_TIMEOUT``) →
   ``Error: <tool> timed out …``, reported as a retryable ``tool_timeout``.
+- ``blocking=True``: the tool is a plain function calling synchronous client code (a
+  vendor SDK on ``requests``); it runs in a worker thread (``connectors.blocking``) under
+  the same timeout and the same error handling, and the event loop serves everyone else.
 - ``side_effect``: whether calling the tool changes something for the user (sends,
   pays, writes, deletes). Such calls wait for the person's approval
   (``connectors.approvals``); a tool that does not say is treated as having side effects.
@@ -30,6 +33,7 @@ from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import ValidationError
 
 from connectors.approvals import declare_side_effect
+from connectors.blocking import run_blocking
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
 from connectors.tool_result import ToolResult, render_for_model
 
@@ -45,6 +49,9 @@ __all__ = [
 logger = logging.getLogger("switchboard.connectors.tools")
 
 ToolFunc = Callable[..., Awaitable[ToolResponse | dict[str, Any]]]
+# A ``blocking=True`` tool: plain synchronous code, run in a worker thread.
+BlockingToolFunc = Callable[..., ToolResponse | dict[str, Any]]
+AnyToolFunc = ToolFunc | BlockingToolFunc
 
 
 class ToolError(Exception):
@@ -138,14 +145,36 @@ def _failure_function(agent_name: str, tool_name: str) -> Callable[..., Any]:
     return failure
 
 
+def _check_kind(func: AnyToolFunc, blocking: bool) -> None:
+    """An async tool runs on the event loop, a ``blocking=True`` one in a thread: refuse
+    the other mix, which would freeze the loop or never run the coroutine."""
+    what = getattr(func, "__qualname__", repr(func))
+    is_async = inspect.iscoroutinefunction(func)
+    if blocking and is_async:
+        raise TypeError(
+            f"connector tool {what} is an async function but is declared blocking=True, "
+            "which is for plain (synchronous) functions that run in a worker thread: "
+            "drop blocking=True (async code already runs on the event loop) or make it a "
+            "plain `def` if it calls blocking client code"
+        )
+    if not blocking and not is_async:
+        raise TypeError(
+            f"connector tool {what} must be an async function (`async def`), or, if it "
+            "calls blocking client code (a vendor SDK, `requests`), a plain function "
+            "declared with connector_tool(..., blocking=True), which runs it in a worker "
+            "thread instead of freezing the event loop"
+        )
+
+
 @overload
 def connector_tool(
-    func: ToolFunc,
+    func: AnyToolFunc,
     *,
     agent_name: str,
     timeout: float | None = None,
     name: str | None = None,
     side_effect: bool | None = None,
+    blocking: bool = False,
 ) -> FunctionTool: ...
 
 
@@ -157,18 +186,20 @@ def connector_tool(
     timeout: float | None = None,
     name: str | None = None,
     side_effect: bool | None = None,
-) -> Callable[[ToolFunc], FunctionTool]: ...
+    blocking: bool = False,
+) -> Callable[[AnyToolFunc], FunctionTool]: ...
 
 
 def connector_tool(
-    func: ToolFunc | None = None,
+    func: AnyToolFunc | None = None,
     *,
     agent_name: str,
     timeout: float | None = None,
     name: str | None = None,
     side_effect: bool | None = None,
-) -> FunctionTool | Callable[[ToolFunc], FunctionTool]:
-    """Declare an async connector tool that returns a ``ToolResponse`` (or its dict).
+    blocking: bool = False,
+) -> FunctionTool | Callable[[AnyToolFunc], FunctionTool]:
+    """Declare a connector tool that returns a ``ToolResponse`` (or its dict).
 
     The function's signature and Google-style docstring become the (strict) JSON schema,
     exactly as with ``agents.function_tool``. ``agent_name`` labels error cards;
@@ -177,23 +208,33 @@ def connector_tool(
     ``tool_timeout``. ``side_effect``: True for a tool that sends,
     pays, writes or deletes, False for one that only reads; left None, the tool is treated
     as having side effects and every call waits for the person's approval.
+
+    The function is ``async`` unless ``blocking=True``: then it is a plain function that
+    may block (synchronous client code) and runs in a worker thread. A timed-out thread
+    cannot be stopped; it finishes in the background and its result is dropped.
     """
 
-    def decorate(inner: ToolFunc) -> FunctionTool:
-        if not inspect.iscoroutinefunction(inner):
-            # A sync tool would run on the event loop (or a thread) with no timeout control.
-            raise TypeError(f"connector tool {inner.__name__} must be an async function")
+    def decorate(inner: AnyToolFunc) -> FunctionTool:
+        _check_kind(inner, blocking)
         tool_name = name or inner.__name__
+        call = cast(ToolFunc, functools.partial(run_blocking, inner) if blocking else inner)
 
         @functools.wraps(inner)
         async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
             limit = _time_limit(timeout, args)
             try:
                 async with asyncio.timeout(limit):
-                    value = await inner(*args, **kwargs)
+                    value = await call(*args, **kwargs)
             except TimeoutError:
                 logger.warning(
-                    "tool %s timed out after %ss (turn %s)", tool_name, limit, _turn_id(args)
+                    "tool %s timed out after %ss (turn %s)%s",
+                    tool_name,
+                    limit,
+                    _turn_id(args),
+                    # A thread cannot be stopped: say where the call still runs.
+                    "; its worker thread cannot be stopped and finishes in the background"
+                    if blocking
+                    else "",
                 )
                 return error_result(
                     agent_name,
