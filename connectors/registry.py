@@ -25,6 +25,7 @@ from agents import Agent
 
 from connectors.context import ChatContext
 from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name_problem
+from connectors.options import ConnectorOptions
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorSettings
 
@@ -50,6 +51,8 @@ class Connector:
     # Where it appears in lists and the orchestrator's instructions: lower first, then by
     # name. The built-ins set theirs; plug-ins follow them.
     order: int = 100
+    # Its typed settings (connectors.options), checked for its mode at start-up.
+    options: type[ConnectorOptions] | None = None
 
     def connect_card(self) -> ToolResponse:
         if self.account_card is not None:
@@ -239,6 +242,19 @@ class Refused(Exception):
     """Why a connector was not admitted; the message is safe to show and names both sides."""
 
 
+def _check_options(connector: Connector, settings: ConnectorSettings) -> None:
+    if connector.options is None:
+        return
+    if connector.options.connector != connector.name:
+        raise Refused(
+            f"its options model {connector.options.__name__} is for "
+            f"{connector.options.connector!r}, not {connector.name!r}"
+        )
+    problems = connector.options.problems(settings)
+    if problems:
+        raise Refused("; ".join(problems))
+
+
 class Namespace:
     """Connector, agent and tool names, each held by exactly one connector.
 
@@ -260,6 +276,7 @@ class Namespace:
     def admit(self, connector: Connector, origin: str, settings: ConnectorSettings) -> None:
         """Take ``connector`` in, or raise ``Refused``; its agent is built once to check it."""
         self._check_name(connector.name)
+        _check_options(connector, settings)
         try:
             agent = connector.build_agent(settings)
         except Exception as exc:

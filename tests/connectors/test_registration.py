@@ -360,3 +360,72 @@ def test_the_server_starts_without_the_broken_plugin_and_says_why(
     log = server.log()
     assert "connector 'crashy' of switchboard-crashy 0.3 skipped" in log
     assert "no forecast key" in log  # the traceback is the operator's, in the log only
+
+
+# ----------------------------------------------------------------------------- typed options
+
+OPTIONS_PLUGIN = """
+from typing import Annotated, ClassVar
+from agents import Agent
+from pydantic import SecretStr
+from connectors.options import LIVE_REQUIRED, ConnectorOptions
+from connectors.registry import Connector
+
+
+class TidesOptions(ConnectorOptions):
+    connector: ClassVar[str] = "tides"
+    base_url: str = "https://tides.example"
+    days: int = 3
+    api_key: Annotated[SecretStr | None, LIVE_REQUIRED] = None
+
+
+connector = Connector(
+    name="tides",
+    agent_name="Tides",
+    display_name="Tides",
+    build_agent=lambda settings: Agent(name="Tides"),
+    options=TidesOptions,
+)
+"""
+
+
+@pytest.mark.parametrize(
+    ("modes", "options", "reason"),
+    [
+        ("tides=demo", "", None),
+        ("tides=live", "tides.api_key=sk-tides-secret-1", None),
+        (
+            "tides=live",
+            "tides.days=4",
+            "SWITCHBOARD_CONNECTOR_OPTIONS must set tides.api_key when tides runs in live "
+            "mode (SWITCHBOARD_CONNECTOR_MODES=tides=live)",
+        ),
+        (
+            "tides=demo",
+            "tides.api_kye=sk-tides-secret-1",
+            "SWITCHBOARD_CONNECTOR_OPTIONS sets tides.api_kye, which is not an option of tides",
+        ),
+        (
+            "tides=demo",
+            "tides.days=sk-tides-secret-1",
+            "SWITCHBOARD_CONNECTOR_OPTIONS: tides.days: Input should be a valid integer, "
+            "unable to parse string as an integer",
+        ),
+    ],
+)
+def test_a_plugin_s_typed_options_are_checked_for_its_mode_at_start_up(
+    site: Path, modes: str, options: str, reason: str | None
+) -> None:
+    install(site, "switchboard-tides", "0.1", {"tides": "connector"}, OPTIONS_PLUGIN)
+    settings = Settings(connector_modes=modes, connector_options=options)
+    registration = register_connectors(settings, points_in(site))
+    found = {f.name: f.reason for f in registration.failed}
+    if reason is None:
+        tides = next(c for c in registration.connectors if c.name == "tides")
+        assert tides.options is not None
+        read = tides.options.read(settings)
+        assert read.model_dump()["days"] == 3  # type: ignore[attr-defined]
+        assert found == {}
+    else:
+        assert found == {"tides": reason}
+        assert "sk-tides-secret-1" not in reason
