@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents import Agent
 
@@ -28,6 +28,9 @@ from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name
 from connectors.options import ConnectorOptions
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorSettings
+
+if TYPE_CHECKING:
+    from connectors.offline_hints import OfflineHints
 
 logger = logging.getLogger("switchboard.connectors")
 
@@ -48,6 +51,8 @@ class Connector:
     account_card: Callable[[], ToolResponse] | None = None
     # What the demo account shows in GET /api/connectors (e.g. {"email": "me@example.com"}).
     demo_account: dict[str, Any] = field(default_factory=dict)
+    # What the offline demo model knows about it (connectors.offline_hints); None: generic.
+    offline: OfflineHints | None = None
     # Where it appears in lists and the orchestrator's instructions: lower first, then by
     # name. The built-ins set theirs; plug-ins follow them.
     order: int = 100

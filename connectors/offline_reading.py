@@ -1,0 +1,155 @@
+"""How the offline demo model reads requests and tool results. Pure: no I/O.
+
+Tool results arrive as the model reads them: the plain text of
+``connectors.adapters.to_plain_text`` (numbered lines, third-party text fenced) or JSON.
+Shared by the generic offline path (``app.llm.offline_*``) and the connectors' own hints
+(``connectors/<name>/offline.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date, timedelta
+from typing import Any
+
+# ----------------------------------------------------------------------------- requests
+
+EMAIL_RE = re.compile(r"[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+
+
+def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
+    """(start, end, days) for phrases like "last week", "this month", "last 10 days"."""
+    lowered = text.lower()
+    days_match = re.search(r"\b(?:last|past)\s+(\d{1,2})\s+days?\b", lowered)
+    if days_match:
+        days = max(1, min(int(days_match.group(1)), 90))
+        return (today - timedelta(days=days - 1)).isoformat(), today.isoformat(), days
+    if re.search(r"\byesterday\b", lowered):
+        day = (today - timedelta(days=1)).isoformat()
+        return day, day, 2
+    if re.search(r"\btoday\b", lowered):
+        return today.isoformat(), today.isoformat(), 1
+    if re.search(r"\b(last|past|this)\s+week\b", lowered):
+        return (today - timedelta(days=7)).isoformat(), today.isoformat(), 7
+    if re.search(r"\bthis month\b", lowered):
+        return today.replace(day=1).isoformat(), today.isoformat(), today.day
+    if re.search(r"\b(last|past) month\b", lowered):
+        end = today.replace(day=1) - timedelta(days=1)
+        return end.replace(day=1).isoformat(), end.isoformat(), 30
+    if re.search(r"\b(quarter|three months|3 months|90 days)\b", lowered):
+        return (today - timedelta(days=89)).isoformat(), today.isoformat(), 90
+    return None, None, 30
+
+
+# ----------------------------------------------------------------------------- results
+
+# The fence lines third-party text arrives in (connectors.untrusted): not part of the data.
+_FENCE_LINE = re.compile(r'^(?:<external source="[^"]*">|</external>)$', re.M)
+
+# How connectors.adapters.to_plain_text opens an account card, which is what the model reads.
+NOT_CONNECTED = "The user has not connected"
+
+
+def unfenced(text: str) -> str:
+    return _FENCE_LINE.sub("", text).strip()
+
+
+def parse_json(text: str) -> Any:
+    stripped = unfenced(text)
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(stripped.split("\n[truncated")[0])
+    except json.JSONDecodeError:
+        return None
+
+
+_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|\[\d+\])\s+(.*\S)")
+
+
+def items_of(output: str) -> list[str]:
+    """The listed items of a tool result: numbered/bulleted lines, or JSON list entries."""
+    data = parse_json(output)
+    if isinstance(data, dict) and isinstance(data.get("response"), list):
+        data = data["response"]
+    if isinstance(data, list):
+        return [_describe_json(entry) for entry in data]
+    return [match.group(1) for line in output.splitlines() if (match := _ITEM.match(line))]
+
+
+def _describe_json(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return str(entry)
+    name = entry.get("name") or entry.get("title") or entry.get("subject") or ""
+    extra = [str(entry[key]) for key in ("rating", "price") if entry.get(key)]
+    location = entry.get("location")
+    if isinstance(location, dict) and location.get("display_address"):
+        extra.append(", ".join(location["display_address"]))
+    return " — ".join([str(name), *extra]) if extra else str(name)
+
+
+def strip_item(line: str) -> str:
+    """An item line without ids, markdown emphasis or long snippets."""
+    line = re.sub(r"\s*\bid=\S+", "", line)
+    line = re.sub(r"[*_`]+", "", line)
+    return line.split(": ", 1)[0] if line.startswith("From ") else line.strip()
+
+
+def name_of(line: str) -> str:
+    return re.split(r" — | – | \| ", strip_item(line))[0].strip()
+
+
+def first_id(output: str, pattern: str) -> str | None:
+    """The first listed entry's id: a JSON list's ``id``, else ``pattern``'s group 1."""
+    data = parse_json(output)
+    if isinstance(data, list) and data and isinstance(data[0], dict) and data[0].get("id"):
+        return str(data[0]["id"])
+    match = re.search(pattern, output)
+    return match.group(1) if match else None
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+
+
+def money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def names_of(items: list[str], limit: int = 3) -> str:
+    """ "**A**, **B** and **C**": the names of the first ``limit`` items, in bold."""
+    names = [f"**{name_of(item)}**" for item in items[:limit] if name_of(item)]
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+# What a prompt injection in third-party text usually says (connectors.instructions asks
+# every agent to tell the user about such text rather than follow it).
+_INJECTION = re.compile(
+    r"ignore (?:all |any )?(?:previous|prior|earlier) instructions|"
+    r"(?:note|message) to (?:the |any )?(?:ai|assistant)",
+    re.I,
+)
+
+
+def injection_warning(items: list[str]) -> str:
+    """A sentence warning about the first item that talks to an AI assistant, or ""."""
+    flagged = [item for item in items if _INJECTION.search(item)]
+    if not flagged:
+        return ""
+    subject = re.search(r"Subject (.+?)(?: — |$)", flagged[0])
+    which = f"**{subject.group(1)}**" if subject else "one of them"
+    return (
+        f" Careful: {which} contains instructions aimed at an AI assistant; I did not follow them."
+    )
