@@ -19,8 +19,11 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
+from importlib.metadata import entry_points
+from importlib.util import find_spec
 from typing import Any
 
+from connectors.names import ENTRY_POINT_GROUP
 from connectors.text import SNIPPET_CHARS, dumps, one_line, plural
 
 #: What the fence calls the text of a type that does not say.
@@ -62,17 +65,12 @@ class TypeInfo:
 
 _TYPES: dict[str, TypeInfo] = {}
 
-# The built-in connectors' renderers register when their modules are imported. That
-# happens on first use rather than at import time: importing a connector package imports
-# its agent and tools, which import this module.
-_BUILTIN_MODULES = (
-    "connectors.generic_renderers",
-    "connectors.gmail.render",
-    "connectors.plaid.render",
-    "connectors.yelp.render",
-    "connectors.search.render",
-    "connectors.rap.results",
-)
+# Renderers register when their modules are imported: the shared ones below, and each
+# installed connector's ``render`` module beside its entry point (``connectors.gmail.render``
+# for ``connectors.gmail:connector``), found by that convention, not by a list of names.
+# That happens on first use rather than at import time: importing a connector package
+# imports its agent and tools, which import this module.
+_SHARED_MODULES = ("connectors.generic_renderers", "connectors.rap.results")
 _loaded = False
 _loading = threading.RLock()
 
@@ -96,9 +94,22 @@ def type_info(response_type: str) -> TypeInfo:
     with _loading:  # re-entrant: a module being loaded may look a type up
         if not _loaded:
             _loaded = True
-            for name in _BUILTIN_MODULES:
+            for name in (*_SHARED_MODULES, *_connector_render_modules()):
                 import_module(name)
     return _TYPES.get(response_type) or TypeInfo()
+
+
+def _connector_render_modules() -> list[str]:
+    modules = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        package = point.value.partition(":")[0].strip()
+        try:
+            found = find_spec(f"{package}.render") is not None
+        except Exception:  # a plug-in that does not import: the registry reports it
+            continue
+        if found:
+            modules.append(f"{package}.render")
+    return modules
 
 
 def source_of(response_type: str) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ from connectors.registry import (
 )
 from tests.support.processes import ServerProcess
 
+REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ["gmail", "plaid", "yelp", "search"]
 
 # A plug-in module: ``connector`` with one tool; the fields vary per case.
@@ -429,3 +432,37 @@ def test_a_plugin_s_typed_options_are_checked_for_its_mode_at_start_up(
     else:
         assert found == {"tides": reason}
         assert "sk-tides-secret-1" not in reason
+
+
+# ----------------------------------------------------------------------------- renderers
+
+
+def test_a_plugin_s_render_module_is_found_beside_its_entry_point(site: Path) -> None:
+    package = site / "switchboard_tidy"
+    package.mkdir()
+    (package / "__init__.py").write_text(plugin_source("tidy"))
+    (package / "render.py").write_text(
+        "from connectors.rendering import register_type\n"
+        "register_type('tidy_card', render=lambda data: 'Tidy: ' + data['response']['room'])\n"
+    )
+    info = site / "switchboard_tidy-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: switchboard-tidy\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\ntidy = switchboard_tidy:connector\n"
+    )
+    # The renderers load once per process: a fresh interpreter, as a server starts.
+    script = (
+        "from connectors.tool_result import render_for_model\n"
+        "print(render_for_model({'response_type': 'tidy_card', 'agent_name': 'Tidy',"
+        " 'friendly_name': 'Room', 'display_response': True, 'response': {'room': 'attic'}}))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Tidy: attic" in run.stdout
