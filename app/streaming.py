@@ -49,7 +49,7 @@ def build_engine(
 ) -> TurnEngine:
     """The turn engine; ``models`` (``build_models(settings)`` when omitted) picks the models,
     and its ``aclose()`` is the caller's to await on shutdown."""
-    models = models if models is not None else build_models(settings)
+    models = models if models is not None else build_models(settings, connectors=connectors)
     orchestrator = build_orchestrator(
         settings, connectors, model=models.orchestrator, connector_model=models.connector
     )
@@ -59,6 +59,7 @@ def build_engine(
         models.run_config(suggest=True),
         settings.suggest_timeout,
         [f"{agent.name}: {agent.handoff_description}" for agent in specialists],
+        offline=models.offline,
     )
 
     def make_context(user_id: str, chat_id: str, turn_id: str) -> ChatContext:
@@ -172,7 +173,7 @@ async def streaming_lifespan(
     demo = DemoStore()
     store = EventStore(db)
     connections = ConnectionCounter()
-    models = build_models(settings)
+    models = build_models(settings, connectors=connectors)
     logger.info("models configured", extra=describe(models))
     engine = build_engine(settings, db, connectors, demo, models, fernet=fernet, http=http)
     check_approval_settings(settings, engine.orchestrator)

@@ -78,9 +78,12 @@ class BareResume:
 
     def __init__(self) -> None:
         self.settings = load_settings()  # the default policy: the send pauses
-        self.orchestrator = build_orchestrator(self.settings, load_connectors(self.settings))
+        connectors = load_connectors(self.settings)
+        self.orchestrator = build_orchestrator(self.settings, connectors)
         self.demo = DemoStore()
-        self.run_config = RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True)
+        self.run_config = RunConfig(
+            model_provider=OfflineModelProvider(connectors=connectors), tracing_disabled=True
+        )
 
     async def one(self, index: int) -> float:
         context = ChatContext(

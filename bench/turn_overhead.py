@@ -49,10 +49,12 @@ class BareTurns:
     def __init__(self, delta_delay: float) -> None:
         settings = load_settings(approvals="off")  # as the server runs (bench.common)
         self.settings = settings
-        self.orchestrator = build_orchestrator(settings, load_connectors(settings))
+        connectors = load_connectors(settings)
+        self.orchestrator = build_orchestrator(settings, connectors)
         self.demo = DemoStore()
         self.run_config = RunConfig(
-            model_provider=OfflineModelProvider(delta_delay=delta_delay), tracing_disabled=True
+            model_provider=OfflineModelProvider(delta_delay=delta_delay, connectors=connectors),
+            tracing_disabled=True,
         )
         self.cpu_seconds = 0.0  # this process's CPU while running bare turns
 

@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -42,8 +42,20 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from app.llm.offline_planner import decide, is_small_talk, plan
-from app.llm.offline_transcript import CallTool, Decision, Offer, Say, read_transcript
+from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
+from app.llm.offline_planner import decide, is_small_talk
+from app.llm.offline_routing import first_clause, routes_for
+from app.llm.offline_transcript import (
+    CallTool,
+    Decision,
+    Offer,
+    OfferedHandoff,
+    OfferedTool,
+    Say,
+    handoff_description,
+    read_transcript,
+)
+from connectors.registry import Connector
 
 MODEL_NAME = "offline"
 OutputItem = ResponseOutputMessage | ResponseFunctionToolCall
@@ -59,20 +71,41 @@ def _digest(*parts: object) -> str:
 
 
 def _offer(tools: Sequence[Tool], handoffs: Sequence[Handoff]) -> Offer:
-    schemas = {
-        tool.name: tool.params_json_schema for tool in tools if isinstance(tool, FunctionTool)
+    offered = {
+        tool.name: OfferedTool(
+            tool.name,
+            tool.description or "",
+            tool.params_json_schema,
+            needs_approval=tool.needs_approval is True,
+        )
+        for tool in tools
+        if isinstance(tool, FunctionTool)
     }
-    return Offer(schemas, {handoff.agent_name: handoff.tool_name for handoff in handoffs})
+    return Offer(
+        offered,
+        {
+            handoff.agent_name: OfferedHandoff(
+                handoff.agent_name, handoff.tool_name, handoff_description(handoff.tool_description)
+            )
+            for handoff in handoffs
+        },
+    )
 
 
 class OfflineModel(Model):
-    def __init__(self, delta_delay: float = 0.0, words_per_delta: int = 1) -> None:
+    def __init__(
+        self,
+        delta_delay: float = 0.0,
+        words_per_delta: int = 1,
+        knowledge: OfflineKnowledge = NO_KNOWLEDGE,
+    ) -> None:
         if delta_delay < 0:
             raise ValueError("delta_delay must be >= 0 seconds")
         if words_per_delta < 1:
             raise ValueError("words_per_delta must be >= 1")
         self.delta_delay = delta_delay
         self.words_per_delta = words_per_delta
+        self.knowledge = knowledge
 
     # -------------------------------------------------------------- deciding
 
@@ -84,7 +117,9 @@ class OfflineModel(Model):
         handoffs: Sequence[Handoff],
     ) -> tuple[OutputItem, Usage, str]:
         transcript = read_transcript(input)
-        decision: Decision = decide(transcript, _offer(tools, handoffs), datetime.now(UTC).date())
+        decision: Decision = decide(
+            transcript, _offer(tools, handoffs), datetime.now(UTC).date(), self.knowledge
+        )
         key = _digest(transcript.size, transcript.prompt, decision)
         item: OutputItem
         if isinstance(decision, CallTool):
@@ -334,10 +369,23 @@ class _EventStream:
 
 
 class OfflineModelProvider(ModelProvider):
-    """Every model name maps to one shared ``OfflineModel`` (it keeps no per-run state)."""
+    """Every model name maps to one shared ``OfflineModel`` (it keeps no per-run state).
 
-    def __init__(self, delta_delay: float = 0.0, words_per_delta: int = 1) -> None:
-        self._model = OfflineModel(delta_delay=delta_delay, words_per_delta=words_per_delta)
+    ``connectors``: the deployment's connectors, whose offline hints the model knows (a
+    real model knows the world; this one knows what the connectors declare). Without
+    them it still routes and calls tools from their descriptions alone.
+    """
+
+    def __init__(
+        self,
+        delta_delay: float = 0.0,
+        words_per_delta: int = 1,
+        connectors: Iterable[Connector] = (),
+    ) -> None:
+        self.knowledge = OfflineKnowledge.of(connectors)
+        self._model = OfflineModel(
+            delta_delay=delta_delay, words_per_delta=words_per_delta, knowledge=self.knowledge
+        )
 
     def get_model(self, model_name: str | None) -> Model:
         return self._model
@@ -345,51 +393,18 @@ class OfflineModelProvider(ModelProvider):
 
 # ----------------------------------------------------------------------------- extras
 
-_SUGGESTIONS: dict[str, tuple[str, ...]] = {
-    "google_email_inbox": ("Show only my unread emails", "Reply to the latest email"),
-    "google_email_search": ("Open the newest result", "What's in my inbox?"),
-    "google_email_search_from_email": ("Reply to the latest one", "What's in my inbox?"),
-    "google_email_message": ("Reply saying thanks", "What's in my inbox?"),
-    "send_google_email": ("Show my sent emails", "What's in my inbox?"),
-    "reply_to_google_email": ("Show my sent emails", "What's in my inbox?"),
-    "plaid_accounts_response": (
-        "Show my transactions from last week",
-        "How much did I spend this month?",
-    ),
-    "plaid_transactions_response": (
-        "How much did I spend this month?",
-        "What are my account balances?",
-    ),
-    "plaid_spending_summary": (
-        "Show my transactions from last week",
-        "What are my account balances?",
-    ),
-    "yelp_search_results": (
-        "Show reviews for the top result",
-        "Email this list to bob@example.com",
-        "Find cheap tacos instead",
-    ),
-    "yelp_reviews": ("Find something similar nearby", "Find coffee near me"),
-    "google_search_results": (
-        "Tell me more about the first result",
-        "Email these links to bob@example.com",
-    ),
-    "error": ("Try that again",),
-}
-_STARTERS = (
-    "What's in my inbox?",
-    "What are my account balances?",
-    "Find sushi in Boston",
-    "Search the web for python asyncio",
-)
 
-
-def offline_suggestions(prompt: str, response_types: list[str]) -> list[str]:
-    """0-4 short follow-up prompts, from what the turn showed (deterministic)."""
+def offline_suggestions(
+    prompt: str, response_types: list[str], knowledge: OfflineKnowledge = NO_KNOWLEDGE
+) -> list[str]:
+    """0-4 short follow-up prompts, from what the turn showed (deterministic): the ones
+    the connectors' hints give for those cards, or their starters after small talk."""
     picked: list[str] = []
-    sources = [_SUGGESTIONS.get(kind, ()) for kind in reversed(response_types)]
-    if not any(sources) and (is_small_talk(prompt) or not prompt.strip()):
-        sources = [_STARTERS]
+    sources = [knowledge.suggestions_for(kind) for kind in reversed(response_types)]
+    if not any(sources) and (
+        not prompt.strip() or is_small_talk(prompt, routes_for(knowledge, None))
+    ):
+        sources = [knowledge.starters]
     for options in sources:
         for option in options:
             if option not in picked and option.lower() != prompt.strip().lower():
@@ -398,8 +413,6 @@ def offline_suggestions(prompt: str, response_types: list[str]) -> list[str]:
 
 
 _TITLE_FILLER = re.compile(r"^(please|can you|could you|would you|hey|hi|ok|okay)[, ]+", re.I)
-
-
 _TITLE_WORDS = 7
 _DANGLING = frozenset(
     "a an and the my your our their his her its of to in on at for from with by about "
@@ -407,7 +420,7 @@ _DANGLING = frozenset(
 )
 
 
-def offline_title(prompt: str) -> str:
+def offline_title(prompt: str, knowledge: OfflineKnowledge = NO_KNOWLEDGE) -> str:
     """A short chat title from the first prompt ("Find sushi in Boston")."""
     text = " ".join(prompt.split())
     while (stripped := _TITLE_FILLER.sub("", text)) != text:
@@ -415,9 +428,9 @@ def offline_title(prompt: str) -> str:
     text = text.strip(" ?!.")
     if not text:
         return "New chat"
-    if is_small_talk(prompt):
+    if is_small_talk(prompt, routes_for(knowledge, None)):
         return "Getting started"
-    clause = plan(text)[0][1] if len(text) > 48 else text
+    clause = first_clause(text, knowledge) if len(text) > 48 else text
     words = clause.split()
     if len(words) > _TITLE_WORDS:
         # A cut title should not end on "and my": drop the words that lead nowhere.

@@ -1,250 +1,87 @@
-"""How the offline demo model reads tool results (the plain text of
-``connectors.adapters.to_plain_text``, or JSON) and writes its short answer.
+"""The offline demo model's answer: a few sentences about this turn's tool results.
+
+A connector's hints may word the sentence for its own calls; every other call gets a
+generic one read from its output text: what was found (the listed items), what was done
+(a write's result), or the gist of the text.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from app.llm.offline_transcript import TOOL_ROLE, Offer, PastCall, Transcript
-
-# ----------------------------------------------------------------------------- reading outputs
-
-# The fence lines third-party text arrives in (connectors.untrusted): not part of the data.
-_FENCE_LINE = re.compile(r'^(?:<external source="[^"]*">|</external>)$', re.M)
-
-
-def parse_json(text: str) -> Any:
-    stripped = _FENCE_LINE.sub("", text).strip()
-    if not stripped.startswith(("{", "[")):
-        return None
-    try:
-        return json.loads(stripped.split("\n[truncated")[0])
-    except json.JSONDecodeError:
-        return None
-
-
-_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•]|\[\d+\])\s+(.*\S)")
-
-
-def items_of(output: str) -> list[str]:
-    """The listed items of a tool result: numbered/bulleted lines, or JSON list entries."""
-    data = parse_json(output)
-    if isinstance(data, dict) and isinstance(data.get("response"), list):
-        data = data["response"]
-    if isinstance(data, list):
-        return [_describe_json(entry) for entry in data]
-    return [match.group(1) for line in output.splitlines() if (match := _ITEM.match(line))]
-
-
-def _describe_json(entry: Any) -> str:
-    if not isinstance(entry, dict):
-        return str(entry)
-    name = entry.get("name") or entry.get("title") or entry.get("subject") or ""
-    extra = [str(entry[key]) for key in ("rating", "price") if entry.get(key)]
-    location = entry.get("location")
-    if isinstance(location, dict) and location.get("display_address"):
-        extra.append(", ".join(location["display_address"]))
-    return " — ".join([str(name), *extra]) if extra else str(name)
-
-
-def strip_item(line: str) -> str:
-    """An item line without ids, markdown emphasis or long snippets."""
-    line = re.sub(r"\s*\bid=\S+", "", line)
-    line = re.sub(r"[*_`]+", "", line)
-    return line.split(": ", 1)[0] if line.startswith("From ") else line.strip()
-
-
-def name_of(line: str) -> str:
-    return re.split(r" — | – | \| ", strip_item(line))[0].strip()
-
-
-def where_from_header(output: str) -> str | None:
-    match = re.search(r" in (.+?) \(\d+ business", output)
-    return match.group(1) if match else None
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
-
-
-def _money(value: float) -> str:
-    return f"${value:,.2f}"
-
-
-def _amounts(text: str, label: str) -> list[float]:
-    return [float(v.replace(",", "")) for v in re.findall(rf"{label} (-?[\d,]+\.\d\d)", text)]
-
-
-# ----------------------------------------------------------------------------- summaries
-
-
-def _names(items: list[str], limit: int = 3) -> str:
-    names = [f"**{name_of(item)}**" for item in items[:limit] if name_of(item)]
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + f" and {names[-1]}"
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-# How connectors.adapters.to_plain_text opens an account card, which is what the model reads.
-NOT_CONNECTED = "The user has not connected"
-
-
-def _sentence_for(call: PastCall) -> str:
-    output = call.output or ""
-    args = call.arguments
-    if call.failed:
-        message = output.strip().removeprefix("Error:").strip() or "it failed"
-        return f"I couldn't complete that step: {message.rstrip('.')}."
-    if call.not_run:
-        return _not_run_sentence(call)
-    if output.startswith(NOT_CONNECTED):
-        # A "Connect" card was shown: say so, rather than reporting an empty result.
-        return (
-            "I need access to that account first: use the **Connect** button on the "
-            "card above, then ask me again."
-        )
-    items = items_of(output)
-    name = call.name
-    if name in {"google_email_inbox", "google_email_search", "google_email_search_from_email"}:
-        if not items:
-            return "I didn't find any matching emails."
-        unread = sum("(unread)" in item for item in items)
-        where = {
-            "google_email_inbox": "in your inbox",
-            "google_email_search": f"matching “{args.get('query', '')}”",
-            "google_email_search_from_email": f"from {args.get('email', '')}",
-        }[name]
-        first = re.search(r"From (.+?) — Subject (.+?)(?: — |$)", items[0])
-        newest = (
-            f" The newest is **{first.group(2)}** from {first.group(1)}."
-            if first
-            else f" The newest is {strip_item(items[0])[:80]}."
-        )
-        unread_text = f", {unread} of them unread" if unread else ""
-        return (
-            f"I found {_plural(len(items), 'email')} {where}{unread_text}.{newest}"
-            + _injection_warning(items)
-        )
-    if name == "read_google_email":
-        data = parse_json(output)
-        if isinstance(data, dict):
-            text = " ".join(str(data.get("text", "")).split()[:25])
-            return (
-                f"Here's **{data.get('subject', 'the email')}** from "
-                f"{data.get('from', 'the sender')}: “{text}…”"
-            )
-        return "Here's the email you asked for."
-    if name == "send_google_email":
-        return (
-            f"I sent **{args.get('subject', 'your email')}** to "
-            f"{', '.join(args.get('to') or []) or 'the recipient'}."
-        )
-    if name == "reply_to_google_email":
-        return "I sent your reply in the same thread."
-    if name == "get_accounts_at_plaid":
-        credit = [item for item in items if "credit" in item.lower()]
-        cash = [item for item in items if item not in credit]
-        cash_total = sum(sum(_amounts(item, "current")[:1]) for item in cash)
-        owed = sum(sum(_amounts(item, "current")[:1]) for item in credit)
-        text = (
-            f"You have {_plural(len(items), 'account')} connected, holding "
-            f"{_money(cash_total)} across checking and savings."
-        )
-        if credit:
-            text += f" Your credit card balance is {_money(owed)}."
-        return text
-    if name == "get_transactions_at_plaid":
-        rows = [re.match(r"(\d{4}-\d{2}-\d{2}) (.+?) (-?[\d,]+\.\d\d)\b", item) for item in items]
-        found = [(m.group(2), float(m.group(3).replace(",", ""))) for m in rows if m]
-        spent = sum(amount for _, amount in found if amount > 0)
-        period = (
-            f" from {args['start_date']} to {args.get('end_date') or 'today'}"
-            if args.get("start_date")
-            else " over the last 30 days"
-        )
-        if not found:
-            return f"I didn't find any transactions{period}."
-        biggest = max(found, key=lambda pair: pair[1])
-        return (
-            f"I found {_plural(len(found), 'transaction')}{period}, with "
-            f"{_money(spent)} going out. The largest was {biggest[0].title()} at "
-            f"{_money(biggest[1])}."
-        )
-    if name == "get_spending_summary_at_plaid":
-        data = parse_json(output)
-        if isinstance(data, dict) and isinstance(data.get("categories"), list):
-            top = ", ".join(
-                f"{c['category']} ({_money(c['amount'])})" for c in data["categories"][:3]
-            )
-            return (
-                f"You spent {_money(data.get('total_spent', 0))} over the last "
-                f"{data.get('days', args.get('days', 30))} days; the biggest categories "
-                f"were {top}."
-            )
-        return f"Here's your spending summary for the last {args.get('days', 30)} days."
-    if name == "resolve_user_location":
-        return ""
-    if name == "search_businesses_at_yelp":
-        where = args.get("location") or where_from_header(output) or "your area"
-        term = args.get("term", "places")
-        if not items:
-            return f"I couldn't find any {term} places in {where} that match."
-        what = (
-            _plural(len(items), term)
-            if term.endswith("s")
-            else f"{len(items)} {term} spot{'' if len(items) == 1 else 's'}"
-        )
-        near = "near you in " if args.get("latitude") is not None else "in "
-        return f"I found {what} {near}{where}. Top picks: {_names(items)}."
-    if name == "get_business_reviews_at_yelp":
-        subject = re.search(r"reviews of (.+?) \(", output)
-        about = f" of **{subject.group(1)}**" if subject else ""
-        first = re.search(r"rating (\d).*?: (.+)", items[0]) if items else None
-        gist = (
-            f" The latest ({first.group(1)}★) says: “{_clip(first.group(2), 90)}”" if first else ""
-        )
-        return f"Here are {_plural(len(items), 'recent review')}{about}.{gist}"
-    if name == "search_google":
-        return _search_summary(output, str(args.get("query", "")))
-    return f"I ran {name.replace('_', ' ')}."
-
-
-# What a prompt injection in third-party text usually says (connectors.instructions asks
-# every agent to tell the user about such text rather than follow it).
-_INJECTION = re.compile(
-    r"ignore (?:all |any )?(?:previous|prior|earlier) instructions|"
-    r"(?:note|message) to (?:the |any )?(?:ai|assistant)",
-    re.I,
+from app.llm.offline_knowledge import OfflineKnowledge
+from app.llm.offline_transcript import Offer, Transcript
+from connectors.offline_hints import PastCall
+from connectors.offline_reading import (
+    NOT_CONNECTED,
+    clip,
+    items_of,
+    names_of,
+    parse_json,
+    plural,
+    unfenced,
 )
 
+# Verbs that only read: their results are "found", the others' "done".
+_READS = frozenset(
+    "get list find search show fetch read lookup look query check count resolve describe".split()
+)
+_PAST = {"send": "sent", "make": "made", "set": "set", "put": "put", "pay": "paid", "run": "ran"}
 
-def _injection_warning(items: list[str]) -> str:
-    flagged = [item for item in items if _INJECTION.search(item)]
-    if not flagged:
-        return ""
-    subject = re.search(r"Subject (.+?)(?: — |$)", flagged[0])
-    which = f"**{subject.group(1)}**" if subject else "one of them"
-    return (
-        f" Careful: {which} contains instructions aimed at an AI assistant; I did not follow them."
-    )
+
+def _past(verb: str) -> str:
+    if verb in _PAST:
+        return _PAST[verb]
+    return verb + "d" if verb.endswith("e") else verb + "ed"
+
+
+def _noun(tool: str) -> str:
+    """What a tool returns, from its name: list_issues → "issue"."""
+    words = [word for word in tool.split("_") if word not in _READS and word not in {"at", "by"}]
+    noun = words[0] if words else "result"
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+def _fields(data: dict[str, object], limit: int = 4) -> str:
+    shown = [
+        f"{key.replace('_', ' ')} {value}"
+        for key, value in data.items()
+        if isinstance(value, str | int | float) and not isinstance(value, bool) and value != ""
+    ]
+    return ", ".join(shown[:limit])
+
+
+def generic_sentence(call: PastCall) -> str:
+    """What a call found or did, from its output text, for a tool nobody described."""
+    output = call.output or ""
+    verb = call.name.split("_")[0]
+    reading = verb in _READS
+    items = items_of(output)
+    if reading and items:
+        noun = _noun(call.name)
+        return f"I found {plural(len(items), noun)}: {names_of(items)}."
+    data = parse_json(output)
+    if isinstance(data, dict) and isinstance(data.get("response"), dict):
+        data = data["response"]
+    gist = _fields(data) if isinstance(data, dict) else _first_sentences(output)
+    if reading:
+        return f"Here's what I found: {gist}." if gist else "I didn't find anything."
+    rest = " ".join(call.name.split("_")[1:]) or "that"
+    done = f"I {_past(verb)} the {rest}"
+    return f"{done}: {gist}." if gist else f"{done}."
+
+
+def _first_sentences(text: str, words: int = 40) -> str:
+    flat = " ".join(unfenced(text).split())
+    return clip(flat, 240) if len(flat.split()) > words else flat.rstrip(".")
 
 
 def _not_run_sentence(call: PastCall) -> str:
-    """A call the person did not approve: say plainly that nothing happened."""
-    what = {
-        "send_google_email": f"send **{call.arguments.get('subject') or 'the email'}**",
-        "reply_to_google_email": "send the reply",
-    }.get(call.name, f"run {call.name.replace('_', ' ')}")
+    words = call.name.split("_")
+    what = " ".join([words[0], "the", *words[1:]]) if len(words) > 1 else call.name
     if "in time" in (call.output or ""):
         return f"I didn't {what}: the approval request expired, so nothing was done."
     said = re.search(r'They said: "(.*)"', call.output or "")
@@ -252,69 +89,104 @@ def _not_run_sentence(call: PastCall) -> str:
     return f"OK, I didn't {what}: you declined it{because}, so nothing was done."
 
 
-def _search_summary(output: str, query: str) -> str:
-    sources = re.findall(r"^\[(\d+)\] (.+?)(?: — \S+)?\n\s+(.+)$", output, re.M)
-    if not sources:
-        return f"I searched the web for “{query}” but found nothing useful."
-    number, _title, snippet = sources[0]
-    first = re.split(r"(?<=[.!?])\s", snippet.strip())[0].rstrip(".")
-    more = [f"{title} [{n}]" for n, title, _ in sources[1:3]]
-    text = f"Here's what I found on {query}: {first} [{number}]."
-    if more:
-        text += f" For more, see {' and '.join(more)}."
-    return text
+def _fed_a_later_call(call: PastCall, calls: Sequence[PastCall]) -> bool:
+    """A lookup: an id-like value it returned is an argument of a later call."""
+    later = calls[calls.index(call) + 1 :]
+    output = call.output or ""
+    for other in later:
+        for value in other.arguments.values():
+            token = str(value)
+            if isinstance(value, str | int) and 0 < len(token) <= 64 and " " not in token:
+                if re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", output):
+                    return True
+    return False
 
 
-def _follow_up(call: PastCall | None) -> str:
-    role = TOOL_ROLE.get(call.name) if call else None
-    if call is None or call.failed:
-        return "Want me to try something else?"
-    if call.not_run:
-        return "Want me to change something and try again?"
-    if (call.output or "").startswith(NOT_CONNECTED):
-        return ""  # its sentence already says what to do: connect, then ask again
-    if call.name in {"send_google_email", "reply_to_google_email"}:
-        return "Is there anything else you'd like me to send or look up?"
-    if call.name == "get_spending_summary_at_plaid":
-        return "Want the transactions behind one of these categories, or a longer range?"
-    return {
-        "gmail": "Want me to open one of them or draft a reply?",
-        "plaid": "Want a breakdown by category or a longer date range?",
-        "yelp": "Want reviews for any of these, or a different neighborhood?",
-        "search": "Want me to dig deeper into any of these sources?",
-    }.get(role or "", "Anything else I can help with?")
+class Summarizer:
+    def __init__(self, knowledge: OfflineKnowledge, own_agent: str | None) -> None:
+        self._knowledge = knowledge
+        self._own = own_agent
+
+    def _owner(self, tool: str) -> str | None:
+        return self._knowledge.owner(tool) or self._own
+
+    def sentence(self, call: PastCall, calls: Sequence[PastCall]) -> str:
+        output = call.output or ""
+        if call.failed:
+            message = output.strip().removeprefix("Error:").strip() or "it failed"
+            return f"I couldn't complete that step: {message.rstrip('.')}."
+        if output.startswith(NOT_CONNECTED):
+            # A "Connect" card was shown: say so, rather than reporting an empty result.
+            return (
+                "I need access to that account first: use the **Connect** button on the "
+                "card above, then ask me again."
+            )
+        hints = self._knowledge.hints(self._owner(call.name))
+        if hints.summary is not None:
+            said = hints.summary(call)
+            if said is not None:
+                return said
+        if call.not_run:
+            return _not_run_sentence(call)
+        if hints.tool(call.name).hidden or _fed_a_later_call(call, calls):
+            return ""  # a lookup: the call it fed tells the story
+        return generic_sentence(call)
+
+    def follow_up(self, call: PastCall | None) -> str:
+        if call is None or call.failed:
+            return "Want me to try something else?"
+        if call.not_run:
+            return "Want me to change something and try again?"
+        if (call.output or "").startswith(NOT_CONNECTED):
+            return ""  # its sentence already says what to do: connect, then ask again
+        hints = self._knowledge.hints(self._owner(call.name))
+        return (
+            hints.tool(call.name).follow_up or hints.follow_up or "Anything else I can help with?"
+        )
+
+    def summarize(self, transcript: Transcript, notes: Sequence[str]) -> str:
+        """~30-60 words of markdown about this turn's tool results."""
+        calls = [call for call in transcript.calls if not call.is_handoff]
+        sentences = [said for call in calls if (said := self.sentence(call, calls))]
+        sentences.extend(notes)
+        if not sentences:
+            return "I couldn't find anything to act on there. Could you tell me a bit more?"
+        text = " ".join(sentences)
+        if len(text.split()) < 30 and (follow_up := self.follow_up(calls[-1] if calls else None)):
+            text += " " + follow_up
+        return text
 
 
-def summarize(transcript: Transcript, notes: Sequence[str]) -> str:
-    """~30-60 words of markdown about this turn's tool results."""
-    calls = [call for call in transcript.calls if not call.is_handoff]
-    sentences = [sentence for sentence in map(_sentence_for, calls) if sentence]
-    sentences.extend(notes)
-    if not sentences:
-        return "I couldn't find anything to act on there. Could you tell me a bit more?"
-    text = " ".join(sentences)
-    if len(text.split()) < 30 and (follow_up := _follow_up(calls[-1] if calls else None)):
-        text += " " + follow_up
-    return text
+def summarize(
+    transcript: Transcript,
+    notes: Sequence[str],
+    knowledge: OfflineKnowledge,
+    own_agent: str | None = None,
+) -> str:
+    return Summarizer(knowledge, own_agent).summarize(transcript, notes)
 
 
-def help_text(offer: Offer) -> str:
-    things = {
-        "GMail": "check and send Gmail",
-        "Plaid": "show bank balances and spending",
-        "Yelp": "find restaurants on Yelp",
-        "Search": "search the web",
-    }
-    can = [things.get(agent, f"use {agent}") for agent in offer.handoffs]
+def help_text(offer: Offer, knowledge: OfflineKnowledge) -> str:
+    can = [knowledge.hints(agent).capability or f"use {agent}" for agent in offer.handoffs]
     listed = ", ".join(can[:-1]) + f" and {can[-1]}" if len(can) > 1 else "".join(can)
+    example = _example(offer, knowledge)
     return (
         f"Hi! I'm Switchboard, running on the offline demo model with demo data, so "
-        f"nothing real is touched. I can {listed or 'chat'}. Try “find sushi in Boston "
-        f"and email the list to bob@example.com”."
+        f"nothing real is touched. I can {listed or 'chat'}."
+        + (f" Try “{example}”." if example else "")
     )
 
 
-def small_talk_reply(prompt: str, offer: Offer) -> str:
+def _example(offer: Offer, knowledge: OfflineKnowledge) -> str:
+    for agent in offer.handoffs:
+        examples = knowledge.hints(agent).examples
+        if examples:
+            text = str(examples[0]).rstrip("?.!")
+            return text[0].lower() + text[1:]
+    return ""
+
+
+def small_talk_reply(prompt: str, offer: Offer, knowledge: OfflineKnowledge) -> str:
     if re.match(r"^\s*(thanks|thank you)\b", prompt, re.I):
         return "You're welcome! Anything else I can look up, send or find for you?"
-    return help_text(offer)
+    return help_text(offer, knowledge)

@@ -5,53 +5,14 @@ the calling agent was offered (tools and hand-offs). Also the decision types it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.offline_hints import PastCall
+
 # ----------------------------------------------------------------------------- the input
-
-ROLE_TOOLS: dict[str, frozenset[str]] = {
-    "gmail": frozenset(
-        {
-            "google_email_inbox",
-            "google_email_search",
-            "google_email_search_from_email",
-            "read_google_email",
-            "send_google_email",
-            "reply_to_google_email",
-        }
-    ),
-    "plaid": frozenset(
-        {"get_accounts_at_plaid", "get_transactions_at_plaid", "get_spending_summary_at_plaid"}
-    ),
-    "yelp": frozenset(
-        {"resolve_user_location", "search_businesses_at_yelp", "get_business_reviews_at_yelp"}
-    ),
-    "search": frozenset({"search_google"}),
-}
-TOOL_ROLE = {tool: role for role, tools in ROLE_TOOLS.items() for tool in tools}
-
-
-@dataclass(frozen=True)
-class PastCall:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    output: str | None  # None while no output item exists (should not happen in a turn)
-
-    @property
-    def is_handoff(self) -> bool:
-        return self.name.startswith("transfer_to_")
-
-    @property
-    def failed(self) -> bool:
-        return self.output is None or self.output.lstrip().startswith(("Error", "An error"))
-
-    @property
-    def not_run(self) -> bool:
-        """The person declined the call, or its approval expired (websocket.pause)."""
-        return (self.output or "").lstrip().startswith("Not run:")
 
 
 @dataclass(frozen=True)
@@ -131,18 +92,37 @@ Decision = CallTool | Say
 
 
 @dataclass(frozen=True)
+class OfferedTool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    needs_approval: bool = False  # what the SDK will pause for (a write, by its declaration)
+
+
+@dataclass(frozen=True)
+class OfferedHandoff:
+    agent: str
+    tool: str  # transfer_to_<agent>
+    description: str  # the agent's handoff_description, as the SDK describes the tool
+
+
+# The SDK's own words in front of every hand-off tool's description: the same for all.
+_HANDOFF_PREAMBLE = re.compile(r"^Handoff to the .+? agent to handle the request\.\s*")
+
+
+def handoff_description(tool_description: str) -> str:
+    return _HANDOFF_PREAMBLE.sub("", tool_description).strip()
+
+
+@dataclass(frozen=True)
 class Offer:
-    """What the calling agent was given: its tools (name → JSON schema) and hand-offs."""
+    """What the calling agent was given: its tools and its hand-offs, in order."""
 
-    tools: dict[str, dict[str, Any]]
-    handoffs: dict[str, str]  # agent name → transfer tool name
+    tools: dict[str, OfferedTool]
+    handoffs: dict[str, OfferedHandoff]  # by agent name
 
-    @property
-    def roles(self) -> list[str]:
-        return [role for role, tools in ROLE_TOOLS.items() if tools & self.tools.keys()]
-
-    def handoff_for(self, role_or_agent: str) -> str | None:
-        for agent, tool in self.handoffs.items():
-            if agent.lower() == role_or_agent.lower():
-                return tool
+    def handoff_for(self, agent: str) -> str | None:
+        for name, handoff in self.handoffs.items():
+            if name.lower() == agent.lower():
+                return handoff.tool
         return None

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import os
 import random
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +34,10 @@ from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 from openai import AsyncOpenAI, Timeout
 
 from app.llm.offline import OfflineModelProvider
+from app.llm.offline_knowledge import OfflineKnowledge
 from app.llm.spec import OPENAI_BASE_URL, ModelSpec, parse_model_spec, parse_optional_spec
 from app.settings import Settings, SettingsError
+from connectors.registry import Connector
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -115,12 +117,24 @@ def suggest_model_settings(settings: Settings) -> ModelSettings:
 class ModelFactory:
     """Makes SDK models from specs, one ``AsyncOpenAI`` client per endpoint, and closes them."""
 
-    def __init__(self, settings: Settings, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        environ: Mapping[str, str] = os.environ,
+        connectors: Iterable[Connector] = (),
+    ) -> None:
         self._settings = settings
         self._environ = environ
         self._timeout = settings.model_timeout
         self._clients: dict[str, AsyncOpenAI] = {}
-        self._offline = OfflineModelProvider(delta_delay=settings.offline_delta_delay)
+        # The offline model knows what the connectors' offline hints tell it.
+        self._offline = OfflineModelProvider(
+            delta_delay=settings.offline_delta_delay, connectors=connectors
+        )
+
+    @property
+    def offline_knowledge(self) -> OfflineKnowledge:
+        return self._offline.knowledge
 
     def base_url_of(self, spec: ModelSpec) -> str:
         if spec.kind == "openai":
@@ -192,13 +206,14 @@ class ConfiguredModels:
     specs: dict[str, str]  # role → spec, for the start-up log (never a key)
     orchestrator: Model
     connector: Model
-    suggest: Model | None  # None: the offline suggestions and titles
+    suggest: Model | None  # None: the offline suggestions and titles (from ``offline``)
     suggestions_enabled: bool
     provider: ModelProvider
     model_settings: ModelSettings
     suggest_settings: ModelSettings
     tracing: bool
     factory: ModelFactory | None = field(default=None, repr=False)
+    offline: OfflineKnowledge = field(default_factory=OfflineKnowledge, repr=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
@@ -242,12 +257,18 @@ def quiet_client_loggers() -> None:
             client_logger.setLevel(logging.WARNING)
 
 
-def build_models(settings: Settings, environ: Mapping[str, str] = os.environ) -> ConfiguredModels:
-    """The models ``settings`` name. Raises ``SettingsError`` for an unusable combination."""
+def build_models(
+    settings: Settings,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    connectors: Iterable[Connector] = (),
+) -> ConfiguredModels:
+    """The models ``settings`` name; the offline model knows ``connectors``' offline hints.
+    Raises ``SettingsError`` for an unusable combination."""
     main = parse_model_spec(settings.model)
     connector = parse_optional_spec(settings.connector_model) or main
     suggest = _suggest_spec(settings, connector)
-    factory = ModelFactory(settings, environ)
+    factory = ModelFactory(settings, environ, connectors)
     orchestrator_model = factory.model_for(main)
     specs = {
         "orchestrator": str(main),
@@ -278,6 +299,7 @@ def build_models(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         suggest_settings=suggest_model_settings(settings),
         tracing=settings.tracing,
         factory=factory,
+        offline=factory.offline_knowledge,
     )
 
 

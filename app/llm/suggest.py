@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from app.llm.errors import classify_model_error
 from app.llm.offline import offline_suggestions, offline_title
+from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
 
 logger = logging.getLogger("switchboard.llm")
 
@@ -89,19 +90,20 @@ def clean_suggestions(candidates: Sequence[str], prompt: str) -> list[str]:
 _TITLE_PREFIX = re.compile(r"^(?:title\s*:\s*|#+\s*)", re.IGNORECASE)
 
 
-def clean_title(candidate: str, prompt: str) -> str:
+def clean_title(candidate: str, prompt: str, offline: OfflineKnowledge = NO_KNOWLEDGE) -> str:
     """One line, unquoted, without trailing punctuation, at most 60 characters."""
     text = _TITLE_PREFIX.sub("", " ".join(candidate.split())).strip(_QUOTES + " ")
     text = text.rstrip(".!?:;,").strip(_QUOTES + " ")
     if not text:
-        return offline_title(prompt)
+        return offline_title(prompt, offline)
     if len(text) > MAX_TITLE_CHARS:
         text = text[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:-") + "…"
     return text
 
 
 class Suggester:
-    """Suggestions and titles from ``model``, or the offline equivalents when it is None."""
+    """Suggestions and titles from ``model``, or the offline equivalents when it is None
+    (from the connectors' offline hints, ``offline``)."""
 
     def __init__(
         self,
@@ -109,8 +111,10 @@ class Suggester:
         run_config: RunConfig,
         timeout: float,
         capabilities: Sequence[str] = (),
+        offline: OfflineKnowledge = NO_KNOWLEDGE,
     ) -> None:
         self.model = model
+        self._offline = offline
         self._run_config = run_config
         self._timeout = timeout
         listed = "\n".join(f"- {line}" for line in capabilities) or "- answer questions"
@@ -130,7 +134,7 @@ class Suggester:
     async def suggest(self, prompt: str, final_text: str, response_types: list[str]) -> list[str]:
         """0-4 follow-ups; [] when the model fails or is too slow (logged, never raised)."""
         if self._suggest_agent is None:
-            return offline_suggestions(prompt, response_types)
+            return offline_suggestions(prompt, response_types, self._offline)
         shown = ", ".join(sorted(set(filter(None, response_types)))) or "none"
         conversation = (
             f"<user>\n{_excerpt(prompt, PROMPT_EXCERPT_CHARS)}\n</user>\n"
@@ -145,12 +149,12 @@ class Suggester:
     async def title(self, prompt: str) -> str:
         """A short chat title; the offline one when the model fails or is too slow."""
         if self._title_agent is None:
-            return offline_title(prompt)
+            return offline_title(prompt, self._offline)
         message = f"<message>\n{_excerpt(prompt, PROMPT_EXCERPT_CHARS)}\n</message>"
         output = await self._ask(self._title_agent, message, "title")
         if not isinstance(output, ChatTitle):
-            return offline_title(prompt)
-        return clean_title(output.title, prompt)
+            return offline_title(prompt, self._offline)
+        return clean_title(output.title, prompt, self._offline)
 
     async def _ask(self, agent: Agent[None], text: str, what: str) -> object:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from connectors.demo_data import ME
 from connectors.gmail.agent import build_agent
+from connectors.gmail.offline import HINTS as OFFLINE_HINTS
 from connectors.gmail.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 from connectors.responses import GoogleAccountNeededResponse
@@ -15,6 +16,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    offline=OFFLINE_HINTS,
     order=10,
     needs_account=True,
     account_card=GoogleAccountNeededResponse,

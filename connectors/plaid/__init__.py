@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from connectors.plaid.agent import build_agent
+from connectors.plaid.offline import HINTS as OFFLINE_HINTS
 from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 from connectors.responses import ConnectPlaidAccountResponse
@@ -14,6 +15,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    offline=OFFLINE_HINTS,
     order=20,
     needs_account=True,
     account_card=ConnectPlaidAccountResponse,

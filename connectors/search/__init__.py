@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from connectors.registry import Connector
 from connectors.search.agent import build_agent
+from connectors.search.offline import HINTS as OFFLINE_HINTS
 from connectors.search.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 
 connector = Connector(
@@ -13,6 +14,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    offline=OFFLINE_HINTS,
     order=40,
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from connectors.registry import Connector
 from connectors.yelp.agent import build_agent
+from connectors.yelp.offline import HINTS as OFFLINE_HINTS
 from connectors.yelp.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 
 connector = Connector(
@@ -13,6 +14,7 @@ connector = Connector(
     build_agent=build_agent,
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
+    offline=OFFLINE_HINTS,
     order=30,
 )
 

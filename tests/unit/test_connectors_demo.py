@@ -545,11 +545,12 @@ async def test_a_failing_tool_does_not_end_the_turn() -> None:
 
 
 async def test_a_tool_error_is_explained_in_the_answer() -> None:
+    provider = OfflineModelProvider(connectors=CONNECTORS)  # it knows their offline hints
     result = await Runner.run(
         build_orchestrator(SETTINGS, CONNECTORS),
         input="find sushi in Paris",
         context=context(),
-        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+        run_config=RunConfig(model_provider=provider, tracing_disabled=True),
     )
     assert "the demo covers" in result.final_output
 

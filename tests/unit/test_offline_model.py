@@ -11,24 +11,37 @@ import pytest
 from agents import RunConfig, Runner
 from agents.result import RunResultStreaming
 
+from app.llm import offline_routing
 from app.llm.offline import (
     OfflineModel,
     OfflineModelProvider,
     offline_suggestions,
     offline_title,
 )
-from app.llm.offline_planner import plan
-from app.llm.offline_steps import date_range
-from app.llm.offline_summary import NOT_CONNECTED, summarize
-from app.llm.offline_transcript import PastCall, Transcript
+from app.llm.offline_knowledge import OfflineKnowledge
+from app.llm.offline_summary import summarize
+from app.llm.offline_transcript import Transcript
 from app.settings import Settings
 from connectors.context import ChatContext, DemoStore
+from connectors.offline_hints import PastCall
+from connectors.offline_reading import NOT_CONNECTED, date_range
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import load_connectors
 from connectors.responses import ToolResponse
 
 SETTINGS = Settings()
 CONNECTORS = load_connectors(SETTINGS)
+KNOWLEDGE = OfflineKnowledge.of(CONNECTORS)
+
+
+def plan(prompt: str) -> list[tuple[str, str]]:
+    """The request split as the orchestrator splits it (agent, clause)."""
+    routes = offline_routing.routes_for(KNOWLEDGE, None)
+    return offline_routing.plan(prompt, routes, KNOWLEDGE.catch_all)
+
+
+def _provider(**knobs: Any) -> OfflineModelProvider:
+    return OfflineModelProvider(connectors=CONNECTORS, **knobs)
 
 
 @dataclass
@@ -70,7 +83,7 @@ async def run_turn(
         demo=store.for_user(user),
     )
     orchestrator = build_orchestrator(SETTINGS, CONNECTORS)
-    config = RunConfig(model_provider=provider or OfflineModelProvider(), tracing_disabled=True)
+    config = RunConfig(model_provider=provider or _provider(), tracing_disabled=True)
     result = Runner.run_streamed(orchestrator, input=prompt, context=context, run_config=config)
     turn = Turn(result)
     await _record(turn, result)
@@ -239,7 +252,9 @@ def test_a_connect_card_gets_no_follow_up_offer() -> None:
         {},
         f"{NOT_CONNECTED} a bank account. Ask them to connect it.",
     )
-    text = summarize(Transcript(prompt="how much did I spend", calls=(card,), size=2), [])
+    text = summarize(
+        Transcript(prompt="how much did I spend", calls=(card,), size=2), [], KNOWLEDGE
+    )
     assert text == (
         "I need access to that account first: use the **Connect** button on "
         "the card above, then ask me again."
@@ -307,9 +322,7 @@ async def test_stream_is_made_of_real_responses_events() -> None:
 
 async def test_words_per_delta_groups_words() -> None:
     one = await run_turn("what are my account balances")
-    four = await run_turn(
-        "what are my account balances", provider=OfflineModelProvider(words_per_delta=4)
-    )
+    four = await run_turn("what are my account balances", provider=_provider(words_per_delta=4))
     assert "".join(four.deltas) == "".join(one.deltas)
     assert len(four.deltas) == -(-len(one.deltas) // 4)
 
@@ -355,7 +368,7 @@ async def test_non_streamed_run_uses_get_response() -> None:
         build_orchestrator(SETTINGS, CONNECTORS),
         input="what's in my inbox",
         context=context,
-        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+        run_config=RunConfig(model_provider=_provider(), tracing_disabled=True),
     )
     assert "inbox" in result.final_output
     assert result.last_agent.name == "GMail"
@@ -374,46 +387,53 @@ async def test_every_tool_output_is_a_tool_response() -> None:
 
 def test_plan_splits_multi_part_requests() -> None:
     assert plan("find sushi in Boston and email the list to bob@example.com") == [
-        ("yelp", "find sushi in Boston"),
-        ("gmail", "email the list to bob@example.com"),
+        ("Yelp", "find sushi in Boston"),
+        ("GMail", "email the list to bob@example.com"),
     ]
     assert plan("what are my balances and transactions") == [
-        ("plaid", "what are my balances and transactions")
+        ("Plaid", "what are my balances and transactions")
     ]
     assert plan("reply to bob@example.com saying see you then") == [
-        ("gmail", "reply to bob@example.com saying see you then")
+        ("GMail", "reply to bob@example.com saying see you then")
     ]
-    assert plan("who wrote Moby Dick") == [("search", "who wrote Moby Dick")]
+    assert plan("who wrote Moby Dick") == [("Search", "who wrote Moby Dick")]
 
 
 def test_suggestions_and_titles() -> None:
-    suggestions = offline_suggestions("find sushi in Boston", ["yelp_search_results"])
+    suggestions = offline_suggestions("find sushi in Boston", ["yelp_search_results"], KNOWLEDGE)
     assert 1 <= len(suggestions) <= 4
-    assert suggestions == offline_suggestions("find sushi in Boston", ["yelp_search_results"])
-    assert offline_suggestions("hi", []) != []
+    assert suggestions == offline_suggestions(
+        "find sushi in Boston", ["yelp_search_results"], KNOWLEDGE
+    )
+    assert offline_suggestions("hi", [], KNOWLEDGE) != []
     assert (
         len(
             offline_suggestions(
                 "x",
                 ["google_email_inbox", "plaid_accounts_response", "yelp_search_results", "error"],
+                KNOWLEDGE,
             )
         )
         == 4
     )
-    assert offline_suggestions("anything", ["unknown_type"]) == []
+    assert offline_suggestions("anything", ["unknown_type"], KNOWLEDGE) == []
 
-    assert offline_title("find sushi in Boston") == "Find sushi in Boston"
-    assert offline_title("  please, what's in my inbox?  ") == "What's in my inbox"
-    assert offline_title("") == "New chat"
+    assert offline_title("find sushi in Boston", KNOWLEDGE) == "Find sushi in Boston"
+    assert offline_title("  please, what's in my inbox?  ", KNOWLEDGE) == "What's in my inbox"
+    assert offline_title("", KNOWLEDGE) == "New chat"
     assert (
-        offline_title("what are my account balances and my spending this month")
+        offline_title("what are my account balances and my spending this month", KNOWLEDGE)
         == "What are my account balances"
     )
-    assert offline_title("show the last ten emails from the team") == "Show the last ten emails"
-    assert offline_title("email the list to my friend") == "Email the list to my friend"
+    assert (
+        offline_title("show the last ten emails from the team", KNOWLEDGE)
+        == "Show the last ten emails"
+    )
+    assert offline_title("email the list to my friend", KNOWLEDGE) == "Email the list to my friend"
     long_title = offline_title(
         "find me the very best and most wonderful sushi restaurants "
-        "in the whole of Boston and then email them to bob@example.com"
+        "in the whole of Boston and then email them to bob@example.com",
+        KNOWLEDGE,
     )
     assert len(long_title) <= 48
 
