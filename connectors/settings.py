@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from connectors.approvals import ApprovalMode, ApprovalPolicy, Override
+from connectors.mcp.config import McpServerConfig, parse_mcp_servers
 from connectors.rap.config import RapServerConfig, check_unique_servers, parse_rap_servers
 
 ConnectorMode = Literal["demo", "live"]
@@ -59,6 +60,9 @@ class ConnectorSettings(BaseSettings):
     rap_tools: Annotated[list[RapServerConfig], NoDecode] = Field(default_factory=list)
     rap_callback_url: str | None = None
     rap_timeout: float = Field(120.0, gt=0, le=86_400)
+    # MCP servers as connectors (connectors/mcp, docs/mcp.md): a JSON object, name → a
+    # stdio command (args, env) or a streamable-HTTP URL (headers).
+    mcp_servers: Annotated[dict[str, McpServerConfig], NoDecode] = Field(default_factory=dict)
     # Approvals (docs/approvals.md, docs/protocol.md §3a): which tool calls wait for the person.
     # side_effects: every tool that sends, pays, writes or deletes (or does not say);
     # always: every tool call; off: none (trusted automation only, logged at start-up).
@@ -82,6 +86,11 @@ class ConnectorSettings(BaseSettings):
     @classmethod
     def _unique_rap_tools(cls, value: list[RapServerConfig]) -> list[RapServerConfig]:
         return check_unique_servers(value)
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _parse_mcp_servers(cls, value: object) -> object:
+        return parse_mcp_servers(value)
 
     @field_validator("rap_callback_url")
     @classmethod
@@ -191,6 +200,8 @@ class ConnectorSettings(BaseSettings):
     def connector_mode(self, name: str) -> ConnectorMode:
         if any(server.name == name for server in self.rap_tools):
             return "live"  # a RAP tool server is always a real remote service
+        if name in self.mcp_servers:
+            return "live"  # so is an MCP server
         return self.connector_modes.get(name, "demo")
 
 
