@@ -37,7 +37,7 @@ _INTRODUCERS: dict[str, tuple[str, ...]] = {
     "message": ("saying", "says", "message"),
     "comment": ("saying", "comment"),
     "description": ("describing", "because", "saying", "description"),
-    "query": ("about", "for", "on"),
+    "query": ("about", "for", "with", "on"),
     "term": ("for", "about"),
     "topic": ("about", "on"),
     "city": ("in", "for", "at"),
@@ -49,7 +49,8 @@ _INTRODUCERS: dict[str, tuple[str, ...]] = {
 _FREE_TEXT = frozenset({"query", "term", "topic", "text", "question", "prompt", "q", "search"})
 # Where a phrase stops: the next clause-like word.
 _PHRASE_END = (
-    r"(?=\s+(?:in|for|about|to|with|titled|called|named|saying|from|on|at|by|and|then)\b"
+    r"(?=\s+(?:in|for|about|to|with|titled|called|named|saying|from|on|at|by|and|then|"
+    r"that|which|who|under|over|before|after|within)\b"
     r"|[,.;!?]|$)"
 )
 
