@@ -66,7 +66,10 @@ def generic_sentence(call: PastCall) -> str:
     data = parse_json(output)
     if isinstance(data, dict) and isinstance(data.get("response"), dict):
         data = data["response"]
-    gist = _fields(data) if isinstance(data, dict) else _first_sentences(output)
+    if isinstance(data, dict):
+        gist = _fields(data)
+    else:  # an empty JSON list says nothing; text says what it says
+        gist = "" if isinstance(data, list) else _first_sentences(output)
     if reading:
         return f"Here's what I found: {gist}." if gist else "I didn't find anything."
     rest = " ".join(call.name.split("_")[1:]) or "that"

@@ -204,6 +204,12 @@ async def test_a_rejected_email_is_not_sent_and_the_answer_says_so() -> None:
             ["get_transactions_at_plaid"],
             "plaid_transactions_response",
         ),
+        (  # "coffee" is Yelp's word, but these are bank transactions (issue 20)
+            "show my coffee transactions from last month",
+            "Plaid",
+            ["get_transactions_at_plaid"],
+            "plaid_transactions_response",
+        ),
         (
             "how much did I spend this month?",
             "Plaid",
