@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from connectors.scaffold import files_for, names_for
+from connectors.scaffold import files_for, names_for, write_package
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,17 +63,38 @@ def test_the_scaffold_has_the_layout_of_the_builtins() -> None:
     assert set(files) == {
         "pyproject.toml",
         "README.md",
+        ".gitignore",
         "switchboard_bird_watch/__init__.py",
         "switchboard_bird_watch/agent.py",
         "switchboard_bird_watch/tools.py",
         "switchboard_bird_watch/client.py",
         "switchboard_bird_watch/demo.py",
+        "switchboard_bird_watch/options.py",
+        "switchboard_bird_watch/offline.py",
         "tests/test_contract.py",
         "tests/test_demo.py",
+        "tests/test_flows.py",
     }
     assert 'bird_watch = "switchboard_bird_watch:connector"' in files["pyproject.toml"]
     assert "class TestBirdWatchContract(ConnectorContract)" in files["tests/test_contract.py"]
+    assert "class BirdWatchOptions(ConnectorOptions)" in files["switchboard_bird_watch/options.py"]
     assert not any("[[" in text for text in files.values())
+
+
+@pytest.mark.parametrize("name", ["x", "bird_watch", "abcdefghij_klmnopqrst_uvwxyz_abc"])
+def test_the_package_is_lint_clean_whatever_the_name_s_length(tmp_path: Path, name: str) -> None:
+    # The author's own `ruff check` and `ruff format --check` (the package's pyproject
+    # settings) pass on the fresh package, from a one-letter name to the longest allowed.
+    root = write_package(name, tmp_path)
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        run = subprocess.run(
+            [sys.executable, "-m", "ruff", *command],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_a_new_connector_s_tests_pass_at_once(
@@ -93,4 +114,5 @@ def test_a_new_connector_s_tests_pass_at_once(
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "6 passed" in run.stdout and "skipped" not in run.stdout, run.stdout
+    # The contract kit's 5 tests, 3 demo tests and 2 approval flows (approved, declined).
+    assert "10 passed" in run.stdout and "skipped" not in run.stdout, run.stdout
