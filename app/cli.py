@@ -135,7 +135,11 @@ def check_approval_overrides(settings: Settings) -> None:
     Only when every tool is known beforehand: the tools of a RAP server that is discovered
     at start-up are checked then (``app.streaming.check_approval_settings``).
     """
-    if not settings.approval_overrides or any(s.tools is None for s in settings.rap_tools):
+    if (
+        not settings.approval_overrides
+        or settings.mcp_servers  # their tools are listed at start-up too
+        or any(s.tools is None for s in settings.rap_tools)
+    ):
         return
     from app.streaming import check_overrides
     from connectors.approvals import agent_tools

@@ -4,11 +4,14 @@ all in one namespace, with the settings that name connectors checked against it.
 from __future__ import annotations
 
 from app.settings import Settings, SettingsError
+from connectors.mcp.runtime import McpRuntime
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Registration, register_connectors
 
 
-def serve_connectors(settings: Settings, rap: RapRuntime | None) -> Registration:
+def serve_connectors(
+    settings: Settings, rap: RapRuntime | None, mcp: McpRuntime | None = None
+) -> Registration:
     """The connectors to serve, and those refused (for the API and the CLI).
 
     A broken plug-in or a remote server whose names are taken is skipped with its reason;
@@ -18,6 +21,8 @@ def serve_connectors(settings: Settings, rap: RapRuntime | None) -> Registration
     registration = register_connectors(settings)
     if rap is not None:
         registration.admit_remote(rap.connectors(), "SWITCHBOARD_RAP_TOOLS")
+    if mcp is not None:
+        registration.admit_remote(mcp.connectors(), "SWITCHBOARD_MCP_SERVERS")
     problems = registration.unknown_names(settings, *configured_remote_names(settings))
     if problems:
         raise SettingsError("; ".join(problems))
@@ -26,4 +31,4 @@ def serve_connectors(settings: Settings, rap: RapRuntime | None) -> Registration
 
 def configured_remote_names(settings: Settings) -> list[str]:
     """Connector names the settings define (servers not yet discovered still count)."""
-    return [server.name for server in settings.rap_tools]
+    return [server.name for server in settings.rap_tools] + list(settings.mcp_servers)

@@ -26,6 +26,7 @@ from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
 from app.watchdog import watch_loop
 from connectors.context import DemoStore
+from connectors.mcp.runtime import McpRuntime
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, FailedConnector
 from connectors.service_http import new_client
@@ -59,6 +60,8 @@ class Services:
     http: httpx.AsyncClient
     # RAP remote tools, when SWITCHBOARD_RAP_TOOLS is set.
     rap: RapRuntime | None
+    # MCP servers as connectors, when SWITCHBOARD_MCP_SERVERS is set.
+    mcp: McpRuntime | None
     connectors: tuple[Connector, ...]
     failed_connectors: tuple[FailedConnector, ...]
     demo: DemoStore
@@ -151,9 +154,16 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
         rap = RapRuntime(settings, http, db) if settings.rap_tools else None
         if rap is not None:
             await rap.start()
+        # Connected before the orchestrator is built; one that cannot start is retried.
+        mcp = McpRuntime(settings) if settings.mcp_servers else None
+        if mcp is not None:
+            stack.push_async_callback(mcp.aclose)
+            await mcp.start()
         metrics = Metrics()
         streaming = await stack.enter_async_context(
-            streaming_lifespan(settings, db, fernet=fernet, http=http, rap=rap, metrics=metrics)
+            streaming_lifespan(
+                settings, db, fernet=fernet, http=http, rap=rap, mcp=mcp, metrics=metrics
+            )
         )
         auth = Authenticator(settings.resolved_auth_mode, db, local_user)
         yield Services(
@@ -164,6 +174,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
             gate=AppSocketGate(settings, auth),
             http=http,
             rap=rap,
+            mcp=mcp,
             connectors=streaming.connectors,
             failed_connectors=streaming.failed_connectors,
             demo=streaming.demo,

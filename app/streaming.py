@@ -19,6 +19,7 @@ from app.llm.suggest import Suggester
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
+from connectors.mcp.runtime import McpRuntime
 from connectors.orchestrator import agent_display_names, build_orchestrator
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, FailedConnector, tool_descriptions
@@ -164,12 +165,15 @@ async def streaming_lifespan(
     fernet: MultiFernet,
     http: httpx.AsyncClient,
     rap: RapRuntime | None,
+    mcp: McpRuntime | None = None,
     metrics: Metrics,
 ) -> AsyncIterator[Streaming]:
     """Start the live parts; on shutdown let running turns finish."""
     # RAP remote tools are discovered before the orchestrator is built.
-    registration = serve_connectors(settings, rap)
+    registration = serve_connectors(settings, rap, mcp)
     connectors = registration.connectors
+    if mcp is not None:  # a server refused (its names taken) is not kept running
+        mcp.retain(connectors)
     demo = DemoStore()
     store = EventStore(db)
     connections = ConnectionCounter()

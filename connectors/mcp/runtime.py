@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -63,6 +64,7 @@ class McpRuntime:
         }
         self._agents: dict[str, list[Agent[ChatContext]]] = {name: [] for name in self.connections}
         self._descriptions: dict[str, dict[str, str]] = {}
+        self._built: dict[str, Connector] = {}
 
     async def start(self) -> None:
         """Start every connection and wait for each one's first attempt (each bounded by
@@ -98,6 +100,14 @@ class McpRuntime:
             for connection in self.connections.values()
         ]
 
+    def retain(self, served: Iterable[Connector]) -> None:
+        """Stop the connections of servers whose connectors are not among ``served`` (their
+        names were taken): nothing would call them."""
+        kept = {id(connector) for connector in served}
+        for name, connection in self.connections.items():
+            if id(self._built.get(name)) not in kept:
+                connection.stop()
+
     def _connector(self, connection: McpConnection) -> Connector:
         agent_name = connection.config.agent_name
         descriptions = self._descriptions.setdefault(connection.name, {})
@@ -109,7 +119,7 @@ class McpRuntime:
             self._agents[connection.name].append(agent)
             return agent
 
-        return Connector(
+        connector = Connector(
             name=connection.name,
             agent_name=agent_name,
             display_name=agent_name,
@@ -117,6 +127,8 @@ class McpRuntime:
             tool_descriptions=descriptions,
             response_types=(RESPONSE_TYPE, "error"),
         )
+        self._built[connection.name] = connector
+        return connector
 
     def build_agent(self, connection: McpConnection) -> Agent[ChatContext]:
         config = connection.config
