@@ -1,17 +1,19 @@
-"""Connector accounts over REST (docs/protocol.md §7), and where the live flows complete.
+"""Connector accounts over REST (docs/protocol.md "Connector endpoints"): one interface for
+every connector's account flow (``connectors.account_flow``), whichever service it is.
 
-``GET /api/connectors``                 every connector, its tools, mode and the user's state
-``POST /api/connectors/{name}/connect`` demo: connected at once; live Gmail: the Google
-                                        OAuth URL; live Plaid: a Link token
-``DELETE /api/connectors/{name}``       disconnect and delete the credentials
-``POST /api/connectors/plaid/exchange`` Plaid Link's ``public_token`` → a linked bank
-``GET /oauth/google/callback``          Google sends the browser back here with the code
+``GET /api/connectors``                   every connector, its tools, mode and the user's state
+``POST /api/connectors/{name}/connect``   demo: connected at once; live: the flow's first step
+                                          (connected, a redirect, a client widget, a key)
+``POST /api/connectors/{name}/finish``    the flow's last step: a widget's result, a key
+``POST /api/connectors/{name}/exchange``  the same (v1's path for a widget's result)
+``DELETE /api/connectors/{name}``         disconnect: revoke (best effort), delete the credentials
+``GET /oauth/{name}/callback``            an OAuth provider sends the browser back here
 
-Same auth and origin checks as the rest of the API, except the Google callback: Google's
-redirect carries no token, so it is accepted from the state's signed-in user or from the
-browser that pressed Connect (the ``sb_oauth`` binding cookie). The shapes are documented in
-``docs/protocol.md`` ("Connector endpoints"). Credentials are Fernet-encrypted by
-``storage.accounts``; nothing here returns or logs a token.
+Same auth and origin checks as the rest of the API, except the OAuth callback: the
+provider's redirect carries no token, so the flow accepts it from the state's signed-in
+user or from the browser that pressed Connect (``connectors.oauth_flow``). Flows only
+return what to store; it is stored here, Fernet-encrypted by ``storage.accounts``, under
+the flow's own connector. Nothing here returns or logs a token.
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from __future__ import annotations
 import html
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -34,26 +34,33 @@ from app.auth import own_origin
 from app.errors import ApiError
 from app.request_input import json_body
 from app.services import Services, services_of
+from connectors.account_flow import (
+    AccountFlow,
+    AskKey,
+    ClientStep,
+    Connected,
+    FlowContext,
+    FlowError,
+    Redirect,
+    StartResult,
+)
 from connectors.accounts import (
     DEMO,
+    LIVE,
     connection_state,
     demo_credentials,
     demo_meta,
     live_credentials,
 )
-from connectors.gmail import oauth as google
-from connectors.plaid import client as plaid
 from connectors.registry import Connector
-from connectors.service_http import ServiceError, ServiceHttp, read_json
+from connectors.service_http import ServiceError
 from storage.accounts import AccountRepository
 from storage.records import ConnectedAccount, UserRecord
 
 logger = logging.getLogger("switchboard.connectors")
 
-CALLBACK_PATH = "/oauth/google/callback"
-# Binds a Google flow to the browser that started it; its hash is sealed in the state.
-BINDING_COOKIE = "sb_oauth"
-_GOOGLE_ERROR = re.compile(r"[a-z_]{1,40}")
+T = TypeVar("T")
+_CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -66,8 +73,8 @@ def _connector(services: Services, name: str) -> Connector:
     raise ApiError(404, "not_found", f"no connector named {name!r}; GET /api/connectors lists them")
 
 
-def _accounts(services: Services, user: UserRecord) -> AccountRepository:
-    return AccountRepository(services.db, user.id, services.fernet)
+def _accounts(services: Services, user_id: str) -> AccountRepository:
+    return AccountRepository(services.db, user_id, services.fernet)
 
 
 def describe(
@@ -92,7 +99,7 @@ def describe(
 
 
 async def _described(services: Services, user: UserRecord, connector: Connector) -> dict[str, Any]:
-    rows = {row.connector: row for row in await _accounts(services, user).list()}
+    rows = {row.connector: row for row in await _accounts(services, user.id).list()}
     return describe(services, connector, rows.get(connector.name))
 
 
@@ -103,13 +110,89 @@ def _upstream(exc: ServiceError) -> ApiError:
     return ApiError(status, code, str(exc))
 
 
+def _live_flow(connector: Connector) -> AccountFlow:
+    if connector.account_flow is None:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{connector.name} has no live connection flow in this server; run it in demo mode",
+        )
+    return connector.account_flow
+
+
+def _flow_context(
+    request: Request, services: Services, connector: Connector, user_id: str | None
+) -> FlowContext:
+    return FlowContext(
+        connector=connector.name,
+        display_name=connector.display_name,
+        user_id=user_id,
+        settings=services.settings,
+        http=services.http,
+        fernet=services.fernet,
+        origin=own_origin(request),
+        cookies=request.cookies,
+        accounts_of=lambda who: _accounts(services, who),
+    )
+
+
+async def _step(step: Awaitable[T]) -> T:
+    """Run one flow step: what it refuses is the person's error, the provider's is a 502."""
+    try:
+        return await step
+    except FlowError as exc:
+        raise ApiError(exc.status, _CODES.get(exc.status, "invalid_request"), exc.message) from None
+    except ServiceError as exc:
+        raise _upstream(exc) from None
+
+
+def _with_cookies(response: Response, request: Request, ctx: FlowContext) -> Response:
+    """Set (or clear) the cookies the flow asked for: HttpOnly, Secure over https."""
+    secure = request.url.scheme == "https"
+    for cookie in ctx.cookies_out:
+        if cookie.value is None:
+            response.delete_cookie(
+                cookie.name,
+                path=cookie.path,
+                secure=secure,
+                httponly=True,
+                samesite=cookie.same_site,
+            )
+        else:
+            response.set_cookie(
+                cookie.name,
+                cookie.value,
+                max_age=cookie.max_age,
+                path=cookie.path,
+                secure=secure,
+                httponly=True,
+                samesite=cookie.same_site,
+            )
+    return response
+
+
+async def _store(services: Services, connector: Connector, user_id: str, done: Connected) -> None:
+    """Keep what a flow connected, always as a live account of that flow's own connector."""
+    await _accounts(services, user_id).connect(
+        connector.name, {**done.credentials, "mode": LIVE}, {**done.meta, "mode": LIVE}
+    )
+    logger.info("%s connected", connector.name, extra={"user_id": user_id})
+
+
+def _owner(done: Connected, user_id: str | None) -> str | None:
+    """Whose account ``done`` connects: the flow's word must agree with the signed-in user."""
+    if done.user_id is not None and user_id is not None and done.user_id != user_id:
+        return None
+    return done.user_id or user_id
+
+
 # ----------------------------------------------------------------------------- GET
 
 
 async def list_connectors(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
-    rows = {row.connector: row for row in await _accounts(services, user).list()}
+    rows = {row.connector: row for row in await _accounts(services, user.id).list()}
     return JSONResponse(
         {
             "connectors": [
@@ -127,70 +210,28 @@ async def list_connectors(request: Request) -> Response:
 
 # ----------------------------------------------------------------------------- connect
 
-LiveFlow = Callable[[Request, Services, UserRecord], Awaitable[Response]]
 
-
-def _bind_browser(response: Response, request: Request, nonce: str) -> None:
-    """Give the starting browser the flow's nonce, for the callback to check.
-
-    Lax, so it comes back on Google's top-level redirect; HttpOnly and limited to the
-    callback path, since nothing else needs it; it lives as long as the state does.
-    """
-    response.set_cookie(
-        BINDING_COOKIE,
-        nonce,
-        max_age=google.STATE_MAX_AGE,
-        path=CALLBACK_PATH,
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="lax",
-    )
-
-
-async def _start_google(request: Request, services: Services, user: UserRecord) -> Response:
-    settings = services.settings
-    redirect_uri = settings.google_redirect_uri
-    if redirect_uri is None:
-        origin = own_origin(request)
-        if origin is None:
-            raise ApiError(
-                400,
-                "invalid_request",
-                "cannot tell this server's address from the "
-                "request; set SWITCHBOARD_GOOGLE_REDIRECT_URI",
-            )
-        redirect_uri = origin + CALLBACK_PATH
-    verifier = google.new_verifier()
-    nonce, browser_hash = google.new_browser_binding()
-    state = google.pack_state(
-        services.fernet, google.PendingAuthorization(user.id, verifier, redirect_uri, browser_hash)
-    )
-    response = JSONResponse(
-        {
-            "status": "redirect",
-            "url": google.authorization_url(settings, state, verifier, redirect_uri),
+async def _started(
+    services: Services, user: UserRecord, connector: Connector, started: StartResult
+) -> dict[str, Any]:
+    """The connect answer: what the browser does next."""
+    finish = f"/api/connectors/{connector.name}/finish"
+    if isinstance(started, Redirect):
+        return {"status": "redirect", "url": started.url}
+    if isinstance(started, ClientStep):
+        return {
+            "status": started.status,
+            "widget": started.widget,
+            "finish": finish,
+            **started.data,
         }
-    )
-    _bind_browser(response, request, nonce)
-    return response
-
-
-async def _start_plaid(request: Request, services: Services, user: UserRecord) -> Response:
-    api = plaid.api_for(services.http, services.settings)
-    try:
-        token = await api.create_link_token(user.id, "Switchboard")
-    except ServiceError as exc:
-        raise _upstream(exc) from None
-    return JSONResponse(
-        {
-            "status": "link_token",
-            "link_token": token.get("link_token"),
-            "expiration": token.get("expiration"),
-        }
-    )
-
-
-LIVE_FLOWS: dict[str, LiveFlow] = {"gmail": _start_google, "plaid": _start_plaid}
+    if isinstance(started, AskKey):
+        return {"status": "api_key", "label": started.label, "help": started.help, "finish": finish}
+    owner = _owner(started, user.id)
+    if owner is None:
+        raise ApiError(403, "forbidden", f"{connector.name} tried to connect another user")
+    await _store(services, connector, owner, started)
+    return {"status": "connected", "connector": await _described(services, user, connector)}
 
 
 async def connect(request: Request) -> Response:
@@ -199,42 +240,67 @@ async def connect(request: Request) -> Response:
     connector = _connector(services, request.path_params["name"])
     mode = services.settings.connector_mode(connector.name)
     if connector.needs_account and mode == DEMO:
-        await _accounts(services, user).connect(
+        await _accounts(services, user.id).connect(
             connector.name, demo_credentials(True), demo_meta(connector, True)
         )
     elif connector.needs_account:
-        flow = LIVE_FLOWS.get(connector.name)
-        if flow is None:
-            raise ApiError(
-                400,
-                "invalid_request",
-                f"{connector.name} has no live connection flow in this server; run it in demo mode",
-            )
-        return await flow(request, services, user)
+        ctx = _flow_context(request, services, connector, user.id)
+        started = await _step(_live_flow(connector).start(ctx))
+        answer = await _started(services, user, connector, started)
+        return _with_cookies(JSONResponse(answer), request, ctx)
     # Connectors without a per-user account (server keys) are always connected.
     return JSONResponse(
         {"status": "connected", "connector": await _described(services, user, connector)}
     )
 
 
+# ----------------------------------------------------------------------------- finish
+
+
+async def finish(request: Request) -> Response:
+    user = signed_in(request)
+    services = services_of(request)
+    connector = _connector(services, request.path_params["name"])
+    name = connector.name
+    if not connector.needs_account:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{name} has no per-user account to connect: it uses the server's keys",
+        )
+    demo = services.settings.connector_mode(name) == DEMO
+    if demo and connector.account_flow is None:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{name} runs in demo mode on this server: connect it with "
+            f"POST /api/connectors/{name}/connect (there is nothing to finish)",
+        )
+    flow = _live_flow(connector)
+    ctx = _flow_context(request, services, connector, user.id)
+    if flow.finish_model is None:
+        raise ApiError(
+            400, "invalid_request", f"{name} has no finish step: {flow.describe_kind(ctx)}"
+        )
+    # The body first: a broken one is reported as such whatever the mode.
+    body = await json_body(request, flow.finish_model, flow.finish_example)
+    if demo:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{name} runs in demo mode on this server: connect it with "
+            f"POST /api/connectors/{name}/connect (there is nothing to finish)",
+        )
+    done = await _step(flow.finish(ctx, body))
+    owner = _owner(done, user.id)
+    if owner is None:
+        raise ApiError(403, "forbidden", f"{name} tried to connect another user")
+    await _store(services, connector, owner, done)
+    answer = {"status": "connected", "connector": await _described(services, user, connector)}
+    return _with_cookies(JSONResponse(answer), request, ctx)
+
+
 # ----------------------------------------------------------------------------- disconnect
-
-
-async def _forget_google(services: Services, credentials: dict[str, Any]) -> None:
-    token = credentials.get("refresh_token") or credentials.get("access_token")
-    if token:
-        oauth = google.GoogleOAuth(_google_http(services, credentials), services.settings)
-        await oauth.revoke(str(token))
-
-
-async def _forget_plaid(services: Services, credentials: dict[str, Any]) -> None:
-    await plaid.remove_items(plaid.api_for(services.http, services.settings), credentials)
-
-
-FORGET: dict[str, Callable[[Services, dict[str, Any]], Awaitable[None]]] = {
-    "gmail": _forget_google,
-    "plaid": _forget_plaid,
-}
 
 
 async def disconnect(request: Request) -> Response:
@@ -247,86 +313,38 @@ async def disconnect(request: Request) -> Response:
             "invalid_request",
             f"{connector.name} has no per-user account to disconnect: it uses the server's keys",
         )
-    accounts = _accounts(services, user)
+    accounts = _accounts(services, user.id)
     if services.settings.connector_mode(connector.name) == DEMO:
         # Recorded, so the demo connector stays disconnected until connected again.
         await accounts.connect(connector.name, demo_credentials(False), demo_meta(connector, False))
     else:
         credentials = await live_credentials(accounts, connector.name)
-        forget = FORGET.get(connector.name)
-        if credentials is not None and forget is not None:
+        flow = connector.account_flow
+        if credentials is not None and flow is not None:
+            ctx = _flow_context(request, services, connector, user.id)
             try:  # best effort: the credentials are deleted here whatever the provider says
-                await forget(services, credentials)
-            except ServiceError:
-                logger.warning("could not revoke %s credentials at the provider", connector.name)
+                await flow.forget(ctx, credentials)
+            except Exception as exc:  # a plug-in's flow may fail any way; never with a token
+                logger.warning(
+                    "could not revoke %s credentials at the provider (%s)",
+                    connector.name,
+                    type(exc).__name__,
+                )
         await accounts.disconnect(connector.name)
     return JSONResponse(
         {"status": "disconnected", "connector": await _described(services, user, connector)}
     )
 
 
-# ----------------------------------------------------------------------------- plaid exchange
+# ----------------------------------------------------------------------------- oauth callback
 
 
-class Institution(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    name: str | None = Field(None, max_length=200)
-    institution_id: str | None = Field(None, max_length=100)
-
-
-class ExchangeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    public_token: str = Field(min_length=1, max_length=500)
-    institution: Institution | None = None
-
-
-async def plaid_exchange(request: Request) -> Response:
-    user = signed_in(request)
-    services = services_of(request)
-    connector = _connector(services, "plaid")
-    body: ExchangeRequest = await json_body(
-        request, ExchangeRequest, '{"public_token": "public-…", "institution": {"name": …}}'
-    )
-    if services.settings.connector_mode(connector.name) == DEMO:
-        raise ApiError(
-            400,
-            "invalid_request",
-            "plaid runs in demo mode on this server: connect "
-            "it with POST /api/connectors/plaid/connect (there is no Plaid Link)",
-        )
-    accounts = _accounts(services, user)
-    institution = body.institution.model_dump() if body.institution else {}
-    api = plaid.api_for(services.http, services.settings)
-    try:
-        credentials = await plaid.add_item(
-            api, await live_credentials(accounts, "plaid"), body.public_token.strip(), institution
-        )
-    except plaid.PlaidError as exc:
-        if exc.error_code == "INVALID_PUBLIC_TOKEN":
-            raise ApiError(
-                400,
-                "invalid_request",
-                "Plaid did not accept this public token "
-                "(expired or already used); open Plaid Link again",
-            ) from None
-        raise _upstream(exc) from None
-    except ServiceError as exc:
-        raise _upstream(exc) from None
-    await accounts.connect(connector.name, credentials, plaid.plaid_meta(credentials))
-    return JSONResponse(
-        {"status": "connected", "connector": await _described(services, user, connector)}
-    )
-
-
-# ----------------------------------------------------------------------------- google callback
-
-
-def _page(status: int, title: str, message: str, connected: bool = False) -> HTMLResponse:
+def _page(status: int, name: str, title: str, message: str, connected: bool = False) -> Response:
     """The page the browser lands on; tells an opener window (popup flow) how it went."""
     notice = json.dumps(
         {
             "type": "switchboard:connector",
-            "name": "gmail",
+            "name": name,
             "status": "connected" if connected else "error",
             "message": message,
         }
@@ -353,123 +371,44 @@ if (window.opener) {{
     )
 
 
-def _google_http(services: Services, credentials: dict[str, Any] | None = None) -> ServiceHttp:
-    secret = services.settings.google_client_secret
-    secrets = [secret.get_secret_value() if secret else None]
-    if credentials:
-        secrets += [credentials.get("access_token"), credentials.get("refresh_token")]
-    return ServiceHttp.for_settings(services.http, "Google", services.settings, secrets)
+def _signs_in_at(services: Services, callback: str) -> tuple[Connector, AccountFlow] | None:
+    """The connector whose OAuth flow's callback is /oauth/<callback>/callback."""
+    for connector in services.connectors:
+        flow = connector.account_flow
+        if flow is not None and flow.kind == "oauth":
+            if (flow.callback_name or connector.name) == callback:
+                return connector, flow
+    return None
 
 
-async def _gmail_address(services: Services, access_token: str) -> str:
-    """The connected mailbox's address (``users.getProfile``), also proving Gmail access."""
-    http = _google_http(services, {"access_token": access_token})
-    response = await http.send(
-        "GET",
-        f"{services.settings.gmail_base_url}/gmail/v1/users/me/profile",
-        headers={"Authorization": f"Bearer {access_token}"},
-    )
-    if not response.is_success:
-        raise http.status_error(response)
-    body = read_json(response, "Gmail")
-    address = body.get("emailAddress") if isinstance(body, dict) else None
-    if not isinstance(address, str) or "@" not in address:
-        raise ServiceError("Gmail did not say which address was connected; try again")
-    return address
-
-
-async def google_callback(request: Request) -> Response:
-    response = await _google_callback(request)
-    # Used once: whatever the outcome, another try starts at Connect with a new nonce.
-    response.delete_cookie(
-        BINDING_COOKIE,
-        path=CALLBACK_PATH,
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="lax",
-    )
-    return response
-
-
-async def _google_callback(request: Request) -> Response:
+async def oauth_callback(request: Request) -> Response:
     services = services_of(request)
-    settings = services.settings
-    query = request.query_params
-    try:
-        pending = google.unpack_state(services.fernet, query.get("state") or "")
-    except google.InvalidState as exc:
-        return _page(400, "Gmail was not connected", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
-    # Google's redirect carries no token (the UI keeps it out of cookies), so the browser
-    # that pressed Connect proves itself with the binding cookie. The state alone is not
-    # enough: whoever started a flow could get someone else to finish it.
+    found = _signs_in_at(services, request.path_params["name"])
+    if found is None:
+        return _page(404, "", "Not found", "No connector signs in at this address.")
+    connector, flow = found
+    failed = f"{connector.display_name} was not connected"
+    if services.settings.connector_mode(connector.name) != LIVE:
+        message = f"{connector.display_name} runs in demo mode on this server."
+        return _page(400, connector.name, failed, message)
+    # No sign-in needed: the provider's redirect carries no token (connectors.oauth_flow).
     user = await services.auth.user_for(request)
-    if user is not None and user.id != pending.user_id:
-        return _page(
-            403,
-            "Gmail was not connected",
-            "This sign-in was started by another "
-            "Switchboard user. Use the Connect button of your own account.",
-        )
-    if user is None and not google.same_browser(pending, request.cookies.get(BINDING_COOKIE)):
-        return _page(
-            401,
-            "Gmail was not connected",
-            "This sign-in was not started in this "
-            "browser. Finish it in the same browser that pressed Connect: use "
-            "Connect again there.",
-        )
-    if query.get("error"):
-        error = query["error"] if _GOOGLE_ERROR.fullmatch(query["error"]) else "error"
-        return _page(
-            400,
-            "Gmail was not connected",
-            f"Google sign-in ended with {error!r}; "
-            "nothing was connected. Use Connect again to retry.",
-        )
-    code = query.get("code")
-    if not code:
-        return _page(
-            400, "Gmail was not connected", "Google sent no authorization code. Use Connect again."
-        )
-    if settings.connector_mode("gmail") != "live":
-        return _page(400, "Gmail was not connected", "Gmail runs in demo mode on this server.")
-    oauth = google.GoogleOAuth(_google_http(services), settings)
+    ctx = _flow_context(request, services, connector, user.id if user else None)
     try:
-        tokens = await oauth.exchange_code(code, pending.verifier, pending.redirect_uri)
-        granted = set(str(tokens.get("scope") or "").split())
-        missing = [scope.rsplit(".", 1)[-1] for scope in google.SCOPES if scope not in granted]
-        if tokens.get("scope") and missing:
-            return _page(
-                400,
-                "Gmail was not connected",
-                "Google did not grant "
-                f"{' and '.join(missing)} access. Use Connect again and allow "
-                "Switchboard to read and send email.",
-            )
-        address = await _gmail_address(services, str(tokens["access_token"]))
-    except google.InvalidGrant:
-        return _page(
-            400,
-            "Gmail was not connected",
-            "Google refused the sign-in code (it expired or was already used). Use Connect again.",
-        )
+        done = await flow.callback(ctx, request.query_params)
+        owner = _owner(done, ctx.user_id)
+        if owner is None:
+            raise FlowError(f"{connector.name} tried to connect another user", status=403)
+        await _store(services, connector, owner, done)
+    except FlowError as exc:
+        page = _page(exc.status, connector.name, failed, exc.message)
     except ServiceError as exc:
-        return _page(502, "Gmail was not connected", f"Error: {exc}.")
-    credentials = google.live_credentials(tokens, address)
-    meta = {
-        "mode": "live",
-        "email": address,
-        "scopes": sorted(set(str(credentials["scope"]).split())),
-    }
-    accounts = AccountRepository(services.db, pending.user_id, services.fernet)
-    await accounts.connect("gmail", credentials, meta)
-    logger.info("gmail connected", extra={"user_id": pending.user_id})
-    return _page(
-        200,
-        "Gmail connected",
-        f"Switchboard can now read and send email as {address}. You can close this tab.",
-        connected=True,
-    )
+        page = _page(502, connector.name, failed, f"Error: {exc}.")
+    else:
+        message = done.message or "The account is connected. You can close this tab."
+        title = f"{connector.display_name} connected"
+        page = _page(200, connector.name, title, message, connected=True)
+    return _with_cookies(page, request, ctx)
 
 
 def connector_routes() -> list[BaseRoute]:
@@ -477,15 +416,14 @@ def connector_routes() -> list[BaseRoute]:
     return [
         Route("/api/connectors", list_connectors, methods=["GET"], middleware=signed_in_only),
         Route(
-            "/api/connectors/plaid/exchange",
-            plaid_exchange,
-            methods=["POST"],
-            middleware=signed_in_only,
-        ),
-        Route(
             "/api/connectors/{name}/connect", connect, methods=["POST"], middleware=signed_in_only
         ),
+        Route("/api/connectors/{name}/finish", finish, methods=["POST"], middleware=signed_in_only),
+        # v1 clients post a client widget's result here; any flow's finish answers it.
+        Route(
+            "/api/connectors/{name}/exchange", finish, methods=["POST"], middleware=signed_in_only
+        ),
         Route("/api/connectors/{name}", disconnect, methods=["DELETE"], middleware=signed_in_only),
-        # No sign-in needed: Google's redirect carries no token (see _google_callback).
-        Route(CALLBACK_PATH, google_callback, methods=["GET"]),
+        # No sign-in needed: the provider's redirect carries no token (see oauth_callback).
+        Route("/oauth/{name}/callback", oauth_callback, methods=["GET"]),
     ]

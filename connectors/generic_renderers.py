@@ -4,16 +4,39 @@ connectors.md): account cards, links it opens, errors, files, links and texts. P
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Set
 from typing import Any
 
 from connectors.rendering import Part, Rendering, Unreadable, register_type, source_of
-from connectors.responses import RESPONSE_CLASSES, AccountNeeded
+from connectors.responses import RESPONSE_CLASSES, AccountNeeded, register_response_class
 from connectors.text import dumps, one_line, size
 
-#: The "Connect your account" cards, whatever connector shows them.
-ACCOUNT_NEEDED_TYPES = frozenset(
-    name for name, cls in RESPONSE_CLASSES.items() if issubclass(cls, AccountNeeded)
-)
+
+class _AccountCardTypes(Set[str]):
+    """The response types of every "Connect your account" card registered so far: the
+    generic ``account_needed`` and each connector's own (``register_account_card``)."""
+
+    def _types(self) -> frozenset[str]:
+        return frozenset(
+            name for name, cls in RESPONSE_CLASSES.items() if issubclass(cls, AccountNeeded)
+        )
+
+    def __contains__(self, item: object) -> bool:
+        cls = RESPONSE_CLASSES.get(item) if isinstance(item, str) else None
+        return cls is not None and issubclass(cls, AccountNeeded)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types())
+
+    def __len__(self) -> int:
+        return len(self._types())
+
+    def __repr__(self) -> str:
+        return f"ACCOUNT_NEEDED_TYPES({sorted(self._types())})"
+
+
+#: The "Connect your account" cards, whatever connector shows them (a live view).
+ACCOUNT_NEEDED_TYPES: Set[str] = _AccountCardTypes()
 # How every agent recognises a failure (connectors.instructions): text starting "Error".
 ERROR_PREFIX = re.compile(r"Error\b")
 
@@ -23,9 +46,9 @@ def render_account_needed(data: dict[str, Any]) -> str:
     connector = one_line(payload.get("connector")) if isinstance(payload, dict) else ""
     card = one_line(data.get("friendly_name")) or "Connect account"
     agent = one_line(data.get("agent_name")) or connector or "service"
-    what = {"gmail": "Google account", "google": "Google account", "plaid": "bank account"}.get(
-        connector.lower(), f"{agent} account"
-    )
+    card_class = RESPONSE_CLASSES.get(str(data.get("response_type")))
+    label = getattr(card_class, "account_label", None)
+    what = label if isinstance(label, str) and label else f"{agent} account"
     return (
         f"The user has not connected their {what} yet, so this cannot be done now. "
         f'A "{card}" card with a connect button is shown to them in the chat: ask them '
@@ -90,7 +113,17 @@ def render_text(data: dict[str, Any]) -> Rendering:
     return [Part(payload, source_of(str(data.get("response_type"))))]
 
 
-register_type(*ACCOUNT_NEEDED_TYPES, render=render_account_needed, source=None)
+def register_account_card(*cards: type[AccountNeeded]) -> None:
+    """Register a connector's own connect cards (subclasses of ``AccountNeeded``, from its
+    folder): rebuilt from storage as themselves, read by the model as a connect card."""
+    for card in cards:
+        if not issubclass(card, AccountNeeded):
+            raise TypeError(f"{card.__name__} is not an AccountNeeded card")
+        register_response_class(card)
+        register_type(card.response_type_name, render=render_account_needed, source=None)
+
+
+register_type(AccountNeeded.response_type_name, render=render_account_needed, source=None)
 register_type("open_window", "open_tab", render=render_open_url, source=None)
 register_type("error", render=error_text, source=None)
 register_type("file", render=render_file)

@@ -30,6 +30,7 @@ from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorSettings
 
 if TYPE_CHECKING:
+    from connectors.account_flow import AccountFlow
     from connectors.offline_hints import OfflineHints
 
 logger = logging.getLogger("switchboard.connectors")
@@ -51,6 +52,9 @@ class Connector:
     account_card: Callable[[], ToolResponse] | None = None
     # What the demo account shows in GET /api/connectors (e.g. {"email": "me@example.com"}).
     demo_account: dict[str, Any] = field(default_factory=dict)
+    # How a user connects their account in live mode (connectors.account_flow); None: only
+    # the demo mode can connect it.
+    account_flow: AccountFlow | None = None
     # What the offline demo model knows about it (connectors.offline_hints); None: generic.
     offline: OfflineHints | None = None
     # Where it appears in lists and the orchestrator's instructions: lower first, then by

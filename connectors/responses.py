@@ -31,11 +31,8 @@ __all__ = [
     "OPTIONAL_KEYS",
     "RESPONSE_CLASSES",
     "AccountNeeded",
-    "ConnectGoogleAccount",
-    "ConnectPlaidAccountResponse",
     "ErrorResponse",
     "FileResponse",
-    "GoogleAccountNeededResponse",
     "JsonResponse",
     "LinkResponse",
     "OpenTabResponse",
@@ -44,6 +41,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseData",
     "describe_problems",
+    "register_response_class",
 ]
 
 JSONPayload = dict[str, Any] | list[Any] | str
@@ -147,6 +145,8 @@ class AccountNeeded(ToolResponse):
     """The user must connect an account for ``connector`` before the tool can run."""
 
     response_type_name: ClassVar[str] = "account_needed"
+    # What the model is told is missing ("bank account"); None: "<agent_name> account".
+    account_label: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -163,42 +163,6 @@ class AccountNeeded(ToolResponse):
                 "connector": connector,
                 "message": message or f"Connect your {agent_name} account to continue.",
             },
-        )
-
-
-class GoogleAccountNeededResponse(AccountNeeded):
-    response_type_name: ClassVar[str] = "google_account_needed"
-
-    def __init__(self, agent_name: str = "GMail", message: str | None = None) -> None:
-        super().__init__(
-            agent_name,
-            "gmail",
-            message or "Connect your Google account so I can read and send email.",
-            friendly_name="Connect your Google account",
-        )
-
-
-class ConnectGoogleAccount(AccountNeeded):
-    response_type_name: ClassVar[str] = "connect_google_account"
-
-    def __init__(self, agent_name: str = "GMail", message: str | None = None) -> None:
-        super().__init__(
-            agent_name,
-            "gmail",
-            message or "Connect your Google account to continue.",
-            friendly_name="Connect your Google account",
-        )
-
-
-class ConnectPlaidAccountResponse(AccountNeeded):
-    response_type_name: ClassVar[str] = "connect_plaid_account"
-
-    def __init__(self, agent_name: str = "Plaid", message: str | None = None) -> None:
-        super().__init__(
-            agent_name,
-            "plaid",
-            message or "Connect a bank account so I can see balances and transactions.",
-            friendly_name="Connect your bank",
         )
 
 
@@ -346,14 +310,12 @@ class LinkResponse(ToolResponse):
         )
 
 
-#: response_type -> the built-in subclass ``ToolResponse.from_dict`` rebuilds.
+#: response_type -> the subclass ``ToolResponse.from_dict`` rebuilds: the generic kinds
+#: here, and each connector's own (its connect card) once it registered them.
 RESPONSE_CLASSES: dict[str, type[ToolResponse]] = {
     cls.response_type_name: cls
     for cls in (
         AccountNeeded,
-        GoogleAccountNeededResponse,
-        ConnectGoogleAccount,
-        ConnectPlaidAccountResponse,
         OpenWindowResponse,
         OpenTabResponse,
         ErrorResponse,
@@ -363,3 +325,18 @@ RESPONSE_CLASSES: dict[str, type[ToolResponse]] = {
         LinkResponse,
     )
 }
+
+
+def register_response_class(cls: type[ToolResponse]) -> None:
+    """Let ``from_dict`` rebuild ``cls`` for its ``response_type_name`` (a connector's
+    connect card, from its own folder). A type already taken by another class is refused:
+    a plug-in cannot change how a built-in response comes back from storage."""
+    name = getattr(cls, "response_type_name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{cls.__name__} has no response_type_name to register it under")
+    held = RESPONSE_CLASSES.setdefault(name, cls)
+    if held is not cls:
+        raise ValueError(
+            f"response type {name!r} is already {held.__module__}.{held.__qualname__}; "
+            f"{cls.__module__}.{cls.__qualname__} needs a name of its own"
+        )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from connectors.demo_data import ME
 from connectors.gmail.agent import build_agent
+from connectors.gmail.flow import flow
 from connectors.gmail.offline import HINTS as OFFLINE_HINTS
+from connectors.gmail.responses import GoogleAccountNeededResponse
 from connectors.gmail.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
-from connectors.responses import GoogleAccountNeededResponse
 
 connector = Connector(
     name=CONNECTOR,
@@ -20,6 +21,7 @@ connector = Connector(
     order=10,
     needs_account=True,
     account_card=GoogleAccountNeededResponse,
+    account_flow=flow,
     demo_account={"email": ME},
 )
 

@@ -29,7 +29,7 @@ from connectors.gmail.mime import (
     to_email,
 )
 from connectors.gmail.oauth import GoogleOAuth, InvalidGrant, expiring, live_credentials
-from connectors.responses import GoogleAccountNeededResponse
+from connectors.gmail.responses import GoogleAccountNeededResponse
 from connectors.service_http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.tooling import NeedsAccount, ToolError
 

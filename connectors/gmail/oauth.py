@@ -1,31 +1,17 @@
-"""Google OAuth 2.0 for Gmail: authorization-code flow with PKCE, token refresh, revocation.
+"""Google OAuth 2.0 for Gmail: the authorization URL, the token endpoint (code exchange,
+refresh, revocation) and what is stored for an account.
 
-The ``state`` parameter is a Fernet token (the app's key) holding the user id, the PKCE
-verifier, the redirect URI and the hash of a browser-binding nonce: it cannot be forged or
-read by anyone else, it expires after ``STATE_MAX_AGE`` seconds, and it needs no server-side
-storage, so the callback may land on any instance.
-
-The state alone does not say who may finish the flow: someone could start one, then get a
-victim to open the sign-in link, and the victim's Gmail would land in the starter's
-account. So the nonce itself goes to the browser that pressed Connect (a cookie), and the
-callback accepts the state only from that browser (``same_browser``) or from the state's
-own signed-in user.
+The flow itself (sealed state, PKCE, the browser binding, the callback's checks) is the
+generic one of ``connectors.oauth_flow``; ``connectors.gmail.flow`` plugs Google into it.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
-import secrets
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from cryptography.fernet import InvalidToken, MultiFernet
-
+from connectors.oauth_flow import code_challenge
 from connectors.service_http import ServiceError, ServiceHttp, read_json
 from connectors.settings import ConnectorSettings
 
@@ -33,87 +19,11 @@ SCOPES = (
     "https://www.googleapis.com/auth/gmail.readonly",
     "https://www.googleapis.com/auth/gmail.send",
 )
-STATE_MAX_AGE = 600  # seconds between "Connect" and the callback
 EXPIRY_MARGIN = 60  # refresh a token this many seconds before it expires
-
-
-class InvalidState(ValueError):
-    """The callback's ``state`` is forged, corrupted or expired."""
 
 
 class InvalidGrant(Exception):
     """Google refused a code or refresh token (revoked, expired or already used)."""
-
-
-@dataclass(frozen=True)
-class PendingAuthorization:
-    user_id: str
-    verifier: str
-    redirect_uri: str
-    browser_hash: str = ""  # sha256 of the binding nonce; "" binds no browser
-
-
-def new_browser_binding() -> tuple[str, str]:
-    """A fresh nonce for the starting browser's cookie, and its hash for the state."""
-    nonce = secrets.token_urlsafe(32)
-    return nonce, _binding_hash(nonce)
-
-
-def _binding_hash(nonce: str) -> str:
-    return hashlib.sha256(nonce.encode()).hexdigest()
-
-
-def same_browser(pending: PendingAuthorization, nonce: str | None) -> bool:
-    """Whether ``nonce`` (the callback's binding cookie) is the one this flow was started with."""
-    if not pending.browser_hash or not nonce:
-        return False
-    return hmac.compare_digest(pending.browser_hash, _binding_hash(nonce))
-
-
-def new_verifier() -> str:
-    """A PKCE code verifier: 86 characters of the unreserved set (RFC 7636 §4.1)."""
-    return secrets.token_urlsafe(64)
-
-
-def code_challenge(verifier: str) -> str:
-    """The S256 challenge: base64url(sha256(verifier)) without padding."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def pack_state(fernet: MultiFernet, pending: PendingAuthorization) -> str:
-    payload = {
-        "u": pending.user_id,
-        "v": pending.verifier,
-        "r": pending.redirect_uri,
-        "b": pending.browser_hash,
-        "n": secrets.token_hex(8),
-    }
-    return fernet.encrypt(json.dumps(payload).encode()).decode("ascii")
-
-
-def unpack_state(
-    fernet: MultiFernet, state: str, max_age: int = STATE_MAX_AGE, now: int | None = None
-) -> PendingAuthorization:
-    try:
-        token = state.encode("ascii")
-        clear = (
-            fernet.decrypt(token, ttl=max_age)
-            if now is None
-            else fernet.decrypt_at_time(token, ttl=max_age, current_time=now)
-        )
-        payload = json.loads(clear)
-        return PendingAuthorization(
-            user_id=str(payload["u"]),
-            verifier=str(payload["v"]),
-            redirect_uri=str(payload["r"]),
-            browser_hash=str(payload.get("b") or ""),
-        )
-    except (InvalidToken, UnicodeEncodeError, ValueError, KeyError, TypeError):
-        raise InvalidState(
-            "this sign-in link is invalid or has expired (links last "
-            f"{STATE_MAX_AGE // 60} minutes); start again with Connect"
-        ) from None
 
 
 def authorization_url(

@@ -10,7 +10,8 @@ from connectors.accounts import require_connection
 from connectors.context import ChatContext
 from connectors.gmail.client import live_backend
 from connectors.gmail.demo import DemoGmailBackend, GmailBackend, check_addresses
-from connectors.responses import GoogleAccountNeededResponse, ToolResponse
+from connectors.gmail.responses import GoogleAccountNeededResponse
+from connectors.responses import ToolResponse
 from connectors.tooling import ToolError, connector_tool
 
 AGENT_NAME = "GMail"

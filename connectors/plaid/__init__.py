@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from connectors.plaid.agent import build_agent
+from connectors.plaid.flow import flow
 from connectors.plaid.offline import HINTS as OFFLINE_HINTS
+from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
-from connectors.responses import ConnectPlaidAccountResponse
 
 connector = Connector(
     name=CONNECTOR,
@@ -19,6 +20,7 @@ connector = Connector(
     order=20,
     needs_account=True,
     account_card=ConnectPlaidAccountResponse,
+    account_flow=flow,
     demo_account={"institutions": ["Chase", "Ally Bank"]},
 )
 

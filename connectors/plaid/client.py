@@ -20,7 +20,7 @@ from typing import Any
 
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
-from connectors.responses import ConnectPlaidAccountResponse
+from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.service_http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.settings import ConnectorSettings
 from connectors.tooling import NeedsAccount

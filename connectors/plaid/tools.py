@@ -12,7 +12,8 @@ from connectors.context import ChatContext
 from connectors.demo_data.banking import HISTORY_DAYS
 from connectors.plaid.client import live_backend
 from connectors.plaid.demo import DemoPlaidBackend, PlaidBackend
-from connectors.responses import ConnectPlaidAccountResponse, ToolResponse
+from connectors.plaid.responses import ConnectPlaidAccountResponse
+from connectors.responses import ToolResponse
 from connectors.tooling import ToolError, connector_tool
 
 AGENT_NAME = "Plaid"

@@ -160,7 +160,11 @@ async def test_a_loopback_host_still_works(local: LiveServer) -> None:
 
 # ----------------------------------------------------------------------------- deep JSON
 
-JSON_ENDPOINTS = ["/api/chats/c1/approvals/a1", "/api/connectors/plaid/exchange"]
+JSON_ENDPOINTS = [
+    "/api/chats/c1/approvals/a1",
+    "/api/connectors/plaid/exchange",
+    "/api/connectors/plaid/finish",
+]
 
 
 @SQLITE_ONLY

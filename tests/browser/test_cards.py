@@ -10,9 +10,9 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from playwright.async_api import Page
 
 from app.settings import Settings
+from connectors.gmail.responses import ConnectGoogleAccount
+from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.responses import (
-    ConnectGoogleAccount,
-    ConnectPlaidAccountResponse,
     ErrorResponse,
     OpenTabResponse,
     OpenWindowResponse,

@@ -14,6 +14,7 @@ import pytest
 from cryptography.fernet import Fernet, MultiFernet
 
 from app.settings import Settings, SettingsError, load_settings
+from connectors import oauth_flow
 from connectors.accounts import connection_state
 from connectors.gmail import oauth
 from connectors.gmail.html_text import html_to_markdown, html_to_text
@@ -177,24 +178,24 @@ def test_build_raw_threads_a_reply_and_refuses_header_injection() -> None:
 
 def test_pkce_challenge_matches_rfc_7636_appendix_b() -> None:
     verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-    assert oauth.code_challenge(verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-    fresh = oauth.new_verifier()
-    assert 43 <= len(fresh) <= 128 and fresh != oauth.new_verifier()
+    assert oauth_flow.code_challenge(verifier) == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    fresh = oauth_flow.new_verifier()
+    assert 43 <= len(fresh) <= 128 and fresh != oauth_flow.new_verifier()
 
 
 def test_the_state_is_sealed_bound_and_expires() -> None:
     fernet = MultiFernet([Fernet(Fernet.generate_key())])
-    pending = oauth.PendingAuthorization("user-1", "verifier-xyz", "http://h/cb")
-    state = oauth.pack_state(fernet, pending)
+    pending = oauth_flow.PendingAuthorization("user-1", "verifier-xyz", "http://h/cb")
+    state = oauth_flow.pack_state(fernet, pending)
     assert "user-1" not in state and "verifier-xyz" not in state
-    assert oauth.unpack_state(fernet, state) == pending
-    later = int(time.time()) + oauth.STATE_MAX_AGE + 5
+    assert oauth_flow.unpack_state(fernet, state) == pending
+    later = int(time.time()) + oauth_flow.STATE_MAX_AGE + 5
     for bad, when in ((state, later), (state[:-2] + "xx", None), ("", None), ("é", None)):
-        with pytest.raises(oauth.InvalidState, match="invalid or has expired"):
-            oauth.unpack_state(fernet, bad, now=when)
+        with pytest.raises(oauth_flow.InvalidState, match="invalid or has expired"):
+            oauth_flow.unpack_state(fernet, bad, now=when)
     other = MultiFernet([Fernet(Fernet.generate_key())])
-    with pytest.raises(oauth.InvalidState):
-        oauth.unpack_state(other, state)  # another server's key
+    with pytest.raises(oauth_flow.InvalidState):
+        oauth_flow.unpack_state(other, state)  # another server's key
 
 
 def test_authorization_url_asks_for_offline_access_with_pkce() -> None:
@@ -207,7 +208,7 @@ def test_authorization_url_asks_for_offline_access_with_pkce() -> None:
         "response_type": "code",
         "scope": " ".join(oauth.SCOPES),
         "state": "STATE",
-        "code_challenge": oauth.code_challenge("v" * 43),
+        "code_challenge": oauth_flow.code_challenge("v" * 43),
         "code_challenge_method": "S256",
         "access_type": "offline",
         "prompt": "consent",

@@ -41,6 +41,7 @@ from tests.support.servers import LiveServer, serve
 # (tests/ws/test_approvals.py and test_approval_faults.py cover those).
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 CALLBACK = "/oauth/google/callback"
+CALLBACK_ROUTE = "/oauth/{name}/callback"
 RAP_CALLBACK = "/rap/callback"
 
 # Routes anyone may call: they hold no user data (checked below all the same).
@@ -60,10 +61,11 @@ MATRIX = {
     ("GET", "/api/chats/{chat_id}/events"),
     ("WS", "/ws/chats/{chat_id}"),
     ("GET", "/api/connectors"),
-    ("POST", "/api/connectors/plaid/exchange"),
+    ("POST", "/api/connectors/{name}/exchange"),
+    ("POST", "/api/connectors/{name}/finish"),
     ("POST", "/api/connectors/{name}/connect"),
     ("DELETE", "/api/connectors/{name}"),
-    ("GET", CALLBACK),
+    ("GET", CALLBACK_ROUTE),
     ("GET", "/api/chats/{chat_id}/rap-subscriptions"),
     ("POST", RAP_CALLBACK),
     ("POST", "/v1/responses"),
@@ -365,6 +367,14 @@ async def attack_connectors(live: LiveServer, alice: Alice, bob: Person, ledger:
             exchange.status_code in (400, 502),
             shown(exchange),
         )
+        finish = await http.post(
+            "/api/connectors/plaid/finish", json={"public_token": "public-sandbox-not-bobs"}
+        )
+        ledger.record(
+            "POST /api/connectors/plaid/finish (a token that is not his)",
+            finish.status_code in (400, 502),
+            shown(finish),
+        )
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             # Alice's Google sign-in landing in Bob's browser.
@@ -618,10 +628,11 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             {},
         ),
         ("GET", "/api/connectors"): ("/api/connectors", {}),
-        ("POST", "/api/connectors/plaid/exchange"): ("/api/connectors/plaid/exchange", {}),
+        ("POST", "/api/connectors/{name}/exchange"): ("/api/connectors/plaid/exchange", {}),
+        ("POST", "/api/connectors/{name}/finish"): ("/api/connectors/plaid/finish", {}),
         ("POST", "/api/connectors/{name}/connect"): ("/api/connectors/gmail/connect", {}),
         ("DELETE", "/api/connectors/{name}"): ("/api/connectors/plaid", {}),
-        ("GET", CALLBACK): (CALLBACK, {"state": alice.oauth_state, "code": "x"}),
+        ("GET", CALLBACK_ROUTE): (CALLBACK, {"state": alice.oauth_state, "code": "x"}),
         ("POST", "/v1/responses"): ("/v1/responses", {}),
         ("GET", "/v1/responses/{response_id}"): ("/v1/responses/resp_unknown", {}),
         ("GET", "/api/approvals"): ("/api/approvals", {}),

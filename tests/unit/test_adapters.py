@@ -22,16 +22,15 @@ from connectors.adapters import (
     to_function_call_output,
     to_plain_text,
 )
+from connectors.gmail.responses import ConnectGoogleAccount, GoogleAccountNeededResponse
+from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.rap.config import ToolResultMessage
 from connectors.rap.results import result_from_message
 from connectors.rendering import Part, own_types, register_type
 from connectors.responses import (
     AccountNeeded,
-    ConnectGoogleAccount,
-    ConnectPlaidAccountResponse,
     ErrorResponse,
     FileResponse,
-    GoogleAccountNeededResponse,
     JsonResponse,
     LinkResponse,
     OpenTabResponse,

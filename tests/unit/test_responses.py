@@ -11,16 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from connectors.gmail.responses import ConnectGoogleAccount, GoogleAccountNeededResponse
+from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.responses import (
     CORE_KEYS,
     DISPLAY_TYPES,
     RESPONSE_CLASSES,
     AccountNeeded,
-    ConnectGoogleAccount,
-    ConnectPlaidAccountResponse,
     ErrorResponse,
     FileResponse,
-    GoogleAccountNeededResponse,
     JsonResponse,
     LinkResponse,
     OpenTabResponse,
