@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.async_api import Page
 
+from app.settings import Settings
 from tests.browser.pages import body_items, open_ui, send, wait_chips, wait_turns_ended
-from tests.support.servers import LiveServer
+from tests.fakes.fake_service import serve_fake
+from tests.support.notes_plugin import GOOD_KEY, FakeNotes, install_notes
+from tests.support.servers import LiveServer, serve
 
 
 async def connectors(live: LiveServer) -> dict[str, dict[str, Any]]:
@@ -69,3 +75,52 @@ async def test_the_connections_panel_lists_modes_and_connects_and_disconnects(
 
     await page.keyboard.press("Escape")
     await panel.wait_for(state="hidden")
+
+
+@pytest.fixture
+def notes_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    yield from install_notes(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+async def notes_service() -> AsyncIterator[FakeNotes]:
+    fake = FakeNotes()
+    async with serve_fake(fake):
+        yield fake
+
+
+async def test_a_plugins_api_key_flow_runs_from_the_panel(
+    notes_installed: None,
+    notes_service: FakeNotes,
+    ui_settings: Callable[..., Settings],
+    page: Page,
+) -> None:
+    settings = ui_settings(
+        connector_modes={"notes": "live"},
+        connector_options={"notes": {"base_url": notes_service.base_url}},
+    )
+    async with serve(settings) as server:
+        await open_ui(page, server.http)
+        await page.get_by_role("button", name="Connections").click()
+        notes = page.locator("#connections-dialog .connector[data-connector=notes]")
+        await notes.get_by_text("Not connected").wait_for()
+
+        # A wrong key: the dialog closes, the service's refusal is shown, nothing is kept.
+        await notes.get_by_role("button", name="Connect Notes").click()
+        ask = page.get_by_role("dialog", name="Connect Notes")
+        await ask.get_by_text("Create one under Settings, API keys, in Notes.").wait_for()
+        await ask.get_by_label("Notes API key").fill("nk_live_wrong")
+        await ask.get_by_role("button", name="Connect").click()
+        await notes.get_by_text("Notes refused this key: check it and paste it again").wait_for()
+        assert (await connectors(server))["notes"]["connected"] is False
+
+        await notes.get_by_role("button", name="Connect Notes").click()
+        await ask.get_by_label("Notes API key").fill(GOOD_KEY)
+        await ask.get_by_role("button", name="Connect").click()
+        await notes.get_by_text("Connected: ada@notes.example").wait_for()
+        assert (await connectors(server))["notes"]["account"]["email"] == "ada@notes.example"
+        assert GOOD_KEY not in await page.content()
+
+        await notes.get_by_role("button", name="Disconnect Notes").click()
+        await notes.get_by_text("Not connected").wait_for()
+        assert notes_service.revoked == [GOOD_KEY]

@@ -109,11 +109,8 @@ export class Api {
     return this.request("DELETE", `/api/connectors/${encodeURIComponent(name)}`);
   }
 
-  plaidExchange(publicToken, institution = null) {
-    const body = { public_token: publicToken };
-    if (institution) {
-      body.institution = { name: institution.name ?? null, institution_id: institution.institution_id ?? null };
-    }
-    return this.request("POST", "/api/connectors/plaid/exchange", body);
+  /** The last step of a connector's account flow: a client widget's result, or a key. */
+  finish(name, body) {
+    return this.request("POST", `/api/connectors/${encodeURIComponent(name)}/finish`, body);
   }
 }

@@ -1,14 +1,20 @@
 // Connected accounts: the connections panel and the connect flow that connect cards use.
-// POST /api/connectors/{name}/connect answers one of:
-//   {"status": "connected"}                     demo mode: done at once
-//   {"status": "redirect", "url": …}            live OAuth (Google): a sign-in popup whose
-//                                               callback page posts the outcome back
-//   {"status": "link_token", "link_token": …}   live Plaid: run Plaid Link, then exchange
+// Every connector's account flow is driven the same way (docs/protocol.md, "Connector
+// endpoints"): POST /api/connectors/{name}/connect answers what the browser does next:
+//   {"status": "connected", "connector": …}         done (demo mode, or nothing to sign in to)
+//   {"status": "redirect", "url": …}                sign in at the provider: a popup whose
+//                                                   callback page posts the outcome back
+//   {"widget": NAME, …}                             run the client widget NAME (CLIENT_WIDGETS),
+//                                                   then POST its result to …/{name}/finish
+//   {"status": "api_key", "label", "help"}          ask the person for a key, POST it to finish
 import { ApiError } from "./api.js";
 import { asList, asText, clear, h, isObject, safeUrl } from "./dom.js";
 import { icon } from "./icons.js";
 
 const PLAID_LINK_SCRIPT = "https://cdn.plaid.com/link/v2/stable/link-initialize.js";
+
+// Widgets a flow may ask the browser to run: (step) -> the JSON body for its finish step.
+const CLIENT_WIDGETS = { plaid_link: runPlaidLink };
 
 export class Connections {
   constructor(api, { dialog, list, status, onChange }) {
@@ -148,13 +154,57 @@ export class Connections {
       this.onChange?.();
       return "connected";
     }
-    if (status === "link_token") {
-      await runPlaidLink(asText(result.link_token), (token, institution) => this.api.plaidExchange(token, institution));
+    if (result?.widget !== undefined) {
+      const widget = CLIENT_WIDGETS[asText(result.widget)];
+      if (!widget) throw new Error(`This page cannot run the ${asText(result.widget) || "unnamed"} step.`);
+      await this.api.finish(name, await widget(result));
+      this.onChange?.();
+      return "connected";
+    }
+    if (status === "api_key") {
+      const key = await askForKey(this.displayName(name), asText(result.label), asText(result.help));
+      if (key === null) return "Not connected: no key was given.";
+      await this.api.finish(name, { api_key: key });
       this.onChange?.();
       return "connected";
     }
     throw new Error(`Unexpected answer from the server (${status || "no status"}).`);
   }
+}
+
+/** Ask for an API key in a modal dialog; resolves to the key, or null when cancelled. */
+function askForKey(service, label, help) {
+  const input = h("input", { type: "password", id: "api-key-input", autocomplete: "off", spellcheck: "false", required: true });
+  const submit = h("button", { type: "submit", class: "button primary", text: "Connect" });
+  const cancel = h("button", { type: "button", class: "button", text: "Cancel" });
+  const form = h("form", {},
+    h("h2", { id: "api-key-title", text: `Connect ${service}` }),
+    help ? h("p", { class: "small", text: help }) : null,
+    h("label", { for: "api-key-input", text: label || "API key" }),
+    input,
+    h("p", { class: "muted small", text: "The key is sent to this server once and stored encrypted; it is never shown again." }),
+    h("div", { class: "actions end" }, cancel, submit));
+  const dialog = h("dialog", { class: "dialog", "aria-labelledby": "api-key-title" }, form);
+  document.body.append(dialog);
+  return new Promise((resolve) => {
+    const done = (value) => {
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const key = input.value.trim();
+      if (key) done(key);
+    });
+    cancel.addEventListener("click", () => done(null));
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      done(null);
+    });
+    dialog.showModal();
+    input.focus();
+  });
 }
 
 function accountLabel(account) {
@@ -203,16 +253,24 @@ function loadPlaid() {
   return plaidScript;
 }
 
-async function runPlaidLink(linkToken, exchange) {
+/** Plaid Link: the bank sign-in runs in Plaid's widget; resolves to the finish body. */
+async function runPlaidLink(step) {
+  const linkToken = asText(step.link_token);
   if (!linkToken) throw new Error("The server did not send a Plaid link token.");
   const Plaid = await loadPlaid();
-  await new Promise((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     const handler = Plaid.create({
       token: linkToken,
       // metadata.institution tells the server which bank this is, so a re-link replaces
       // that bank's dead item instead of adding a second one.
-      onSuccess: (publicToken, metadata) =>
-        exchange(publicToken, metadata?.institution ?? null).then(resolve, reject),
+      onSuccess: (publicToken, metadata) => {
+        const body = { public_token: publicToken };
+        const institution = metadata?.institution;
+        if (institution) {
+          body.institution = { name: institution.name ?? null, institution_id: institution.institution_id ?? null };
+        }
+        resolve(body);
+      },
       onExit: (error) => reject(new Error(error?.display_message || "Bank connection cancelled.")),
     });
     handler.open();
