@@ -44,9 +44,10 @@ class OfflineKnowledge:
         return self.hints(self.owner(tool)).tool(tool).hidden
 
     def title_of(self, call: PastCall) -> str:
-        """A short title for a result another connector passes on (an email's subject)."""
+        """A short title for a result another connector passes on (an email's subject):
+        its connector's, else what the tool's name says it gives ("list_issues": Issues)."""
         describe = self.hints(self.owner(call.name)).result_title
-        return (describe(call) if describe else None) or "Results from Switchboard"
+        return (describe(call) if describe else None) or _title_from_name(call.name)
 
     def suggestions_for(self, response_type: str) -> tuple[str, ...]:
         if response_type == "error":
@@ -64,6 +65,15 @@ class OfflineKnowledge:
     @property
     def catch_all(self) -> str | None:
         return next((agent for agent, hints in self._hints.items() if hints.catch_all), None)
+
+
+# Verbs in tool names that say how, not what ("search_recipes" gives recipes).
+_HOW = frozenset("get list find search show fetch read lookup query at by from".split())
+
+
+def _title_from_name(tool: str) -> str:
+    words = [word for word in tool.split("_") if word and word not in _HOW]
+    return " ".join(words).capitalize() if words else "Results from Switchboard"
 
 
 NO_KNOWLEDGE = OfflineKnowledge()

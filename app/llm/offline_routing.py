@@ -75,9 +75,15 @@ class Route:
     keywords: re.Pattern[str] | None = None
 
 
+# In an example prompt, the sample values ("in Boston", "titled 'Login fails'",
+# bob@example.com) are not what the connector is about: only its other words count.
+_SAMPLE_VALUES = re.compile(r"\"[^\"]*\"|'[^']*'(?!\w)|\S+@\S+|(?<=\s)[A-Z][\w'-]*")
+
+
 def _hint_texts(knowledge: OfflineKnowledge, agent: str) -> list[str]:
     hints = knowledge.hints(agent)
-    return [*hints.examples, *(e for tool in hints.tools.values() for e in tool.examples)]
+    examples = [*hints.examples, *(e for tool in hints.tools.values() for e in tool.examples)]
+    return [_SAMPLE_VALUES.sub(" ", example) for example in examples]
 
 
 def route_of(knowledge: OfflineKnowledge, agent: str, *described: str) -> Route:
