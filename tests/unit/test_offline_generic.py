@@ -11,7 +11,7 @@ import pytest
 
 from app.llm.offline_arguments import extract, last_resort, value_from_output
 from app.llm.offline_knowledge import OfflineKnowledge
-from app.llm.offline_routing import Route, plan, route_text, vocabulary
+from app.llm.offline_routing import Route, plan, route_text, routes_for, vocabulary
 from app.llm.offline_summary import generic_sentence
 from connectors.offline_hints import Clause, OfflineHints, PastCall, hints_by_agent
 from connectors.registry import Connector
@@ -69,6 +69,25 @@ def test_a_request_splits_into_parts_and_quoted_text_stays_whole() -> None:
     ]
     assert plan("who wrote Moby Dick", ROUTES, None) == []
     assert plan("who wrote Moby Dick", ROUTES, "Search") == [("Search", "who wrote Moby Dick")]
+
+
+def test_sample_values_in_examples_do_not_route() -> None:
+    knowledge = OfflineKnowledge(
+        {"Food": OfflineHints(examples=("Find sushi in Boston", "Email 'Menu' to bob@example.com"))}
+    )
+    (food,) = routes_for(knowledge, None)
+    assert {"sushi", "email"} <= food.words
+    assert not {"boston", "menu", "bob"} & food.words
+    assert route_text("will it rain in Boston", [food, *ROUTES]) is None
+    assert route_text("sushi tonight?", [food, *ROUTES]) == "Food"
+
+
+def test_a_result_passed_on_is_titled_by_its_connector_or_its_tool() -> None:
+    knowledge = OfflineKnowledge.of([])
+    assert knowledge.title_of(PastCall("c1", "list_issues", {}, "[]")) == "Issues"
+    assert knowledge.title_of(PastCall("c1", "get_weather_forecast", {}, "")) == (
+        "Weather forecast"
+    )
 
 
 # ----------------------------------------------------------------------------- arguments
