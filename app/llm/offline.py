@@ -1,8 +1,10 @@
 """The offline demo model: deterministic, no network, streams real Responses events.
 
 It acts as whichever agent calls it (decided from the tools and hand-offs it is offered,
-see ``offline_planner``), calls tools with arguments parsed from the prompt, hands off for
-multi-part requests and streams a short summary of the tool results, reporting
+see ``offline_planner``), routes by each agent's description and its connector's offline
+hints (``connectors.offline_hints``, handed to ``OfflineModelProvider``), calls tools with
+arguments read from the prompt (``offline_generic``, or a connector's own planner), hands
+off for multi-part requests and streams a short summary of the tool results, reporting
 approximate token usage. Knobs: ``delta_delay`` (seconds between streamed deltas, for
 benchmarks) and ``words_per_delta``.
 """
