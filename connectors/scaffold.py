@@ -604,12 +604,13 @@ from typing import Any
 
 from connectors.offline_hints import Clause, OfflineHints, ToolHints
 
-# "the Home project", "project Home", "to Home": a capitalised name.
+# A capitalised name: "the Home project", "project Home", "to Home", "my Work items".
 _NAME = r"([A-Z][\\w'-]*(?:\\s+[A-Z][\\w'-]*)*)"
 _PROJECT = (
-    re.compile(rf"\\b{_NAME}\\s+project\\b"),
+    re.compile(rf"\\b{_NAME}\\s+(?:project|list)\\b"),
     re.compile(rf"\\bproject\\s+{_NAME}"),
-    re.compile(rf"\\b(?:to|in|on|from|of)\\s+(?:the\\s+|my\\s+)?{_NAME}"),
+    re.compile(rf"\\b(?:to|in|on|from|of|for)\\s+(?:the\\s+|my\\s+)?{_NAME}"),
+    re.compile(rf"\\b(?:my|the)\\s+{_NAME}"),
 )
 
 
@@ -634,7 +635,11 @@ HINTS = OfflineHints(
             lookups={"project_id": "find_[[name]]_project"},
         ),
         "create_[[name]]_item": ToolHints(
-            examples=("add an item 'call the plumber' to Home", "new to-do in Work"),
+            examples=(
+                "add an item 'call the plumber' to Home",
+                "put 'buy stamps' on my Work list",
+                "new to-do in Work",
+            ),
             lookups={"project_id": "find_[[name]]_project"},
         ),
     },
