@@ -235,12 +235,18 @@ class ConnectorContract:
                 problems += await self._expect_type(kit.context(live), expected, "live, none")
         self.fail_on(problems, "while the user had no account connected")
 
-    async def _expect_type(self, context: ChatContext, expected: str, when: str) -> list[str]:
-        problems = []
+    async def _own_answers(
+        self, context: ChatContext
+    ) -> tuple[list[tuple[KitTool, dict[str, Any]]], list[str]]:
+        """Each of the connector's own tools called once (an MCP server has no notion of
+        the user's Switchboard account): the answers, and the problems of calls that gave
+        none."""
+        answers: list[tuple[KitTool, dict[str, Any]]] = []
+        problems: list[str] = []
         async with self.tools(context) as found:
             for tool in found.tools.values():
                 if tool.server is not None:
-                    continue  # an MCP server has no notion of the user's Switchboard account
+                    continue
                 outcome = await self.call(found, tool, context, self.arguments(tool))
                 output = self.answered(outcome)
                 if output is None:
@@ -251,38 +257,31 @@ class ConnectorContract:
                         errors_allowed=True,
                         timeout=self.tool_timeout_seconds,
                     )
-                elif output.get("response_type") != expected:
-                    problems.append(
-                        f"{tool.label} ({when}) answered {output.get('response_type')!r}, not "
-                        f"the connect card {expected!r}: {show(output)}. Check the account "
-                        "before anything else (raise connectors.tooling.NeedsAccount)."
-                    )
+                else:
+                    answers.append((tool, output))
+        return answers, problems
+
+    async def _expect_type(self, context: ChatContext, expected: str, when: str) -> list[str]:
+        answers, problems = await self._own_answers(context)
+        for tool, output in answers:
+            if output.get("response_type") != expected:
+                problems.append(
+                    f"{tool.label} ({when}) answered {output.get('response_type')!r}, not "
+                    f"the connect card {expected!r}: {show(output)}. Check the account "
+                    "before anything else (raise connectors.tooling.NeedsAccount)."
+                )
         return problems
 
     async def _answers_without_an_account(self) -> None:
         """A connector that declares no per-user account must never ask for one."""
-        problems: list[str] = []
         async with harness(self.demo_settings()) as kit:
-            context = kit.context()
-            async with self.tools(context) as found:
-                for tool in found.tools.values():
-                    if tool.server is not None:
-                        continue
-                    outcome = await self.call(found, tool, context, self.arguments(tool))
-                    output = self.answered(outcome)
-                    if output is None:
-                        problems += outcome_problems(
-                            self.connector,
-                            outcome,
-                            generated=False,
-                            errors_allowed=True,
-                            timeout=self.tool_timeout_seconds,
-                        )
-                    elif output.get("response_type") in ACCOUNT_NEEDED_TYPES:
-                        problems.append(
-                            f"{tool.label} asked for an account, but {self.connector.name} "
-                            f"declares needs_account=False: {show(output)}"
-                        )
+            answers, problems = await self._own_answers(kit.context())
+        for tool, output in answers:
+            if output.get("response_type") in ACCOUNT_NEEDED_TYPES:
+                problems.append(
+                    f"{tool.label} asked for an account, but {self.connector.name} "
+                    f"declares needs_account=False: {show(output)}"
+                )
         self.fail_on(problems, "about accounts")
 
     async def test_client_failures_become_error_responses(self) -> None:
