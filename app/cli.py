@@ -287,7 +287,7 @@ def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
         tools = ", ".join(connector.tool_descriptions) or "-"
         print(
             f"{connector.name}\t{connector.agent_name}\t"
-            f"{settings.connector_mode(connector.name)}\t{account}\t{tools}\tok"
+            f"{connector.mode_in(settings)}\t{account}\t{tools}\tok"
         )
     for failed in registration.failed:
         print(f"{failed.name}\t-\t-\t-\t-\tfailed ({failed.origin}): {failed.reason}")

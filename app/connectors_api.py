@@ -80,7 +80,7 @@ def _accounts(services: Services, user_id: str) -> AccountRepository:
 def describe(
     services: Services, connector: Connector, row: ConnectedAccount | None
 ) -> dict[str, Any]:
-    mode = services.settings.connector_mode(connector.name)
+    mode = connector.mode_in(services.settings)
     state = connection_state(connector, mode, row.meta if row else None)
     return {
         "name": connector.name,
@@ -238,7 +238,7 @@ async def connect(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
     connector = _connector(services, request.path_params["name"])
-    mode = services.settings.connector_mode(connector.name)
+    mode = connector.mode_in(services.settings)
     if connector.needs_account and mode == DEMO:
         await _accounts(services, user.id).connect(
             connector.name, demo_credentials(True), demo_meta(connector, True)
@@ -268,7 +268,7 @@ async def finish(request: Request) -> Response:
             "invalid_request",
             f"{name} has no per-user account to connect: it uses the server's keys",
         )
-    demo = services.settings.connector_mode(name) == DEMO
+    demo = connector.mode_in(services.settings) == DEMO
     if demo and connector.account_flow is None:
         raise ApiError(
             400,
@@ -314,7 +314,7 @@ async def disconnect(request: Request) -> Response:
             f"{connector.name} has no per-user account to disconnect: it uses the server's keys",
         )
     accounts = _accounts(services, user.id)
-    if services.settings.connector_mode(connector.name) == DEMO:
+    if connector.mode_in(services.settings) == DEMO:
         # Recorded, so the demo connector stays disconnected until connected again.
         await accounts.connect(connector.name, demo_credentials(False), demo_meta(connector, False))
     else:
@@ -388,7 +388,7 @@ async def oauth_callback(request: Request) -> Response:
         return _page(404, "", "Not found", "No connector signs in at this address.")
     connector, flow = found
     failed = f"{connector.display_name} was not connected"
-    if services.settings.connector_mode(connector.name) != LIVE:
+    if connector.mode_in(services.settings) != LIVE:
         message = f"{connector.display_name} runs in demo mode on this server."
         return _page(400, connector.name, failed, message)
     # No sign-in needed: the provider's redirect carries no token (connectors.oauth_flow).

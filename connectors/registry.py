@@ -27,7 +27,7 @@ from connectors.context import ChatContext
 from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name_problem
 from connectors.options import ConnectorOptions
 from connectors.responses import AccountNeeded, ToolResponse
-from connectors.settings import ConnectorSettings
+from connectors.settings import ConnectorMode, ConnectorSettings
 
 if TYPE_CHECKING:
     from connectors.account_flow import AccountFlow
@@ -62,6 +62,11 @@ class Connector:
     order: int = 100
     # Its typed settings (connectors.options), checked for its mode at start-up.
     options: type[ConnectorOptions] | None = None
+    # A remote server (RAP, MCP) is always "live"; None: SWITCHBOARD_CONNECTOR_MODES says.
+    mode: ConnectorMode | None = None
+
+    def mode_in(self, settings: ConnectorSettings) -> ConnectorMode:
+        return self.mode or settings.connector_mode(self.name)
 
     def connect_card(self) -> ToolResponse:
         if self.account_card is not None:

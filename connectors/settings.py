@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar, cast
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from connectors.approvals import ApprovalMode, ApprovalPolicy, Override
@@ -18,17 +19,20 @@ from connectors.mcp.config import McpServerConfig, parse_mcp_servers
 from connectors.rap.config import RapServerConfig, check_unique_servers, parse_rap_servers
 
 ConnectorMode = Literal["demo", "live"]
+T = TypeVar("T")
 
 
 class ConnectorSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", extra="ignore", frozen=True)
 
+    _memo: dict[object, object] = PrivateAttr(default_factory=dict)
+
     # Where this server listens: RAP tool servers call back to it when it is on loopback.
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     connector_modes: Annotated[dict[str, ConnectorMode], NoDecode] = Field(default_factory=dict)
-    # Connectors in live mode (SWITCHBOARD_CONNECTOR_MODES=gmail=live,…): outbound HTTP,
-    # keys and base URLs. Every base URL is configurable so tests point clients at fakes.
+    # Connectors in live mode (SWITCHBOARD_CONNECTOR_MODES=name=live,…): outbound HTTP.
+    # Each connector's keys and base URLs are its own typed options (connectors.options).
     http_timeout: float = Field(15.0, gt=0, le=120)
     # Every connector tool call, unless the tool sets its own: past it the call is stopped
     # and reported as a retryable ``tool_timeout``. Above a live call's retry budget
@@ -36,24 +40,6 @@ class ConnectorSettings(BaseSettings):
     tool_timeout: float = Field(60.0, gt=0, le=600)
     http_retries: int = Field(2, ge=0, le=5)
     http_retry_max_wait: float = Field(10.0, ge=0, le=120)
-    google_client_id: str | None = None
-    google_client_secret: SecretStr | None = None
-    google_redirect_uri: str | None = None
-    google_auth_url: str = "https://accounts.google.com/o/oauth2/v2/auth"
-    google_oauth_base_url: str = "https://oauth2.googleapis.com"
-    gmail_base_url: str = "https://gmail.googleapis.com"
-    plaid_client_id: str | None = None
-    plaid_secret: SecretStr | None = None
-    plaid_environment: Literal["sandbox", "development", "production"] = "sandbox"
-    plaid_base_url: str | None = None
-    yelp_api_key: SecretStr | None = None
-    yelp_base_url: str = "https://api.yelp.com"
-    yelp_default_location: str | None = None
-    search_provider: Literal["google", "searxng"] = "google"
-    google_search_api_key: SecretStr | None = None
-    google_search_engine_id: str | None = None
-    google_search_base_url: str = "https://www.googleapis.com"
-    searxng_base_url: str | None = None
     connector_options: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)
     # RAP remote tools (connectors/rap, docs/rap.md): tool servers by URL, the base URL
     # they POST results back to, and how long a call may wait for its result.
@@ -72,9 +58,9 @@ class ConnectorSettings(BaseSettings):
     @field_validator("connector_modes", mode="before")
     @classmethod
     def _parse_modes(cls, value: object) -> object:
-        # "gmail=live,plaid=demo" as well as JSON.
+        # "weather=live,tides=demo" as well as JSON.
         return _name_value_pairs(
-            value, "expected name=mode pairs separated by commas, e.g. gmail=live"
+            value, "expected name=mode pairs separated by commas, e.g. weather=live"
         )
 
     @field_validator("rap_tools", mode="before")
@@ -126,11 +112,11 @@ class ConnectorSettings(BaseSettings):
     @field_validator("approval_overrides", mode="before")
     @classmethod
     def _parse_overrides(cls, value: object) -> object:
-        # "send_google_email=ask,search_google=auto" as well as JSON.
+        # "create_issue=ask,list_issues=auto" as well as JSON.
         pairs = _name_value_pairs(
             value,
             "expected tool_name=ask or tool_name=auto pairs "
-            "separated by commas, e.g. send_google_email=ask",
+            "separated by commas, e.g. create_issue=ask",
         )
         if isinstance(pairs, dict) and isinstance(value, str):
             return {name: str(choice).lower() for name, choice in pairs.items()}
@@ -162,32 +148,6 @@ class ConnectorSettings(BaseSettings):
             return options
         return value
 
-    @field_validator(
-        "google_auth_url",
-        "google_oauth_base_url",
-        "gmail_base_url",
-        "plaid_base_url",
-        "yelp_base_url",
-        "google_search_base_url",
-        "searxng_base_url",
-        "google_redirect_uri",
-    )
-    @classmethod
-    def _check_http_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = value.strip()
-        if not value.startswith(("http://", "https://")) or len(value) < 10:
-            raise ValueError("must be an http:// or https:// URL")
-        return value.rstrip("/")
-
-    @model_validator(mode="after")
-    def _check_live_connectors(self) -> ConnectorSettings:
-        problems = missing_live_settings(self)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
     @property
     def is_loopback(self) -> bool:
         if self.host == "localhost":
@@ -198,11 +158,16 @@ class ConnectorSettings(BaseSettings):
             return False
 
     def connector_mode(self, name: str) -> ConnectorMode:
-        if any(server.name == name for server in self.rap_tools):
-            return "live"  # a RAP tool server is always a real remote service
-        if name in self.mcp_servers:
-            return "live"  # so is an MCP server
+        """An installed connector's mode. A remote server (RAP, MCP) is always live
+        (``Connector.mode``); one named like an installed connector is refused, so its
+        name never switches that connector to live mode."""
         return self.connector_modes.get(name, "demo")
+
+    def remembered(self, key: object, build: Callable[[], T]) -> T:
+        """``build()`` once per settings object (a connector's parsed options)."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return cast(T, self._memo[key])
 
 
 def _name_value_pairs(value: object, expected: str) -> object:
@@ -215,44 +180,3 @@ def _name_value_pairs(value: object, expected: str) -> object:
     if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
         raise ValueError(expected)
     return {name.strip(): item.strip() for name, item in pairs}
-
-
-# The settings each built-in connector needs in live mode.
-LIVE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
-    "gmail": ("google_client_id", "google_client_secret"),
-    "plaid": ("plaid_client_id", "plaid_secret"),
-    "yelp": ("yelp_api_key",),
-}
-
-
-def missing_live_settings(settings: ConnectorSettings) -> list[str]:
-    """One line per live connector whose keys are missing, naming the variables."""
-    problems = []
-    needs = dict(LIVE_REQUIREMENTS)
-    needs["search"] = (
-        ("google_search_api_key", "google_search_engine_id")
-        if settings.search_provider == "google"
-        else ("searxng_base_url",)
-    )
-    for connector, fields in needs.items():
-        # The explicit mode only: a RAP server of the same name is refused at start-up
-        # (connectors.registry), not taken for this connector in live mode.
-        if settings.connector_modes.get(connector) != "live":
-            continue
-        missing = [
-            f"SWITCHBOARD_{field.upper()}"
-            for field in fields
-            if not _is_set(getattr(settings, field))
-        ]
-        if missing:
-            problems.append(
-                f"{' and '.join(missing)} must be set when {connector} runs in "
-                f"live mode (SWITCHBOARD_CONNECTOR_MODES={connector}=live)"
-            )
-    return problems
-
-
-def _is_set(value: object) -> bool:
-    if isinstance(value, SecretStr):
-        value = value.get_secret_value()
-    return isinstance(value, str) and bool(value.strip())

@@ -7,6 +7,7 @@ from connectors.gmail.agent import build_agent
 from connectors.gmail.flow import flow
 from connectors.gmail.offline import HINTS as OFFLINE_HINTS
 from connectors.gmail.responses import GoogleAccountNeededResponse
+from connectors.gmail.settings import GmailSettings
 from connectors.gmail.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 
@@ -18,6 +19,7 @@ connector = Connector(
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
     offline=OFFLINE_HINTS,
+    options=GmailSettings,
     order=10,
     needs_account=True,
     account_card=GoogleAccountNeededResponse,

@@ -30,6 +30,7 @@ from connectors.gmail.mime import (
 )
 from connectors.gmail.oauth import GoogleOAuth, InvalidGrant, expiring, live_credentials
 from connectors.gmail.responses import GoogleAccountNeededResponse
+from connectors.gmail.settings import GmailSettings
 from connectors.service_http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.tooling import NeedsAccount, ToolError
 
@@ -264,8 +265,9 @@ class GmailClient:
 
 def live_backend(context: ChatContext, credentials: dict[str, Any]) -> GmailClient:
     settings = context.settings
+    own = GmailSettings.read(settings)
     client = shared_client(context.http, SERVICE)
-    secret = settings.google_client_secret
+    secret = own.google_client_secret
     secrets = (
         secret.get_secret_value() if secret else None,
         credentials.get("access_token"),
@@ -284,7 +286,7 @@ def live_backend(context: ChatContext, credentials: dict[str, Any]) -> GmailClie
     async def forget() -> None:
         await accounts.disconnect(CONNECTOR)
 
-    api = GmailApi(http, oauth, settings.gmail_base_url, credentials, persist, forget)
+    api = GmailApi(http, oauth, own.gmail_base_url, credentials, persist, forget)
     return GmailClient(api, credentials.get("email"))
 
 

@@ -11,13 +11,14 @@ from typing import Any, ClassVar
 
 from connectors.account_flow import Connected, FlowContext, FlowError
 from connectors.gmail import oauth as google
+from connectors.gmail.settings import GmailSettings
 from connectors.oauth_flow import OAuthFlow, PendingAuthorization
 from connectors.service_http import ServiceError, ServiceHttp, read_json
 
 
 def _google_http(ctx: FlowContext, credentials: dict[str, Any] | None = None) -> ServiceHttp:
     """Google's HTTP client, redacting the client secret and these tokens from errors."""
-    secret = ctx.settings.google_client_secret
+    secret = GmailSettings.read(ctx.settings).google_client_secret
     secrets = [secret.get_secret_value() if secret else None]
     if credentials:
         secrets += [credentials.get("access_token"), credentials.get("refresh_token")]
@@ -29,7 +30,7 @@ async def _gmail_address(ctx: FlowContext, access_token: str) -> str:
     http = _google_http(ctx, {"access_token": access_token})
     response = await http.send(
         "GET",
-        f"{ctx.settings.gmail_base_url}/gmail/v1/users/me/profile",
+        f"{GmailSettings.read(ctx.settings).gmail_base_url}/gmail/v1/users/me/profile",
         headers={"Authorization": f"Bearer {access_token}"},
     )
     if not response.is_success:
@@ -47,7 +48,7 @@ class GoogleSignIn(OAuthFlow):
     redirect_hint: ClassVar[str] = "set SWITCHBOARD_GOOGLE_REDIRECT_URI"
 
     def redirect_uri(self, ctx: FlowContext) -> str:
-        return ctx.settings.google_redirect_uri or super().redirect_uri(ctx)
+        return GmailSettings.read(ctx.settings).google_redirect_uri or super().redirect_uri(ctx)
 
     def authorization_url(
         self, ctx: FlowContext, *, state: str, verifier: str, redirect_uri: str

@@ -11,6 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+from connectors.gmail.settings import GmailSettings
 from connectors.oauth_flow import code_challenge
 from connectors.service_http import ServiceError, ServiceHttp, read_json
 from connectors.settings import ConnectorSettings
@@ -29,8 +30,9 @@ class InvalidGrant(Exception):
 def authorization_url(
     settings: ConnectorSettings, state: str, verifier: str, redirect_uri: str
 ) -> str:
+    own = GmailSettings.read(settings)
     params = {
-        "client_id": settings.google_client_id or "",
+        "client_id": own.google_client_id or "",
         "redirect_uri": redirect_uri,
         "response_type": "code",
         "scope": " ".join(SCOPES),
@@ -41,7 +43,7 @@ def authorization_url(
         "prompt": "consent",  # Google only returns a refresh token on consent
         "include_granted_scopes": "true",
     }
-    return f"{settings.google_auth_url}?{urlencode(params)}"
+    return f"{own.google_auth_url}?{urlencode(params)}"
 
 
 def live_credentials(
@@ -79,8 +81,8 @@ class GoogleOAuth:
 
     def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
-        self._settings = settings
-        secret = settings.google_client_secret
+        self._settings = GmailSettings.read(settings)
+        secret = self._settings.google_client_secret
         self._client_secret = secret.get_secret_value() if secret else ""
 
     @property

@@ -126,6 +126,7 @@ class McpRuntime:
             build_agent=build_agent,
             tool_descriptions=descriptions,
             response_types=(RESPONSE_TYPE, "error"),
+            mode="live",
         )
         self._built[connection.name] = connector
         return connector

@@ -6,6 +6,7 @@ from connectors.plaid.agent import build_agent
 from connectors.plaid.flow import flow
 from connectors.plaid.offline import HINTS as OFFLINE_HINTS
 from connectors.plaid.responses import ConnectPlaidAccountResponse
+from connectors.plaid.settings import PlaidSettings
 from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 
@@ -17,6 +18,7 @@ connector = Connector(
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
     offline=OFFLINE_HINTS,
+    options=PlaidSettings,
     order=20,
     needs_account=True,
     account_card=ConnectPlaidAccountResponse,

@@ -21,6 +21,7 @@ from typing import Any
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
 from connectors.plaid.responses import ConnectPlaidAccountResponse
+from connectors.plaid.settings import PlaidSettings
 from connectors.service_http import ServiceError, ServiceHttp, read_json, shared_client
 from connectors.settings import ConnectorSettings
 from connectors.tooling import NeedsAccount
@@ -91,7 +92,8 @@ class PlaidError(ServiceError):
 
 
 def base_url(settings: ConnectorSettings) -> str:
-    return settings.plaid_base_url or HOSTS[settings.plaid_environment]
+    own = PlaidSettings.read(settings)
+    return own.plaid_base_url or HOSTS[own.plaid_environment]
 
 
 class PlaidApi:
@@ -100,9 +102,10 @@ class PlaidApi:
     def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
         self._http = http
         self._base = base_url(settings)
-        secret = settings.plaid_secret
+        own = PlaidSettings.read(settings)
+        secret = own.plaid_secret
         self._keys = {
-            "client_id": settings.plaid_client_id or "",
+            "client_id": own.plaid_client_id or "",
             "secret": secret.get_secret_value() if secret else "",
         }
 
@@ -386,7 +389,7 @@ class PlaidClient:
 
 
 def api_for(client: Any, settings: ConnectorSettings) -> PlaidApi:
-    secret = settings.plaid_secret
+    secret = PlaidSettings.read(settings).plaid_secret
     http = ServiceHttp.for_settings(
         shared_client(client, SERVICE),
         SERVICE,
@@ -439,7 +442,7 @@ def live_backend(context: ChatContext, credentials: dict[str, Any]) -> PlaidClie
     accounts = context.accounts
     assert accounts is not None  # live credentials came from it
     tokens = [str(item.get("access_token")) for item in credentials.get("items") or []]
-    secret = context.settings.plaid_secret
+    secret = PlaidSettings.read(context.settings).plaid_secret
     http = ServiceHttp.for_settings(
         shared_client(context.http, SERVICE),
         SERVICE,

@@ -200,6 +200,7 @@ class RapRuntime:
             build_agent=build_agent,
             tool_descriptions={tool.name: describe_tool(server, tool) for tool in server.tools},
             response_types=(RESPONSE_TYPE, "error", "open_window"),
+            mode="live",
         )
 
     def build_agent(self, server: RapServer) -> Agent[ChatContext]:

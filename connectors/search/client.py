@@ -17,8 +17,8 @@ import httpx
 
 from connectors.context import ChatContext
 from connectors.search.demo import Result, SearchBackend
+from connectors.search.settings import SearchSettings
 from connectors.service_http import ServiceHttp, one_line, read_json, shared_client
-from connectors.settings import ConnectorSettings
 
 GOOGLE_PAGE = 10  # the API's maximum ``num``
 SEARXNG_MAX_PAGES = 3
@@ -53,7 +53,7 @@ class GoogleSearchClient:
 
     service = "Google Search"
 
-    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
+    def __init__(self, http: ServiceHttp, settings: SearchSettings) -> None:
         self._http = http
         self._url = f"{settings.google_search_base_url}/customsearch/v1"
         key = settings.google_search_api_key
@@ -98,7 +98,7 @@ class SearxngClient:
 
     service = "SearxNG"
 
-    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
+    def __init__(self, http: ServiceHttp, settings: SearchSettings) -> None:
         self._http = http
         self._url = f"{settings.searxng_base_url}/search"
 
@@ -138,13 +138,12 @@ class SearxngClient:
 
 def live_backend(context: ChatContext) -> SearchBackend:
     settings = context.settings
+    own = SearchSettings.read(settings)
     client = shared_client(context.http, "web search")
-    if settings.search_provider == "searxng":
-        return SearxngClient(
-            ServiceHttp.for_settings(client, SearxngClient.service, settings), settings
-        )
-    key = settings.google_search_api_key
+    if own.search_provider == "searxng":
+        return SearxngClient(ServiceHttp.for_settings(client, SearxngClient.service, settings), own)
+    key = own.google_search_api_key
     http = ServiceHttp.for_settings(
         client, GoogleSearchClient.service, settings, (key.get_secret_value() if key else None,)
     )
-    return GoogleSearchClient(http, settings)
+    return GoogleSearchClient(http, own)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from connectors.registry import Connector
 from connectors.yelp.agent import build_agent
 from connectors.yelp.offline import HINTS as OFFLINE_HINTS
+from connectors.yelp.settings import YelpSettings
 from connectors.yelp.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 
 connector = Connector(
@@ -15,6 +16,7 @@ connector = Connector(
     tool_descriptions=TOOL_DESCRIPTIONS,
     response_types=RESPONSE_TYPES,
     offline=OFFLINE_HINTS,
+    options=YelpSettings,
     order=30,
 )
 

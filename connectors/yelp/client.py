@@ -16,9 +16,9 @@ import httpx
 
 from connectors.context import ChatContext
 from connectors.service_http import ServiceHttp, read_json, shared_client
-from connectors.settings import ConnectorSettings
 from connectors.tooling import ToolError
 from connectors.yelp.demo import MAX_LIMIT, Business, SortBy, price_levels
+from connectors.yelp.settings import YelpSettings
 
 SERVICE = "Yelp"
 KEY_CODES = frozenset(
@@ -29,7 +29,7 @@ KEY_CODES = frozenset(
 class YelpClient:
     """``YelpBackend`` over Yelp Fusion."""
 
-    def __init__(self, http: ServiceHttp, settings: ConnectorSettings) -> None:
+    def __init__(self, http: ServiceHttp, settings: YelpSettings) -> None:
         self._http = http
         self._base = f"{settings.yelp_base_url}/v3"
         key = settings.yelp_api_key
@@ -171,12 +171,12 @@ class YelpClient:
 
 
 def live_backend(context: ChatContext) -> YelpClient:
-    settings = context.settings
-    key = settings.yelp_api_key
+    own = YelpSettings.read(context.settings)
+    key = own.yelp_api_key
     http = ServiceHttp.for_settings(
         shared_client(context.http, SERVICE),
         SERVICE,
-        settings,
+        context.settings,
         (key.get_secret_value() if key else None,),
     )
-    return YelpClient(http, settings)
+    return YelpClient(http, own)

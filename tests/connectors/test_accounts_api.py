@@ -22,7 +22,7 @@ from storage.users import UserRepository
 from tests.fakes.gmail_api import SCOPES, FakeGoogle
 from tests.fakes.plaid_api import FakePlaid
 from tests.support.clients import open_client
-from tests.support.connectors import FAST
+from tests.support.connectors import FAST, with_options
 from tests.support.servers import LiveServer, serve
 
 CALLBACK = "/oauth/google/callback"
@@ -164,12 +164,14 @@ async def google_server() -> AsyncIterator[FakeGoogle]:
 
 def gmail_live(settings_for: Callable[..., Settings], fake: FakeGoogle) -> Settings:
     return settings_for(
-        connector_modes={"gmail": "live"},
-        google_client_id=fake.client_id,
-        google_client_secret=fake.client_secret,
-        google_auth_url=f"{fake.base_url}/o/oauth2/v2/auth",
-        google_oauth_base_url=fake.base_url,
-        gmail_base_url=fake.base_url,
+        **with_options(
+            connector_modes={"gmail": "live"},
+            google_client_id=fake.client_id,
+            google_client_secret=fake.client_secret,
+            google_auth_url=f"{fake.base_url}/o/oauth2/v2/auth",
+            google_oauth_base_url=fake.base_url,
+            gmail_base_url=fake.base_url,
+        )
     )
 
 
@@ -450,10 +452,12 @@ async def test_plaid_link_connects_a_bank_end_to_end(
     plaid_fake: FakePlaid,
 ) -> None:
     settings = settings_for(
-        connector_modes={"plaid": "live"},
-        plaid_client_id=plaid_fake.client_id,
-        plaid_secret=plaid_fake.secret,
-        plaid_base_url=plaid_fake.base_url,
+        **with_options(
+            connector_modes={"plaid": "live"},
+            plaid_client_id=plaid_fake.client_id,
+            plaid_secret=plaid_fake.secret,
+            plaid_base_url=plaid_fake.base_url,
+        )
     )
     async with serve(settings) as server, browser(server, tokens["alice"]) as alice:
         started = await alice.post("/api/connectors/plaid/connect")
@@ -503,10 +507,12 @@ async def test_plaid_exchange_rejects_bad_requests_and_keeps_what_exists(
     plaid_fake: FakePlaid,
 ) -> None:
     settings = settings_for(
-        connector_modes={"plaid": "live"},
-        plaid_client_id=plaid_fake.client_id,
-        plaid_secret=plaid_fake.secret,
-        plaid_base_url=plaid_fake.base_url,
+        **with_options(
+            connector_modes={"plaid": "live"},
+            plaid_client_id=plaid_fake.client_id,
+            plaid_secret=plaid_fake.secret,
+            plaid_base_url=plaid_fake.base_url,
+        )
     )
     async with serve(settings) as server, browser(server, tokens["alice"]) as alice:
         token = await sandbox_public_token(plaid_fake, "ins_109509")

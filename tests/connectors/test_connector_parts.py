@@ -20,7 +20,10 @@ from connectors.gmail import oauth
 from connectors.gmail.html_text import html_to_markdown, html_to_text
 from connectors.gmail.mime import bodies, build_raw, decode_header_value, to_email
 from connectors.plaid.client import apply_sync, category_of
-from tests.support.connectors import builtin
+from connectors.registry import register_connectors
+from connectors.search.settings import SearchSettings
+from connectors.yelp.settings import YelpSettings
+from tests.support.connectors import BUILTINS, builtin
 
 # ----------------------------------------------------------------------------- html
 
@@ -199,7 +202,11 @@ def test_the_state_is_sealed_bound_and_expires() -> None:
 
 
 def test_authorization_url_asks_for_offline_access_with_pkce() -> None:
-    settings = Settings(google_client_id="cid", google_auth_url="https://accounts.example/auth")
+    settings = Settings(
+        connector_options={
+            "gmail": {"google_client_id": "cid", "google_auth_url": "https://accounts.example/auth"}
+        }
+    )
     url = urlsplit(oauth.authorization_url(settings, "STATE", "v" * 43, "http://h/cb"))
     query = {key: value[0] for key, value in parse_qs(url.query).items()}
     assert query == {
@@ -357,32 +364,61 @@ def test_connection_state(
 
 
 @pytest.mark.parametrize(
-    ("overrides", "message"),
+    ("environ", "connector", "message"),
     [
         (
-            {"connector_modes": "gmail=live"},
+            {"CONNECTOR_MODES": "gmail=live"},
+            "gmail",
             "SWITCHBOARD_GOOGLE_CLIENT_ID and SWITCHBOARD_GOOGLE_CLIENT_SECRET must be set when "
-            "gmail runs in live mode",
+            "gmail runs in live mode (SWITCHBOARD_CONNECTOR_MODES=gmail=live)",
         ),
-        ({"connector_modes": "yelp=live"}, "SWITCHBOARD_YELP_API_KEY must be set"),
+        ({"CONNECTOR_MODES": "yelp=live"}, "yelp", "SWITCHBOARD_YELP_API_KEY must be set"),
         (
-            {"connector_modes": "search=live", "google_search_api_key": "k"},
+            {"CONNECTOR_MODES": "search=live", "GOOGLE_SEARCH_API_KEY": "k"},
+            "search",
             "SWITCHBOARD_GOOGLE_SEARCH_ENGINE_ID must be set when search runs in live mode",
         ),
         (
-            {"connector_modes": "search=live", "search_provider": "searxng"},
+            {"CONNECTOR_MODES": "search=live", "SEARCH_PROVIDER": "searxng"},
+            "search",
             "SWITCHBOARD_SEARXNG_BASE_URL must be set",
         ),
         (
-            {"connector_modes": "plaid=live", "plaid_client_id": "c", "plaid_secret": "  "},
+            {"CONNECTOR_MODES": "plaid=live", "PLAID_CLIENT_ID": "c", "PLAID_SECRET": "  "},
+            "plaid",
             "SWITCHBOARD_PLAID_SECRET must be set",
         ),
         (
-            {"yelp_base_url": "api.yelp.com"},
+            {"YELP_BASE_URL": "api.yelp.com"},
+            "yelp",
             "SWITCHBOARD_YELP_BASE_URL: Value error, must be an http:// or https:// URL",
         ),
-        ({"plaid_environment": "staging"}, "SWITCHBOARD_PLAID_ENVIRONMENT"),
-        ({"search_provider": "bing"}, "SWITCHBOARD_SEARCH_PROVIDER"),
+        ({"PLAID_ENVIRONMENT": "staging"}, "plaid", "SWITCHBOARD_PLAID_ENVIRONMENT: Input should"),
+        ({"SEARCH_PROVIDER": "bing"}, "search", "SWITCHBOARD_SEARCH_PROVIDER: Input should"),
+        (
+            {"CONNECTOR_OPTIONS": "yelp.yelp_base_url=ftp://yelp.example"},
+            "yelp",
+            "SWITCHBOARD_CONNECTOR_OPTIONS: yelp.yelp_base_url: Value error, must be an http://",
+        ),
+    ],
+)
+def test_a_built_in_connector_s_bad_settings_refuse_it_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], connector: str, message: str
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(f"SWITCHBOARD_{name}", value)
+    registration = register_connectors(Settings())
+    reasons = {failed.name: failed.reason for failed in registration.failed}
+    assert list(reasons) == [connector]
+    assert message in reasons[connector]
+    assert connector not in {c.name for c in registration.connectors}
+    # The others are served: one connector's settings never stop the server.
+    assert len(registration.connectors) == len(BUILTINS) - 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
         ({"http_timeout": 0}, "SWITCHBOARD_HTTP_TIMEOUT"),
         (
             {"connector_options": "weather=x"},
@@ -398,14 +434,20 @@ def test_invalid_connector_settings_name_the_variable(
     assert message in str(failed.value)
 
 
-def test_valid_live_settings_and_secrets_stay_hidden() -> None:
+def test_valid_live_settings_are_read_from_their_variables_and_secrets_stay_hidden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SWITCHBOARD_YELP_API_KEY", "yk-secret")
+    monkeypatch.setenv("SWITCHBOARD_SEARCH_PROVIDER", "searxng")
+    monkeypatch.setenv("SWITCHBOARD_SEARXNG_BASE_URL", "http://sx.local/")
     settings = load_settings(
         connector_modes="yelp=live,search=live",
-        yelp_api_key="yk-secret",
-        search_provider="searxng",
-        searxng_base_url="http://sx.local/",
-        connector_options="weather.base_url=http://w.local,weather.units=si",
+        # SWITCHBOARD_CONNECTOR_OPTIONS wins over an option's own variable.
+        connector_options="search.searxng_base_url=http://sx2.local/,weather.units=si",
     )
-    assert settings.searxng_base_url == "http://sx.local"
-    assert settings.connector_options == {"weather": {"base_url": "http://w.local", "units": "si"}}
-    assert "yk-secret" not in repr(settings) and "yk-secret" not in str(settings.model_dump())
+    registration = register_connectors(settings)
+    assert registration.failed == []
+    assert SearchSettings.read(settings).searxng_base_url == "http://sx2.local"
+    yelp = YelpSettings.read(settings)
+    assert yelp.yelp_api_key is not None and yelp.yelp_api_key.get_secret_value() == "yk-secret"
+    assert "yk-secret" not in repr(yelp) and "yk-secret" not in str(yelp.model_dump())

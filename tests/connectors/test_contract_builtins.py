@@ -32,10 +32,14 @@ class TestGmailContract(ConnectorContract):
         "reply_to_google_email": {"message_id": FIRST_THREAD, "body": "Thanks!"},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "google_client_id": "contract-client-id",
-        "google_client_secret": "contract-client-secret-value",
-        "google_oauth_base_url": "{base_url}",
-        "gmail_base_url": "{base_url}",
+        "connector_options": {
+            "gmail": {
+                "google_client_id": "contract-client-id",
+                "google_client_secret": "contract-client-secret-value",
+                "google_oauth_base_url": "{base_url}",
+                "gmail_base_url": "{base_url}",
+            }
+        }
     }
     live_credentials: ClassVar[dict[str, Any] | None] = {
         "access_token": "ya29.contract-access-token",
@@ -53,9 +57,13 @@ class TestPlaidContract(ConnectorContract):
         "get_spending_summary_at_plaid": {"days": 30},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "plaid_client_id": "contract-plaid-client",
-        "plaid_secret": "contract-plaid-secret",
-        "plaid_base_url": "{base_url}",
+        "connector_options": {
+            "plaid": {
+                "plaid_client_id": "contract-plaid-client",
+                "plaid_secret": "contract-plaid-secret",
+                "plaid_base_url": "{base_url}",
+            }
+        }
     }
     live_credentials: ClassVar[dict[str, Any] | None] = {
         "items": [
@@ -87,9 +95,13 @@ class TestYelpContract(ConnectorContract):
         "get_business_reviews_at_yelp": {"business_id": "umi-sushi-bar-boston"},
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "yelp_api_key": "contract-yelp-api-key",
-        "yelp_base_url": "{base_url}",
-        "yelp_default_location": "Boston, MA",
+        "connector_options": {
+            "yelp": {
+                "yelp_api_key": "contract-yelp-api-key",
+                "yelp_base_url": "{base_url}",
+                "yelp_default_location": "Boston, MA",
+            }
+        }
     }
 
 
@@ -99,15 +111,23 @@ class TestGoogleSearchContract(ConnectorContract):
         "search_google": {"query": "python asyncio", "num_results": 3}
     }
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "search_provider": "google",
-        "google_search_api_key": "contract-google-key",
-        "google_search_engine_id": "contract-cx",
-        "google_search_base_url": "{base_url}",
+        "connector_options": {
+            "search": {
+                "search_provider": "google",
+                "google_search_api_key": "contract-google-key",
+                "google_search_engine_id": "contract-cx",
+                "google_search_base_url": "{base_url}",
+            }
+        }
     }
 
 
 class TestSearxngContract(TestGoogleSearchContract):
     live_settings: ClassVar[dict[str, Any] | None] = {
-        "search_provider": "searxng",
-        "searxng_base_url": "{base_url}",
+        "connector_options": {
+            "search": {
+                "search_provider": "searxng",
+                "searxng_base_url": "{base_url}",
+            }
+        }
     }

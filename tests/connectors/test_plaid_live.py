@@ -14,7 +14,7 @@ from connectors.plaid import client as plaid
 from storage.accounts import AccountRepository
 from tests.fakes.fake_service import Answer
 from tests.fakes.plaid_api import FakePlaid
-from tests.support.connectors import invoke, make_context, plaid_settings
+from tests.support.connectors import invoke, make_context, plaid_settings, with_options
 
 SYNC = "/transactions/sync"
 
@@ -304,11 +304,16 @@ async def test_not_connected_shows_the_connect_bank_card(
 def test_the_environment_picks_plaid_s_host() -> None:
     assert plaid.base_url(Settings()) == "https://sandbox.plaid.com"
     assert (
-        plaid.base_url(Settings(plaid_environment="production")) == "https://production.plaid.com"
+        plaid.base_url(Settings(**with_options(plaid_environment="production")))
+        == "https://production.plaid.com"
     )
     assert (
         plaid.base_url(
-            Settings(plaid_environment="development", plaid_base_url="http://127.0.0.1:9/")
+            Settings(
+                **with_options(
+                    plaid_environment="development", plaid_base_url="http://127.0.0.1:9/"
+                )
+            )
         )
         == "http://127.0.0.1:9"
     )

@@ -52,7 +52,6 @@ def test_a_stdio_server_and_an_http_server() -> None:
     assert (notes.agent_name, tracker.agent_name) == ("Notes", "Tracker")
     assert notes.secrets() == (SECRET,) and tracker.secrets() == (f"Bearer {SECRET}",)
     assert SECRET not in repr(settings) and SECRET not in str(settings.model_dump())
-    assert settings.connector_mode("notes") == "live"  # a real server, never a demo
 
 
 def test_unset_or_empty_means_no_servers() -> None:

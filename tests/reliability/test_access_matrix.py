@@ -35,6 +35,7 @@ from storage.users import UserRepository
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.plaid_api import FakePlaid
 from tests.support.clients import open_client
+from tests.support.connectors import builtin_options
 from tests.support.servers import LiveServer, serve
 
 # Two agents, two tools, a streamed answer, and nothing that waits for an approval
@@ -200,11 +201,13 @@ async def world(
         offline_delta_delay=0.03,
         prompts_per_minute=1000,
         connector_modes={"plaid": "live", "gmail": "live"},
-        plaid_client_id=plaid.client_id,
-        plaid_secret=plaid.secret,
-        plaid_base_url=plaid.base_url,
-        google_client_id="client-id.apps.example",
-        google_client_secret="google-secret",
+        connector_options=builtin_options(
+            plaid_client_id=plaid.client_id,
+            plaid_secret=plaid.secret,
+            plaid_base_url=plaid.base_url,
+            google_client_id="client-id.apps.example",
+            google_client_secret="google-secret",
+        ),
     )
     async with serve(settings) as live:
         users = UserRepository(live.services.db)
