@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import errno
 import os
+import shlex
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -277,7 +278,7 @@ def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
-    from app.connector_setup import configured_remote_names
+    from app.connector_setup import configured_remote_names, remote_servers
     from connectors.registry import register_connectors
 
     registration = register_connectors(settings)
@@ -291,6 +292,12 @@ def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
         )
     for failed in registration.failed:
         print(f"{failed.name}\t-\t-\t-\t-\tfailed ({failed.origin}): {failed.reason}")
+    # Remote servers are contacted by the running server only: their agent and tools are
+    # known there (GET /api/connectors).
+    for name, setting in remote_servers(settings):
+        print(
+            f"{name}\t-\tlive\tserver\t-\tconfigured in {setting}; checked when the server starts"
+        )
     problems = registration.unknown_names(settings, *configured_remote_names(settings))
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
@@ -307,12 +314,15 @@ def cmd_connectors_new(args: argparse.Namespace, settings: Settings) -> int:
         root = write_package(args.name, Path(args.dir))
     except ScaffoldError as exc:
         raise CommandError(str(exc)) from None
+    # This interpreter is the server's: a plug-in installed by another pip (a system one,
+    # another venv) is invisible to the server.
+    python = shlex.quote(sys.executable)
     print(f"created {root}")
     print(
         "next:\n"
-        f"  cd {root}\n"
-        "  pip install -e .     # into the server's environment\n"
-        "  pytest               # the contract kit and the demo tests\n"
+        f"  cd {shlex.quote(str(root))}\n"
+        f"  {python} -m pip install -e .   # into this server's environment\n"
+        f"  {python} -m pytest             # the contract kit and the demo tests\n"
         "  switchboard connectors list"
     )
     return 0

@@ -23,6 +23,7 @@ def serve_connectors(
         registration.admit_remote(rap.connectors(), "SWITCHBOARD_RAP_TOOLS")
     if mcp is not None:
         registration.admit_remote(mcp.connectors(), "SWITCHBOARD_MCP_SERVERS")
+        mcp.guard(registration.namespace)
     problems = registration.unknown_names(settings, *configured_remote_names(settings))
     if problems:
         raise SettingsError("; ".join(problems))
@@ -31,4 +32,11 @@ def serve_connectors(
 
 def configured_remote_names(settings: Settings) -> list[str]:
     """Connector names the settings define (servers not yet discovered still count)."""
-    return [server.name for server in settings.rap_tools] + list(settings.mcp_servers)
+    return [name for name, _ in remote_servers(settings)]
+
+
+def remote_servers(settings: Settings) -> list[tuple[str, str]]:
+    """(name, the variable that configures it) of each RAP and MCP server."""
+    return [(server.name, "SWITCHBOARD_RAP_TOOLS") for server in settings.rap_tools] + [
+        (name, "SWITCHBOARD_MCP_SERVERS") for name in settings.mcp_servers
+    ]

@@ -82,6 +82,7 @@ def describe(
 ) -> dict[str, Any]:
     mode = connector.mode_in(services.settings)
     state = connection_state(connector, mode, row.meta if row else None)
+    health = connector.health() if connector.health is not None else None
     return {
         "name": connector.name,
         "display_name": connector.display_name,
@@ -95,6 +96,8 @@ def describe(
             {"name": name, "description": description}
             for name, description in connector.tool_descriptions.items()
         ],
+        # A remote server's connection (MCP): "connected", "reconnecting" and why, …
+        "server": None if health is None else {"state": health.state, "reason": health.reason},
     }
 
 

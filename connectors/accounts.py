@@ -4,7 +4,7 @@ One ``connected_accounts`` row per user and connector. Its encrypted credentials
 clear ``meta`` both carry a ``mode``:
 
 - ``live``: the credentials are the provider's tokens (OAuth tokens, Plaid items); the meta
-  is what the UI shows (the Gmail address, the banks' names), never a secret.
+  is what the UI shows (the mailbox's address, the banks' names), never a secret.
 - ``demo``: the credentials hold no secret, only ``{"mode": "demo", "connected": bool}``.
 
 Demo connectors count as connected until the user disconnects them: a first-time user of

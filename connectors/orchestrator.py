@@ -1,8 +1,8 @@
 """The Switchboard orchestrator and the hand-off graph between connector agents.
 
-Every connector agent can hand off to every other one (peer hand-offs), so a request like
-"find sushi in Boston and email the list to bob@example.com" runs Switchboard → Yelp →
-GMail. The agents are built first and their ``handoffs`` assigned afterwards: the graph has
+Every connector agent can hand off to every other one (peer hand-offs), so a request that
+needs two services ("find sushi in Boston and email the list to Bob") runs Switchboard →
+one connector's agent → the other's. The agents are built first and their ``handoffs`` assigned afterwards: the graph has
 cycles, and the SDK resolves hand-offs lazily, so nothing recurses.
 """
 
@@ -151,7 +151,7 @@ def build_orchestrator(
 
 
 def agent_display_names(connectors: Sequence[Connector]) -> dict[str, str]:
-    """Agent name → what people read ("GMail" → "Gmail"), for ``agent_updated`` events."""
+    """Agent name → what people read (its ``display_name``), for ``agent_updated`` events."""
     names = {ORCHESTRATOR_NAME: ORCHESTRATOR_NAME}
     names.update({connector.agent_name: connector.display_name for connector in connectors})
     return names

@@ -38,9 +38,9 @@ logger = logging.getLogger("switchboard.connectors")
 
 @dataclass(frozen=True)
 class Connector:
-    name: str  # "gmail": settings key (SWITCHBOARD_CONNECTOR_MODES), REST path
-    agent_name: str  # "GMail": the Agent's name, hence its transfer_to_<name> hand-off tool
-    display_name: str  # "Gmail": what people read
+    name: str  # "weather": settings key (SWITCHBOARD_CONNECTOR_MODES), REST path
+    agent_name: str  # "WeatherAgent": the Agent's name, hence its transfer_to_<name> tool
+    display_name: str  # "Weather": what people read
     build_agent: Callable[[ConnectorSettings], Agent[ChatContext]]
     tool_descriptions: dict[str, str] = field(default_factory=dict)  # tool → "Searching Yelp"
     response_types: tuple[str, ...] = ()
@@ -64,6 +64,8 @@ class Connector:
     options: type[ConnectorOptions] | None = None
     # A remote server (RAP, MCP) is always "live"; None: SWITCHBOARD_CONNECTOR_MODES says.
     mode: ConnectorMode | None = None
+    # A remote server's connection as of now (listings); None: nothing to report.
+    health: Callable[[], Health] | None = None
 
     def mode_in(self, settings: ConnectorSettings) -> ConnectorMode:
         return self.mode or settings.connector_mode(self.name)
@@ -72,6 +74,15 @@ class Connector:
         if self.account_card is not None:
             return self.account_card()
         return AccountNeeded(self.agent_name, self.name)
+
+
+@dataclass(frozen=True)
+class Health:
+    """A remote server's connection: "connected", "connecting", "reconnecting", "failed"
+    or "stopped", and why when it is not connected (safe to show: no secrets)."""
+
+    state: str
+    reason: str | None = None
 
 
 def _resolve(point: EntryPoint) -> Connector:
@@ -279,7 +290,7 @@ class Namespace:
     def __init__(self) -> None:
         self._connectors: dict[str, tuple[Connector, str]] = {}
         self._agents: dict[str, str] = {ORCHESTRATOR.lower(): "the orchestrator"}
-        self._tools: dict[str, str] = {}
+        self._tools: dict[str, tuple[str, str]] = {}  # tool → (connector, label)
 
     def connectors(self) -> tuple[Connector, ...]:
         return tuple(connector for connector, _ in self._connectors.values())
@@ -315,11 +326,17 @@ class Namespace:
         names = list(tools)
         for tool in names:
             if tool in self._tools:
-                raise Refused(f"tool name {tool!r} is already a tool of {self._tools[tool]}")
+                raise Refused(f"tool name {tool!r} is already a tool of {self._tools[tool][1]}")
         label = f"connector {connector.name!r} of {origin}"
         self._connectors[connector.name] = (connector, origin)
         self._agents[key] = label
-        self._tools.update(dict.fromkeys(names, label))
+        self._tools.update(dict.fromkeys(names, (connector.name, label)))
+
+    def claim_tool(self, connector: str, tool: str) -> str | None:
+        """Record a tool that appeared after start-up (an MCP server's); the holder's label
+        when another connector already holds the name (the tool must then be left out)."""
+        holder = self._tools.setdefault(tool, (connector, f"connector {connector!r}"))
+        return None if holder[0] == connector else holder[1]
 
     def _check_name(self, name: str) -> None:
         problem = name_problem(name)

@@ -66,8 +66,8 @@ class TypeInfo:
 _TYPES: dict[str, TypeInfo] = {}
 
 # Renderers register when their modules are imported: the shared ones below, and each
-# installed connector's ``render`` module beside its entry point (``connectors.gmail.render``
-# for ``connectors.gmail:connector``), found by that convention, not by a list of names.
+# installed connector's ``render`` module beside its entry point (``switchboard_weather.render``
+# for ``switchboard_weather:connector``), found by that convention, not by a list of names.
 # That happens on first use rather than at import time: importing a connector package
 # imports its agent and tools, which import this module.
 _SHARED_MODULES = ("connectors.generic_renderers", "connectors.rap.results")

@@ -1,4 +1,4 @@
-"""A user's connected service accounts (Gmail, Plaid, …) with encrypted credentials.
+"""A user's connected service accounts (a mailbox, bank links, …) with encrypted credentials.
 
 Credentials are a JSON object encrypted with the app's ``MultiFernet`` (first key
 encrypts, every key decrypts, so keys can be rotated). They never reach the database,

@@ -20,13 +20,14 @@ from functools import partial
 from typing import Any
 
 from agents import Agent, RunContextWrapper
+from mcp.types import Tool
 
 from connectors.approvals import apply_policy
 from connectors.context import ChatContext
 from connectors.mcp.connection import Backoff, McpConnection
 from connectors.mcp.results import RESPONSE_TYPE
-from connectors.mcp.tools import describe_tool, function_tools, tool_name
-from connectors.registry import Connector
+from connectors.mcp.tools import Holder, describe_tool, function_tool, tool_name, usable
+from connectors.registry import Connector, Health, Namespace
 from connectors.settings import ConnectorSettings
 
 logger = logging.getLogger("switchboard.mcp")
@@ -65,6 +66,8 @@ class McpRuntime:
         self._agents: dict[str, list[Agent[ChatContext]]] = {name: [] for name in self.connections}
         self._descriptions: dict[str, dict[str, str]] = {}
         self._built: dict[str, Connector] = {}
+        self._namespace: Namespace | None = None
+        self._guarded: set[str] = set()
 
     async def start(self) -> None:
         """Start every connection and wait for each one's first attempt (each bounded by
@@ -91,12 +94,28 @@ class McpRuntime:
 
     # ------------------------------------------------------------------ connectors
 
+    def guard(self, namespace: Namespace) -> None:
+        """Check tools that appear after start-up (a server that connects late or changes
+        its list) against the names the other connectors hold: such a tool is left out."""
+        admitted = {id(connector) for connector in namespace.connectors()}
+        self._namespace = namespace
+        self._guarded = {name for name in self.connections if id(self._built.get(name)) in admitted}
+        for name in self._guarded:
+            self._tools_changed(name)
+
+    def _holder(self, server: str) -> Holder | None:
+        # Before registration admit_remote checks the list as a whole; a refused server
+        # claims nothing (it is stopped).
+        if self._namespace is None or server not in self._guarded:
+            return None
+        return partial(self._namespace.claim_tool, server)
+
     def connectors(self) -> list[tuple[Connector, list[str]]]:
         """A connector per server, with its tool names as known now, for the one namespace
         every connector name lives in (``connectors.registry.Registration.admit_remote``).
         A server that is down has no tools yet; they arrive when it connects."""
         return [
-            (self._connector(connection), list(self._describe(connection)))
+            (self._connector(connection), [tool_name(tool) for tool in connection.tools])
             for connection in self.connections.values()
         ]
 
@@ -111,7 +130,7 @@ class McpRuntime:
     def _connector(self, connection: McpConnection) -> Connector:
         agent_name = connection.config.agent_name
         descriptions = self._descriptions.setdefault(connection.name, {})
-        descriptions.update(self._describe(connection))
+        descriptions.update(self._describe(connection, connection.tools))
 
         def build_agent(settings: ConnectorSettings) -> Agent[ChatContext]:
             del settings  # the runtime already holds them
@@ -127,6 +146,7 @@ class McpRuntime:
             tool_descriptions=descriptions,
             response_types=(RESPONSE_TYPE, "error"),
             mode="live",
+            health=lambda: Health(connection.state, connection.reason),
         )
         self._built[connection.name] = connector
         return connector
@@ -142,32 +162,35 @@ class McpRuntime:
             reason = connection.reason or "it is connecting"
             return f"{instructions}\n\n{UNAVAILABLE.format(reason=reason, agent=config.agent_name)}"
 
+        tools = usable(connection, self._holder(config.name))
         return Agent[ChatContext](
             name=config.agent_name,
-            handoff_description=self._handoff_description(connection),
+            handoff_description=self._handoff_description(connection, tools),
             instructions=current,
-            tools=list(function_tools(connection, config.agent_name)),
+            tools=[function_tool(connection, config.agent_name, tool) for tool in tools],
         )
 
     @staticmethod
-    def _handoff_description(connection: McpConnection) -> str:
+    def _handoff_description(connection: McpConnection, tools: Iterable[Tool]) -> str:
         config = connection.config
-        summary = config.description or ", ".join(t.name for t in connection.tools)
+        summary = config.description or ", ".join(tool.name for tool in tools)
         return f"Tools of {config.agent_name} (MCP): {summary or 'none yet'}"[:1000]
 
     @staticmethod
-    def _describe(connection: McpConnection) -> dict[str, str]:
+    def _describe(connection: McpConnection, tools: Iterable[Tool]) -> dict[str, str]:
         agent_name = connection.config.agent_name
-        return {tool_name(tool): describe_tool(agent_name, tool) for tool in connection.tools}
+        return {tool_name(tool): describe_tool(agent_name, tool) for tool in tools}
 
     def _tools_changed(self, name: str) -> None:
         """Give every agent built for server ``name`` its current tools, gated again."""
         connection = self.connections[name]
+        tools = usable(connection, self._holder(name))
         descriptions = self._descriptions.get(name)
         if descriptions is not None:
             descriptions.clear()
-            descriptions.update(self._describe(connection))
+            descriptions.update(self._describe(connection, tools))
         for agent in self._agents[name]:
-            agent.tools = list(function_tools(connection, connection.config.agent_name))
+            agent_name = connection.config.agent_name
+            agent.tools = [function_tool(connection, agent_name, tool) for tool in tools]
             apply_policy([agent], self.settings.approval_policy)
-            agent.handoff_description = self._handoff_description(connection)
+            agent.handoff_description = self._handoff_description(connection, tools)

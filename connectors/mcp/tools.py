@@ -19,6 +19,7 @@ import copy
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from agents import FunctionTool
@@ -72,21 +73,24 @@ def arguments_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def function_tools(connection: McpConnection, agent_name: str) -> list[FunctionTool]:
+# Tool name → the label of another connector that holds it, or None when it is free.
+Holder = Callable[[str], str | None]
+
+
+def usable(connection: McpConnection, holder: Holder | None = None) -> list[Tool]:
     """The server's current tools; one whose model-facing name repeats another's is left
-    out (logged), since the model could not tell them apart."""
-    tools: dict[str, FunctionTool] = {}
+    out (logged), since the model could not tell them apart, and so is one whose name
+    another connector holds (``holder`` names it)."""
+    tools: dict[str, Tool] = {}
     for tool in connection.tools:
         name = tool_name(tool)
-        if name in tools:
-            logger.error(
-                "MCP server %r: tool %r skipped: another tool is already called %r",
-                connection.name,
-                tool.name,
-                name,
-            )
+        held = f"another tool is already called {name!r}" if name in tools else None
+        if held is None and holder is not None and (taken := holder(name)) is not None:
+            held = f"{name!r} is already a tool of {taken}"
+        if held is not None:
+            logger.error("MCP server %r: tool %r skipped: %s", connection.name, tool.name, held)
             continue
-        tools[name] = function_tool(connection, agent_name, tool)
+        tools[name] = tool
     return list(tools.values())
 
 

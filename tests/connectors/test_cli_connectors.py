@@ -50,6 +50,20 @@ def test_live_mode_without_its_keys_shows_it_failed_with_the_variable_named(
     assert rows["gmail"].endswith("\tok")
 
 
+def test_list_shows_the_configured_remote_servers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SWITCHBOARD_MCP_SERVERS", '{"notes": {"command": "notes-server"}}')
+    monkeypatch.setenv("SWITCHBOARD_RAP_TOOLS", "tracker=http://127.0.0.1:9/rap")
+    assert main(["connectors", "list"]) == 0
+    rows = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
+    assert rows["notes"][2:4] == ["live", "server"]
+    assert rows["notes"][5] == (
+        "configured in SWITCHBOARD_MCP_SERVERS; checked when the server starts"
+    )
+    assert rows["tracker"][5].startswith("configured in SWITCHBOARD_RAP_TOOLS")
+
+
 def test_new_refuses_bad_names_and_existing_directories(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,7 +120,10 @@ def test_a_new_connector_s_tests_pass_at_once(
 ) -> None:
     assert main(["connectors", "new", "recipes", "--dir", str(tmp_path)]) == 0
     root = tmp_path / "switchboard-recipes"
-    assert f"created {root}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"created {root}" in out
+    # The next steps install with the server's own interpreter, where the server finds it.
+    assert f"  {sys.executable} -m pip install -e ." in out
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env = {k: v for k, v in env.items() if not k.startswith("SWITCHBOARD_")}
     run = subprocess.run(

@@ -98,16 +98,17 @@ def crash() -> str:
 
 
 @server.tool(annotations=READ_ONLY)
-async def add_tool(ctx: Context) -> str:
-    """Adds the archive_notes tool and says the tool list changed."""
+async def add_tool(ctx: Context, name: str = "archive_notes") -> str:
+    """Adds the archive_notes tool (under another name if given) and says the tool list
+    changed."""
 
     def archive_notes(title: str) -> str:
         """Archive a note."""
         return f"Archived {title!r}."
 
-    server.add_tool(archive_notes, annotations=READ_ONLY)
+    server.add_tool(archive_notes, name=name, annotations=READ_ONLY)
     await ctx.notify_tools_changed()  # 2026-07-28 sessions: through subscriptions/listen
-    return "Added archive_notes."
+    return f"Added {name}."
 
 
 @server.tool(annotations=READ_ONLY)

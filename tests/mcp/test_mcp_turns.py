@@ -4,6 +4,7 @@ behind a real Switchboard, driven by the offline demo model or by a scripted SDK
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from connectors.untrusted import fence
 from tests.mcp.notes_server import STATS
 from tests.support.clients import open_client
+from tests.support.logs import capture_logs
 from tests.support.mcp import Notes, notes_server
 from tests.support.servers import LiveServer
 from tests.support.waiting import wait_until
@@ -71,6 +73,8 @@ async def test_a_demo_turn_with_the_offline_model(notes: Notes, app: Callable[..
 
     entry = next(c for c in listed if c["name"] == "notes")
     assert entry["mode"] == "live" and entry["agent_name"] == "Notes"
+    assert entry["server"] == {"state": "connected", "reason": None}
+    assert next(c for c in listed if c["name"] == "yelp")["server"] is None  # not remote
     assert "look_up" in [tool["name"] for tool in entry["tools"]]
 
 
@@ -144,6 +148,37 @@ async def test_a_changed_tool_list_reaches_the_agent(notes: Notes, app: Callable
 
     [shown] = of_type(events, "tool_output")
     assert shown["output"]["response"] == "Archived 'old'."
+
+
+async def test_a_tool_that_appears_later_under_a_taken_name_is_left_out(
+    notes: Notes, app: Callable[..., Any]
+) -> None:
+    # search_google is the built-in web search's tool: its progress text and its approval
+    # rule must stay the built-in's, and the model must not get two tools of one name.
+    model = script(("add_tool", {"name": "search_google"}))
+    skipped = "MCP server 'notes': tool 'search_google' skipped: 'search_google' is already a tool"
+    with capture_logs(logging.ERROR) as logs:
+        async with app({"notes": notes.entry}, model=model) as live:
+            await run_turn(live, "add the tool")
+            await wait_until(
+                lambda: any(r.getMessage().startswith(skipped) for r in logs.errors()),
+                what="the clashing tool to be left out",
+            )
+            served = {c.name: c for c in live.services.connectors}
+            model.extend(
+                [
+                    [function_call("transfer_to_notes", {}, call_id="handoff2")],
+                    [assistant_message("Nothing to do.")],
+                ]
+            )
+            await run_turn(live, "what can Notes do now?")
+
+    notes_tools = {tool.name for tool in model.calls[-1].tools}  # what the model was given
+    assert "look_up" in notes_tools and "search_google" not in notes_tools
+    assert "search_google" not in served["notes"].tool_descriptions
+    assert served["search"].tool_descriptions["search_google"] == "Searching the web"
+    [line] = {r.getMessage() for r in logs.errors() if r.getMessage().startswith(skipped)}
+    assert line.endswith("of connector 'search' of the built-in connectors")
 
 
 async def test_the_server_gets_its_env_and_none_of_switchboards(
