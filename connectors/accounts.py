@@ -3,7 +3,7 @@
 One ``connected_accounts`` row per user and connector. Its encrypted credentials and its
 clear ``meta`` both carry a ``mode``:
 
-- ``live``: the credentials are the provider's tokens (OAuth tokens, Plaid items); the meta
+- ``live``: the credentials are the provider's tokens (OAuth tokens, bank links); the meta
   is what the UI shows (the mailbox's address, the banks' names), never a secret.
 - ``demo``: the credentials hold no secret, only ``{"mode": "demo", "connected": bool}``.
 

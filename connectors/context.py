@@ -15,7 +15,7 @@ class AccountLookup(Protocol):
     """What connectors need from the user's accounts (``storage.accounts.AccountRepository``).
 
     ``get`` gives the decrypted credentials; ``connect`` stores (replaces) them, e.g. after
-    an OAuth token refresh or a Plaid sync moved its cursor; ``list`` gives each account's
+    an OAuth token refresh or a sync moved its cursor; ``list`` gives each account's
     clear ``meta``; ``disconnect`` deletes the credentials.
     """
 

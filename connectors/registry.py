@@ -42,10 +42,12 @@ class Connector:
     agent_name: str  # "WeatherAgent": the Agent's name, hence its transfer_to_<name> tool
     display_name: str  # "Weather": what people read
     build_agent: Callable[[ConnectorSettings], Agent[ChatContext]]
-    tool_descriptions: dict[str, str] = field(default_factory=dict)  # tool → "Searching Yelp"
+    tool_descriptions: dict[str, str] = field(
+        default_factory=dict
+    )  # tool → "Checking the forecast"
     response_types: tuple[str, ...] = ()
     # True when each user connects their own account (OAuth, a bank link); False when the
-    # connector uses the server's keys (Yelp, search) or nothing at all.
+    # connector uses the server's keys (a search API) or nothing at all.
     needs_account: bool = False
     # The "Connect" card its tools answer with while the user is not connected
     # (default: a generic ``AccountNeeded``).
@@ -348,7 +350,7 @@ class Namespace:
 
 
 def tool_descriptions(connectors: Iterable[Connector]) -> dict[str, str]:
-    """Every tool's progress text ("Searching Yelp"), for the stream translator.
+    """Every tool's progress text ("Checking the forecast"), for the stream translator.
 
     Tool names are unique across connectors (``Namespace``), so nothing here is overwritten.
     """

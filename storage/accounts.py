@@ -47,7 +47,7 @@ class AccountRepository:
             created_at=now,
             updated_at=now,
         )
-        # Reconnecting replaces the credentials in place (new OAuth grant, new Plaid item).
+        # Reconnecting replaces the credentials in place (a new OAuth grant, a new bank link).
         statement = statement.on_conflict_do_update(
             index_elements=[table.c.user_id, table.c.connector],
             set_={"credentials": token, "meta": meta, "updated_at": now},

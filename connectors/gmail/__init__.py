@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from connectors.demo_data import ME
 from connectors.gmail.agent import build_agent
+from connectors.gmail.demo_mailbox import ME
 from connectors.gmail.flow import flow
 from connectors.gmail.offline import HINTS as OFFLINE_HINTS
 from connectors.gmail.responses import GoogleAccountNeededResponse

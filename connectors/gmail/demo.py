@@ -10,8 +10,8 @@ import re
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
-from connectors.demo_data import ME, stable_id
-from connectors.demo_data.emails import build_mailbox
+from connectors.demo_ids import stable_id
+from connectors.gmail.demo_mailbox import ME, build_mailbox
 from connectors.tooling import ToolError
 
 Email = dict[str, Any]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Protocol
 
-from connectors.demo_data import banking
+from connectors.plaid import demo_bank as banking
 
 Account = dict[str, Any]
 Transaction = dict[str, Any]

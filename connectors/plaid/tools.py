@@ -9,9 +9,9 @@ from agents import RunContextWrapper
 
 from connectors.accounts import require_connection
 from connectors.context import ChatContext
-from connectors.demo_data.banking import HISTORY_DAYS
 from connectors.plaid.client import live_backend
 from connectors.plaid.demo import DemoPlaidBackend, PlaidBackend
+from connectors.plaid.demo_bank import HISTORY_DAYS
 from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.responses import ToolResponse
 from connectors.tooling import ToolError, connector_tool

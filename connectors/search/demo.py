@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from connectors.demo_data import web
+from connectors.search import demo_web as web
 
 Result = dict[str, Any]
 

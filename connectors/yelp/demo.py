@@ -11,8 +11,8 @@ import re
 from datetime import date
 from typing import Any, Literal, Protocol
 
-from connectors.demo_data import businesses as data
 from connectors.tooling import ToolError
+from connectors.yelp import demo_businesses as data
 
 Business = dict[str, Any]
 SortBy = Literal["best_match", "rating", "review_count", "distance"]

@@ -101,6 +101,7 @@ async def test_listing_shows_every_connector_connected_in_demo(
             "account": {"mode": "demo", "email": "me@example.com"},
             "connected_at": None,
             "tools": gmail["tools"],
+            "server": None,
         }
         assert {"name": "send_google_email", "description": "Sending an email"} in gmail["tools"]
         yelp = connector(listing, "yelp")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from connectors.demo_data import stable_id
+from connectors.demo_ids import stable_id
 from connectors.gmail import connector as gmail
 from connectors.plaid import connector as plaid
 from connectors.registry import Connector

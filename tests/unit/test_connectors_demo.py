@@ -20,11 +20,11 @@ from app.llm.offline import OfflineModelProvider
 from app.settings import Settings
 from connectors.adapters import coerce_tool_output, coerce_tool_response, to_plain_text
 from connectors.context import ChatContext, DemoStore
-from connectors.demo_data.businesses import all_businesses, reviews
 from connectors.orchestrator import ORCHESTRATOR_NAME, build_orchestrator
 from connectors.registry import Connector, load_connectors, tool_descriptions
 from connectors.responses import TextResponse, ToolResponse
 from connectors.tooling import ToolError, ToolResult, connector_tool
+from connectors.yelp.demo_businesses import all_businesses, reviews
 from websocket.stream import StreamTranslator
 from wire.tool_response import ToolResponseData
 

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from connectors.demo_data import BASE62, stable_id
+from connectors.demo_ids import BASE62, stable_id
 
 
 @dataclass(frozen=True)

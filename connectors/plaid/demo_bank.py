@@ -11,7 +11,7 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
-from connectors.demo_data import BASE62, stable_id
+from connectors.demo_ids import BASE62, stable_id
 
 HISTORY_DAYS = 90
 PENDING_DAYS = 2  # the last two days' transactions are still pending, as at a real bank

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from connectors.demo_data import ME, stable_id
+from connectors.demo_ids import stable_id
+
+# The demo user's own address.
+ME = "me@example.com"
 
 # (subject, [(from, body, hours before today 00:00 UTC, unread, cc)]) — a reply from "me"
 # uses ME as the sender and goes to the thread's first sender.
