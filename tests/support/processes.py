@@ -34,8 +34,9 @@ def free_port() -> int:
 class ServerProcess(LoopbackUrls):
     """``switchboard serve`` in its own process, as an operator would run it."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path = ROOT) -> None:
         self.env = env
+        self.cwd = cwd  # `python -m` imports the app from here
         self.port = free_port()
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
@@ -46,7 +47,7 @@ class ServerProcess(LoopbackUrls):
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", "--no-migrate"],
-            cwd=ROOT,
+            cwd=self.cwd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
