@@ -22,9 +22,9 @@ from starlette.routing import BaseRoute, Route
 
 from app.agui.events import run_error
 from app.agui.request import InterruptError, parse_run
-from app.agui.service import Run, start_run
+from app.agui.service import Refused, Run, start_run
 from app.api_auth import needs_user, signed_in
-from app.errors import ApiError
+from app.errors import ApiError, api_error
 from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
 
@@ -86,6 +86,8 @@ async def run_agent(request: Request) -> Response:
     encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
     try:
         run = await start_run(services, user, parse_run(body, services.settings.max_prompt_chars))
+    except Refused as exc:
+        return api_error(exc.status, exc.code, exc.message, headers=exc.headers)
     except InterruptError as exc:
         refused = run_error(exc.code, exc.message, exc.interrupts)
         return StreamingResponse(

@@ -42,6 +42,14 @@ VIA = "ag-ui"  # who decided an approval, in its record (GET /api/chats/{id})
 BUSY = "another run is going on in this thread; wait for it to finish, then send again"
 
 
+class Refused(ApiError):
+    """A request that cannot run now; ``headers`` (``Retry-After``) go with the answer."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after: int) -> None:
+        super().__init__(status, code, message)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
 @dataclass
 class Run:
     """A run under way: its events (None after the last) and the turn's task."""
@@ -101,18 +109,17 @@ async def start_run(services: Services, user: UserRecord, request: RunRequest) -
 def _check_limits(services: Services, user: UserRecord) -> None:
     settings, turns = services.settings, services.turns
     if turns.draining:
-        raise ApiError(503, "server_error", "the server is restarting; send again in a moment")
+        raise Refused(503, "server_error", "the server is restarting; send again in a moment", 5)
     if turns.running_for(user.id) >= settings.max_turns_per_user:
         services.metrics.rate_limited.labels("turns").inc()
-        raise ApiError(
-            429, "rate_limited", "too many runs going on at once for you; wait for one to end"
+        raise Refused(
+            429, "rate_limited", "too many runs going on at once for you; wait for one to end", 1
         )
     wait = services.prompt_limiter.allow(user.id)
     if wait is not None:
         services.metrics.rate_limited.labels("prompts").inc()
-        raise ApiError(
-            429, "rate_limited", f"too many messages; try again in {max(1, math.ceil(wait))} s"
-        )
+        seconds = max(1, math.ceil(wait))
+        raise Refused(429, "rate_limited", f"too many messages; try again in {seconds} s", seconds)
 
 
 async def _open_interrupts(services: Services, chat_id: str) -> tuple[dict[str, Any], ...]:
@@ -258,7 +265,7 @@ async def _resume(
             record = await services.turns.approvals.get(chat_id, answer.interrupt_id)
             raise _refusal(record, answer.interrupt_id) from None
         except ServerDraining as exc:
-            raise ApiError(503, "server_error", f"{exc} (nothing was decided)") from None
+            raise Refused(503, "server_error", f"{exc} (nothing was decided)", 5) from None
         if decided.expired and decided.resume is None:
             raise _refusal(
                 await services.turns.approvals.get(chat_id, answer.interrupt_id),

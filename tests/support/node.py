@@ -58,7 +58,7 @@ def node_ready() -> str:
     return node
 
 
-async def run_node(node: str, script: Path, env: dict[str, str], timeout: float = 120) -> Any:
+async def run_node(node: str, script: Path, env: dict[str, str], within: float = 120) -> Any:
     """Run ``script`` with ``node`` (from ``node_ready``, called before the test's event
     loop serves anything: an install blocks); its imports resolve in ``tests/node``. Its
     stdout, as JSON when it is JSON, else as text."""
@@ -71,11 +71,11 @@ async def run_node(node: str, script: Path, env: dict[str, str], timeout: float 
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
+        out, err = await asyncio.wait_for(process.communicate(), within)
     except TimeoutError:
         process.kill()
         await process.wait()
-        raise AssertionError(f"{script.name} did not finish within {timeout} s") from None
+        raise AssertionError(f"{script.name} did not finish within {within} s") from None
     assert process.returncode == 0, f"{script.name} failed:\n{err.decode()[-3000:]}"
     text = out.decode()
     try:
