@@ -271,7 +271,7 @@ def interrupt(asked: Mapping[str, Any]) -> Interrupt:
     return Interrupt(
         id=str(asked["approval_id"]),
         reason="tool_call",
-        message=f"{asked['description']}: run {asked['name']} exactly as shown?",
+        message=f"{asked['description']}: approve {asked['name']} with exactly these arguments?",
         tool_call_id=str(asked["call_id"]),
         response_schema=RESPONSE_SCHEMA,
         expires_at=asked.get("expires_at"),
