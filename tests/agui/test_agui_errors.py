@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.agui.routes import MAX_BODY_BYTES
-from tests.fakes.model_server import Fail, FakeModelServer, Stall
+from tests.fakes.model_server import Fail, FakeModelServer, Say, Stall, reply
 from tests.support.agui import (
     MULTI,
     approve,
@@ -178,3 +178,28 @@ async def test_a_page_from_another_origin_is_refused(offline: LiveServer) -> Non
     )
     assert answer.status == 403 and answer.error()["code"] == "forbidden"
     assert await chat_ids(offline) == []
+
+
+async def test_a_client_that_goes_away_loses_nothing(
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    answer = "A long answer, streamed a few characters at a time, to the end."
+    fake_model.script(reply(Say(answer, chunk=3), delay=0.02))
+    thread = new_thread()
+    async with scripted() as live:
+        async with httpx.AsyncClient(base_url=live.http, timeout=30) as http:
+            async with http.stream("POST", "/ag-ui", json=prompt_input(thread, "hi")) as sse:
+                lines = sse.aiter_lines()
+                async for line in lines:
+                    if '"TEXT_MESSAGE_CONTENT"' in line:
+                        break  # the person closes the tab mid-answer
+        # The turn finishes and is stored all the same, like a closed socket's.
+        turns = await wait_until(
+            lambda: _finished_turns(live, thread), what="the abandoned run's turn to finish"
+        )
+    assert [(t["status"], t["final_text"]) for t in turns] == [("completed", answer)]
+
+
+async def _finished_turns(live: LiveServer, thread: str) -> list[dict[str, Any]]:
+    turns = (await chat_detail(live, thread))["turns"]
+    return turns if turns and turns[0]["status"] != "running" else []
