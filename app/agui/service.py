@@ -265,7 +265,7 @@ async def _resume(
             record = await services.turns.approvals.get(chat_id, answer.interrupt_id)
             raise _refusal(record, answer.interrupt_id) from None
         except ServerDraining as exc:
-            raise Refused(503, "server_error", f"{exc} (nothing was decided)", 5) from None
+            raise Refused(503, "server_error", str(exc), 5) from None
         if decided.expired and decided.resume is None:
             raise _refusal(
                 await services.turns.approvals.get(chat_id, answer.interrupt_id),
