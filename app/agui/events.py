@@ -223,6 +223,8 @@ class RunEvents:
                     message=str(error.get("message") or FAILED),
                     code=str(error.get("code") or "server_error"),
                     usage=usage,
+                    # Whether sending the same message again may work (a busy model).
+                    metadata={META: {"retryable": bool(error.get("retryable"))}},
                 )
             )
             return events

@@ -106,6 +106,7 @@ async def test_a_model_that_fails_ends_the_run_with_run_error(
     error = run.last
     assert error["code"] in ("model_error", "model_unavailable")
     assert "Traceback" not in error["message"] and error["message"]
+    assert isinstance(error["metadata"]["switchboard"]["retryable"], bool)
     [turn] = chat["turns"]
     assert turn["status"] == "failed"
     assert [e["type"] for e in chat["events"]][-2:] == ["error", "end_of_stream"]

@@ -144,6 +144,7 @@ def test_a_failed_run_closes_its_message_and_ends_with_run_error() -> None:
     assert events[-1]["code"] == "model_error"
     assert events[-1]["message"] == "The model failed. Try again."
     assert events[-1]["usage"][0]["totalTokens"] == 15
+    assert events[-1]["metadata"] == {"switchboard": {"retryable": True}}
 
 
 def test_a_stopped_run_finishes_cancelled() -> None:
