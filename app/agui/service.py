@@ -246,7 +246,7 @@ async def _resume(
 ) -> Run:
     chat_id = request.thread_id
     if await ChatRepository(services.db, user.id).get(chat_id) is None:
-        raise ApiError(404, "not_found", f"no thread {chat_id!r}")
+        raise ApiError(404, "not_found", "thread not found")
     usage_before = await _check_answers(services, chat_id, answers)
     run = _new_run(services, request)
     resumed: PausedRun | None = None
