@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?=
 PORT ?=
 
-.PHONY: run test lint bench browser-deps migrate clean
+.PHONY: run test lint bench browser-deps node-deps migrate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,12 +28,23 @@ run: $(STAMP)
 # Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-test: lint browser-deps
+test: lint browser-deps node-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
 browser-deps:
 	@if [ ! -x /usr/bin/chromium ]; then apt-get update && apt-get install -y chromium; fi
+
+# The node clients the tests drive (tests/node: @ag-ui/client), exactly as its
+# package-lock.json pins them; again only when the lock file changes. Without npm the node
+# tests skip (outside CI) and say why.
+NODE_TESTS := tests/node
+node-deps:
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory $(NODE_TESTS)/node_modules/.package-lock.json; \
+	else echo "npm not found: the node client tests will be skipped"; fi
+
+$(NODE_TESTS)/node_modules/.package-lock.json: $(NODE_TESTS)/package-lock.json $(NODE_TESTS)/package.json
+	cd $(NODE_TESTS) && npm ci --no-audit --no-fund
 
 # Style, types (strict on every package but tests and bench) and the package layering
 # (pyproject.toml).
@@ -48,4 +59,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache $(NODE_TESTS)/node_modules

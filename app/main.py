@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.agui.routes import agui_routes
 from app.approvals_api import approval_routes
 from app.auth import HostGuard, trusted_hosts
 from app.connectors_api import connector_routes
@@ -99,6 +100,7 @@ def create_app(
         *connector_routes(),
         *rap_routes(),
         *open_responses_routes(),
+        *agui_routes(),
         *extra_routes,
         *ui_routes(),
     ]

@@ -73,6 +73,7 @@ MATRIX = {
     ("GET", "/v1/responses/{response_id}"),
     ("GET", "/api/approvals"),
     ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
+    ("POST", "/ag-ui"),
 }
 # Authenticated by its own per-call token (a remote tool answering), never a user's.
 CALL_TOKEN_ROUTES = {("POST", RAP_CALLBACK)}
@@ -441,6 +442,42 @@ async def attack_open_responses(
             )
 
 
+async def attack_agui(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """AG-UI runs on Alice's threads: Bob can neither write to them nor answer her
+    interrupt, there or from a thread of his own."""
+
+    def run(thread: str, **fields: Any) -> dict[str, Any]:
+        return {"threadId": thread, "runId": "bob-run", "messages": [], **fields}
+
+    message = [{"id": f"bob-{uuid.uuid4().hex[:8]}", "role": "user", "content": "what's here?"}]
+    answer = [
+        {"interruptId": alice.approval_id, "status": "resolved", "payload": {"approved": True}}
+    ]
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            for thread in (*alice.chats, alice.running_chat, alice.approval_chat):
+                for body in (run(thread, messages=message), run(thread, resume=answer)):
+                    refused = await http.post("/ag-ui", json=body)
+                    ledger.record(
+                        f"{carrier} POST /ag-ui {thread} {sorted(body)}",
+                        refused.status_code == 404
+                        and refused.json()["error"]["code"] == "not_found",
+                        shown(refused),
+                    )
+            # From his own thread, Alice's interrupt is one it never had.
+            own = await http.post("/ag-ui", json=run(f"bob-chat-{bob.name[4:]}", resume=answer))
+            events = [
+                json.loads(line[5:]) for line in own.text.splitlines() if line.startswith("data:")
+            ]
+            ledger.record(
+                f"{carrier} POST /ag-ui resume <alice's interrupt> on his own thread",
+                own.status_code == 200
+                and [(e["type"], e.get("code")) for e in events]
+                == [("RUN_ERROR", "interrupt_unknown")],
+                shown(own),
+            )
+
+
 async def attack_approvals(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """Alice's pending approval: Bob can neither list it nor decide it, from anywhere."""
     approval = alice.approval_id
@@ -522,6 +559,7 @@ ATTACKS: list[Attack] = [
     attack_connectors,
     attack_rap_callback,
     attack_open_responses,
+    attack_agui,
     attack_approvals,
     attack_socket,
     attack_frames,
@@ -643,6 +681,7 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             f"/api/chats/{alice.approval_chat}/approvals/{alice.approval_id}",
             {},
         ),
+        ("POST", "/ag-ui"): ("/ag-ui", {}),
     }
     assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - {("WS", "/ws/chats/{chat_id}")}
     for token in (None, "sb_" + "x" * 43, alice.token[:-1], "Bearer", "null"):
