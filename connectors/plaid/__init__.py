@@ -9,6 +9,8 @@ from connectors.plaid.responses import ConnectPlaidAccountResponse
 from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 
+PLAID_LINK = "https://cdn.plaid.com"
+
 connector = Connector(
     name=CONNECTOR,
     agent_name=AGENT_NAME,
@@ -22,6 +24,9 @@ connector = Connector(
     account_card=ConnectPlaidAccountResponse,
     account_flow=flow,
     demo_account={"institutions": ["Chase", "Ally Bank"]},
+    icon="bank",
+    # Plaid Link (card.js loads it for a live connection) is a script that opens a frame.
+    csp={"script-src": (PLAID_LINK,), "frame-src": (PLAID_LINK,)},
 )
 
 __all__ = ["connector"]

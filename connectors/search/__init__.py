@@ -16,6 +16,7 @@ connector = Connector(
     response_types=RESPONSE_TYPES,
     offline=OFFLINE_HINTS,
     order=40,
+    icon="search",
 )
 
 __all__ = ["connector"]

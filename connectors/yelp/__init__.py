@@ -16,6 +16,7 @@ connector = Connector(
     response_types=RESPONSE_TYPES,
     offline=OFFLINE_HINTS,
     order=30,
+    icon="store",
 )
 
 __all__ = ["connector"]
