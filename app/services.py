@@ -56,7 +56,7 @@ class Services:
     # Who is calling: the local user or the token's (with its cache), and the socket rules.
     auth: Authenticator
     gate: AppSocketGate
-    # The one outbound httpx.AsyncClient of the app (live connectors, OAuth, Plaid Link).
+    # The one outbound httpx.AsyncClient of the app (live connectors, their account flows).
     http: httpx.AsyncClient
     # RAP remote tools, when SWITCHBOARD_RAP_TOOLS is set.
     rap: RapRuntime | None

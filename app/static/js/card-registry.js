@@ -9,7 +9,7 @@ export const CORE_TYPES = new Set(["error", "open_window", "open_tab", "account_
 
 const renderers = new Map(); // response_type -> {render, connector}
 const connectTypes = new Map(); // response_type -> connector (a connect card of that connector)
-const connectLabels = new Map(); // connector -> "Connect Google"
+const connectLabels = new Map(); // connector -> its connect button's words
 const approvals = new Map(); // tool name -> {spec, connector}
 const widgets = new Map(); // widget name -> {run, connector}
 const agentIcons = new Map(); // agent_name -> icon name
