@@ -6,6 +6,8 @@ lets it all run. Each plug-in is a real installed distribution (tests/support/ca
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from playwright.async_api import Browser, ConsoleMessage, Page, Route, expect
 from app.settings import Settings
 from connectors.approvals import side_effect_of
 from connectors.responses import ToolResponse
+from connectors.scaffold import write_package
 from connectors.tooling import connector_tool
 from tests.browser.pages import approval_card, approve, body_items, open_ui, send, wait_turns_ended
 from tests.support.browser import DESKTOP, WAIT_MS
@@ -300,6 +303,55 @@ async def test_a_write_tool_without_a_card_shows_its_arguments_readably(
         await record.locator("summary").click()
         assert await record.locator(".text-box.expanded p").text_content() == NOTES
         assert await record.locator(".text-box-expand").count() == 0
+
+
+# --------------------------------------------------------------------------- the scaffold
+
+
+@pytest.fixture
+def errands(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A new connector from ``switchboard connectors new errands``, installed as pip -e
+    would: its folder on sys.path, its entry point in a .dist-info."""
+    root = write_package("errands", tmp_path / "src")
+    monkeypatch.syspath_prepend(str(root))
+    info = site / "switchboard_errands-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: switchboard-errands\nVersion: 0.1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[switchboard.connectors]\nerrands = switchboard_errands:connector\n"
+    )
+    importlib.invalidate_caches()
+    yield "errands"
+    for module in [m for m in sys.modules if m.startswith("switchboard_errands")]:
+        sys.modules.pop(module, None)
+
+
+async def test_a_new_connector_from_the_scaffold_shows_its_own_cards(
+    errands: str, live: LiveServer, page: Page
+) -> None:
+    # In the offline demo, as a new connector's author first tries it.
+    await open_ui(page, live.http)
+    await send(page, "add an item 'renew passport' to the Home project")
+    card = approval_card(page, "pending")
+    await card.wait_for()
+    assert await card.locator(".approval-title").inner_text() == "Errands wants to add an item"
+    await expect(page.locator("#announcer")).to_have_text(
+        "Approval needed: add “renew passport” to a project"
+    )
+    assert await card.locator(".approval-args dt").all_inner_texts() == ["Title", "Project id"]
+    assert await card.locator(".approval-args code.arg-id").inner_text() == "prj_1"
+    await card.get_by_role("button", name="Approve and add").click()
+    await wait_turns_ended(page, 1)
+    added = page.locator("#transcript .card-errands_item")
+    await expect(added.locator(".status-line")).to_have_text("Added “renew passport” to Home")
+
+    await send(page, "what's in my Home project?")
+    await wait_turns_ended(page, 2)
+    titles = page.locator("#transcript .card-errands_items .errands-title")
+    assert (await titles.all_inner_texts())[-1] == "renew passport"
+    assert await page.locator("#transcript .card[data-generic]").count() == 0
 
 
 # --------------------------------------------------------------------------- load order
