@@ -80,9 +80,9 @@ async def connector_asset(request: Request) -> Response:
     found = assets.files.get(connector, {}).get(request.path_params["file"])
     if found is None:
         return PlainTextResponse(
-            f"{connector} serves no such file",
+            "no such connector card file; GET /api/connectors lists each connector's card",
             status_code=404,
-            headers={"Cache-Control": "no-store"},
+            headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
         )
     etag = f'"{found.digest}"'
     current = request.query_params.get("v") == found.digest
@@ -91,7 +91,8 @@ async def connector_asset(request: Request) -> Response:
         "Cache-Control": FOREVER if current else REVALIDATE,
         "X-Content-Type-Options": "nosniff",
     }
-    if etag in _etags(request.headers.get("if-none-match", "")):
+    matches = _etags(request.headers.get("if-none-match", ""))
+    if etag in matches or "*" in matches:
         return Response(status_code=304, headers=headers)
     return Response(found.body, media_type=found.media_type, headers=headers)
 

@@ -115,6 +115,8 @@ async def test_a_builtin_card_is_served_from_its_folder_and_cached_by_its_digest
         "/connectors/gmail/card.js", headers={"If-None-Match": '"0123456789abcdef"'}
     )
     assert changed.status_code == 200
+    anything = await server.client.get("/connectors/gmail/card.js", headers={"If-None-Match": "*"})
+    assert anything.status_code == 304
 
     css = await server.client.get(gmail["card_css"])
     assert css.headers["content-type"] == "text/css; charset=utf-8"
@@ -162,6 +164,11 @@ async def test_nothing_but_a_connector_card_file_is_served(server: Running, path
     answer = await server.client.get(path)
     assert answer.status_code == 404, f"{path} answered {answer.status_code}"
     assert b"import" not in answer.content and b"[project]" not in answer.content
+    # Nothing of the request is echoed back: the route's own answer, or the app's 404.
+    assert answer.text in (
+        "no such connector card file; GET /api/connectors lists each connector's card",
+        '{"error":{"code":"not_found","message":"not found"}}',
+    ), answer.text
 
 
 # ----------------------------------------------------------------------------- the policy
