@@ -207,8 +207,13 @@ async def test_a_broken_card_module_leaves_the_generic_card(
         "shop",
         card_js="export default (ui) => ({ renderers: { shop_ticket: () => null } });\n",
     )
+    odd = install_card_plugin(
+        site,
+        "odd",
+        card_js="export default (ui) => ({ renderers: { odd_ticket: (ticket) => ticket } });\n",
+    )
     failing = install_card_plugin(site, "lost", card_js="throw new Error('nope');\n")
-    plugins = [broken, throwing, empty, failing]
+    plugins = [broken, throwing, empty, odd, failing]
     model = ScriptedModel(
         [
             [show(p.name, call_id=f"s-{p.name}") for p in plugins],
@@ -237,6 +242,7 @@ async def test_a_broken_card_module_leaves_the_generic_card(
     assert "the card module of lost did not load" in text
     assert "card for help_ticket fell back to the generic view" in text
     assert "card for shop_ticket fell back to the generic view" in text
+    assert "card for odd_ticket fell back to the generic view" in text  # an object, not a node
     # A type every connector shares is not a plug-in's to take.
     assert "card module of help: error is a type every connector shares; skipped" in text
 

@@ -21,7 +21,7 @@ export function renderCard(output, ctx = {}) {
   let body;
   try {
     body = renderer ? renderer(output.response, output, ctx) : genericBody(output);
-    if (renderer && isEmpty(body)) throw new Error("the renderer returned nothing");
+    if (renderer && !isBody(body)) throw new Error("the renderer returned no element, text or list of them");
   } catch (error) {
     console.warn(`card for ${type} fell back to the generic view`, error);
     body = genericBody(output);
@@ -34,8 +34,10 @@ export function renderCard(output, ctx = {}) {
   return card;
 }
 
-function isEmpty(body) {
-  return body === null || body === undefined || body === "" || (Array.isArray(body) && !body.length);
+/** What a renderer may return: an element, a text, or a non-empty list of them. */
+function isBody(body) {
+  if (Array.isArray(body)) return body.length > 0 && body.every((part) => part === null || isBody(part));
+  return body instanceof Node || (typeof body === "string" && body !== "");
 }
 
 function pickRenderer(type) {
