@@ -36,7 +36,7 @@ export function renderCard(output, ctx = {}) {
 
 /** What a renderer may return: an element, a text, or a non-empty list of them. */
 function isBody(body) {
-  if (Array.isArray(body)) return body.length > 0 && body.every((part) => part === null || isBody(part));
+  if (Array.isArray(body)) return body.some(isBody) && body.every((part) => part == null || part === false || isBody(part));
   return body instanceof Node || (typeof body === "string" && body !== "");
 }
 
