@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Route
 from app.api_auth import needs_user, signed_in
 from app.api_json import rfc3339
 from app.auth import own_origin
+from app.connector_assets import CardAssets, card_assets
 from app.errors import ApiError
 from app.request_input import json_body
 from app.services import Services, services_of
@@ -78,7 +79,7 @@ def _accounts(services: Services, user_id: str) -> AccountRepository:
 
 
 def describe(
-    services: Services, connector: Connector, row: ConnectedAccount | None
+    services: Services, connector: Connector, row: ConnectedAccount | None, cards: CardAssets
 ) -> dict[str, Any]:
     mode = connector.mode_in(services.settings)
     state = connection_state(connector, mode, row.meta if row else None)
@@ -98,12 +99,16 @@ def describe(
         ],
         # A remote server's connection (MCP): "connected", "reconnecting" and why, …
         "server": None if health is None else {"state": health.state, "reason": health.reason},
+        # Its UI (app.connector_assets): an icon name, its card module and stylesheet.
+        "icon": connector.icon,
+        "card": cards.url(connector.name, "card.js"),
+        "card_css": cards.url(connector.name, "card.css"),
     }
 
 
 async def _described(services: Services, user: UserRecord, connector: Connector) -> dict[str, Any]:
     rows = {row.connector: row for row in await _accounts(services, user.id).list()}
-    return describe(services, connector, rows.get(connector.name))
+    return describe(services, connector, rows.get(connector.name), await card_assets(services))
 
 
 def _upstream(exc: ServiceError) -> ApiError:
@@ -196,10 +201,11 @@ async def list_connectors(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
     rows = {row.connector: row for row in await _accounts(services, user.id).list()}
+    cards = await card_assets(services)
     return JSONResponse(
         {
             "connectors": [
-                describe(services, connector, rows.get(connector.name))
+                describe(services, connector, rows.get(connector.name), cards)
                 for connector in services.connectors
             ],
             # Installed but not served (a broken plug-in), and why: no secrets in a reason.

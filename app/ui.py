@@ -1,5 +1,6 @@
 """The bundled browser UI: ``/`` serves ``static/index.html`` (with the server's limits
-filled in), ``/static`` the rest.
+filled in), ``/static`` the rest, ``/connectors/{name}/card.js`` each connector's own card
+(``app.connector_assets``).
 
 The UI is buildless (ES modules, vendored libraries under ``static/vendor/``), so there is
 nothing to compile: ``make run`` serves it as it is. The page is public (it holds no data);
@@ -8,7 +9,7 @@ every call it makes goes through the same auth as any other client.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from starlette.requests import Request
@@ -16,35 +17,56 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from app.connector_assets import connector_asset_routes
 from app.services import services_of
+from connectors.registry import Connector
+from connectors.ui_card import csp_sources
 
 STATIC_DIR = Path(__file__).parent / "static"
 
 # Model and tool text is rendered through a sanitizer; this policy is the second line:
-# no inline script at all, no plugins, no framing of the UI by other sites. Plaid Link
-# (live Plaid connections only) is the one outside script, loaded on demand.
-CONTENT_SECURITY_POLICY = "; ".join(
-    (
-        "default-src 'self'",
-        "script-src 'self' https://cdn.plaid.com",
-        "style-src 'self'",
-        "img-src 'self' data: https:",
-        "connect-src 'self'",
-        "frame-src https://cdn.plaid.com",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    )
+# no inline script at all, no plugins, no framing of the UI by other sites. The installed
+# connectors add the outside sources their cards need (``Connector.csp``, e.g. a widget's
+# script and frame, loaded on demand); nothing else is let in.
+BASE_POLICY: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("default-src", ("'self'",)),
+    ("script-src", ("'self'",)),
+    ("style-src", ("'self'",)),
+    ("img-src", ("'self'", "data:", "https:")),
+    ("connect-src", ("'self'",)),
+    ("frame-src", ()),  # only what a connector declares
+    ("font-src", ()),
+    ("media-src", ()),
+    ("object-src", ("'none'",)),
+    ("base-uri", ("'none'",)),
+    ("form-action", ("'self'",)),
+    ("frame-ancestors", ("'none'",)),
 )
 
-PAGE_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    # The page is tiny and changes with every release: always revalidate.
-    "Cache-Control": "no-cache",
-}
+
+def content_security_policy(connectors: Iterable[Connector]) -> str:
+    """The page's policy: the base one, plus each connector's declared sources.
+
+    A directive the base leaves empty appears only when a connector adds to it (else
+    ``default-src 'self'`` governs it).
+    """
+    extra = csp_sources(connectors)
+    directives = []
+    for directive, base in BASE_POLICY:
+        sources = [*base, *(s for s in extra.get(directive, ()) if s not in base)]
+        if sources:
+            directives.append(" ".join((directive, *sources)))
+    return "; ".join(directives)
+
+
+def page_headers(connectors: Iterable[Connector]) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": content_security_policy(connectors),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        # The page is tiny and changes with every release: always revalidate.
+        "Cache-Control": "no-cache",
+    }
 
 
 # The server's limits, written into the page (attributes of <body>) so the composer counts
@@ -63,11 +85,12 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
         raise RuntimeError(f"app/static/index.html lacks {', '.join(missing)}")
 
     async def index(request: Request) -> Response:
-        settings = services_of(request).settings
+        services = services_of(request)
+        settings = services.settings
         page = template
         for placeholder, setting in LIMIT_PLACEHOLDERS.items():
             page = page.replace(placeholder, str(int(getattr(settings, setting))))
-        return HTMLResponse(page, headers=PAGE_HEADERS)
+        return HTMLResponse(page, headers=page_headers(services.connectors))
 
     return index
 
@@ -75,5 +98,6 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
 def ui_routes() -> list[BaseRoute]:
     return [
         Route("/", page_renderer(), methods=["GET", "HEAD"]),
+        *connector_asset_routes(),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -15,8 +15,8 @@ shown in ``switchboard connectors list`` and ``GET /api/connectors``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name
 from connectors.options import ConnectorOptions
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorMode, ConnectorSettings
+from connectors.ui_card import ui_problems
 
 if TYPE_CHECKING:
     from connectors.account_flow import AccountFlow
@@ -64,6 +65,13 @@ class Connector:
     order: int = 100
     # Its typed settings (connectors.options), checked for its mode at start-up.
     options: type[ConnectorOptions] | None = None
+    # Its UI (connectors.ui_card): the icon its cards show, and the outside sources its
+    # card needs in the page's Content-Security-Policy, e.g. {"script-src": ("https://…",)}.
+    icon: str | None = None
+    csp: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The module its entry point names, set when it registers: its card.js and card.css
+    # are found beside it.
+    module: str | None = field(default=None, compare=False)
     # A remote server (RAP, MCP) is always "live"; None: SWITCHBOARD_CONNECTOR_MODES says.
     mode: ConnectorMode | None = None
     # A remote server's connection as of now (listings); None: nothing to report.
@@ -127,7 +135,7 @@ def register_connectors(
     for candidate in _claims_clashing(candidates, failed):
         name = candidate.point.name
         try:
-            connector = _resolve(candidate.point)
+            connector = replace(_resolve(candidate.point), module=candidate.point.module)
             name = connector.name
             namespace.admit(connector, candidate.origin, settings)
         except Refused as exc:
@@ -304,6 +312,9 @@ class Namespace:
         """Take ``connector`` in, or raise ``Refused``; its agent is built once to check it."""
         self._check_name(connector.name)
         _check_options(connector, settings)
+        problems = ui_problems(connector)
+        if problems:
+            raise Refused("; ".join(problems))
         try:
             agent = connector.build_agent(settings)
         except Exception as exc:

@@ -96,6 +96,10 @@ dependencies = []
 [tool.setuptools.packages.find]
 include = ["[[package]]*"]
 
+[tool.setuptools.package-data]
+# How the chat shows this connector's results (docs/connectors.md, "The UI card").
+"[[package]]" = ["card.js", "card.css"]
+
 [tool.pytest.ini_options]
 asyncio_mode = "auto"
 asyncio_default_fixture_loop_scope = "function"
@@ -170,7 +174,10 @@ connector again: `pip uninstall [[project]]` and restart the server.
    instructions say when to use which tool.
 6. **`offline.py`**: example prompts and lookups for the offline demo model (a real model
    needs none of it).
-7. **`tests/`**: keep `sample_arguments` in `test_contract.py` in step with the tools, and
+7. **`card.js`, `card.css`**: how the chat shows your results (a renderer per
+   `response_type`) and words the approval of your write tools. Without them the chat
+   shows each result's `display_as` hint and lists a write's arguments.
+8. **`tests/`**: keep `sample_arguments` in `test_contract.py` in step with the tools, and
    point `live_settings` at your options. Add tests for the live client against a local
    fake server that speaks your service's wire format.
 
@@ -827,3 +834,54 @@ async def test_a_declined_item_is_not_added() -> None:
     assert "the user declined this call" in str(flow.model.calls[-1].input)
     assert "Renew passport" not in titles
 '''
+
+TEMPLATES["[[package]]/card.js"] = """\
+// How the [[agent]] connector's results look in Switchboard's chat, and how its write
+// asks for approval (Switchboard's docs/connectors.md, "The UI card"). The page calls the
+// default export once with its helpers (ui) and renders each response_type with the
+// function given for it; anything that fails here falls back to the generic card.
+
+export default function card(ui) {
+  const { h, asText, asList, isObject } = ui;
+
+  // list_[[name]]_items: the project's items as a checklist.
+  function items(list) {
+    const found = asList(list).filter(isObject);
+    if (!found.length) return h("p", { class: "muted", text: "No items yet." });
+    return h("ul", { class: "[[name]]-items" }, found.map((item) =>
+      h("li", { class: item.done ? "done" : "" },
+        h("span", { class: "[[name]]-check", "aria-hidden": "true", text: item.done ? "☑" : "☐" }),
+        h("span", { class: "[[name]]-title", text: asText(item.title) }),
+        item.done ? h("span", { class: "visually-hidden", text: " (done)" }) : null)));
+  }
+
+  // create_[[name]]_item: what was added, and where.
+  function added(item, output) {
+    if (!isObject(item)) return ui.genericBody(output);
+    return h("p", { class: "status-line ok" }, ui.icon("check"),
+      h("span", { text: `Added “${asText(item.title)}” to ${asText(item.project)}` }));
+  }
+
+  return {
+    renderers: { "[[name]]_items": items, "[[name]]_item": added },
+    approvals: {
+      // The card reads "[[agent]] wants to add an item"; every argument is still listed.
+      create_[[name]]_item: {
+        action: "add an item",
+        approveLabel: "Approve and add",
+        summary: (args) => `add “${asText(args.title)}” to a project`,
+      },
+    },
+  };
+}
+"""
+
+TEMPLATES["[[package]]/card.css"] = """\
+/* The [[agent]] connector's cards (card.js). The chat's theme variables (--accent,
+   --muted, --border, …) follow light and dark mode. */
+
+.[[name]]-items { list-style: none; margin: 0; padding: 0; display: grid; gap: 4px; }
+.[[name]]-items li { display: flex; gap: 8px; align-items: baseline; }
+.[[name]]-check { color: var(--accent); }
+.[[name]]-items li.done .[[name]]-title { color: var(--muted); text-decoration: line-through; }
+"""

@@ -25,6 +25,7 @@ connector = Connector(
     account_card=GoogleAccountNeededResponse,
     account_flow=flow,
     demo_account={"email": ME},
+    icon="mail",
 )
 
 __all__ = ["connector"]

@@ -10,6 +10,8 @@ from connectors.plaid.settings import PlaidSettings
 from connectors.plaid.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS
 from connectors.registry import Connector
 
+PLAID_LINK = "https://cdn.plaid.com"
+
 connector = Connector(
     name=CONNECTOR,
     agent_name=AGENT_NAME,
@@ -24,6 +26,9 @@ connector = Connector(
     account_card=ConnectPlaidAccountResponse,
     account_flow=flow,
     demo_account={"institutions": ["Chase", "Ally Bank"]},
+    icon="bank",
+    # Plaid Link (card.js loads it for a live connection) is a script that opens a frame.
+    csp={"script-src": (PLAID_LINK,), "frame-src": (PLAID_LINK,)},
 )
 
 __all__ = ["connector"]

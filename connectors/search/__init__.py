@@ -18,6 +18,7 @@ connector = Connector(
     offline=OFFLINE_HINTS,
     options=SearchSettings,
     order=40,
+    icon="search",
 )
 
 __all__ = ["connector"]

@@ -18,6 +18,7 @@ connector = Connector(
     offline=OFFLINE_HINTS,
     options=YelpSettings,
     order=30,
+    icon="store",
 )
 
 __all__ = ["connector"]

@@ -102,7 +102,13 @@ async def test_listing_shows_every_connector_connected_in_demo(
             "connected_at": None,
             "tools": gmail["tools"],
             "server": None,
+            "icon": "mail",
+            "card": gmail["card"],
+            "card_css": gmail["card_css"],
         }
+        # Its card, served beside the package (tests/app/test_connector_assets.py).
+        assert gmail["card"].startswith("/connectors/gmail/card.js?v=")
+        assert gmail["card_css"].startswith("/connectors/gmail/card.css?v=")
         assert {"name": "send_google_email", "description": "Sending an email"} in gmail["tools"]
         yelp = connector(listing, "yelp")
         assert yelp["needs_account"] is False and yelp["connected"] is True

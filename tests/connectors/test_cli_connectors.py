@@ -89,6 +89,8 @@ def test_the_scaffold_has_the_layout_of_the_builtins() -> None:
         "switchboard_bird_watch/demo.py",
         "switchboard_bird_watch/options.py",
         "switchboard_bird_watch/offline.py",
+        "switchboard_bird_watch/card.js",
+        "switchboard_bird_watch/card.css",
         "tests/test_contract.py",
         "tests/test_demo.py",
         "tests/test_flows.py",

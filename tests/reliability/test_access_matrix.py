@@ -52,6 +52,9 @@ PUBLIC = {
     ("GET", "/metrics"),
     ("GET", "/"),
     ("MOUNT", "/static"),
+    # Each connector's card module and stylesheet: code, like /static, never data
+    # (tests/app/test_connector_assets.py checks that nothing else is served there).
+    ("GET", "/connectors/{name}/{file}"),
 }
 # Every other route, each attacked by ``attack_*`` below.
 MATRIX = {

@@ -1,18 +1,18 @@
 // The approval card (PROTOCOL.md §3a): a tool with side effects waits for the person, and
-// this card shows exactly what will run — for an email every header and the whole body —
-// with Approve and Reject. Once decided (here, in another tab, by expiry or by moving on)
-// the card becomes the record of that decision. Everything shown comes from the model, so
-// all of it goes through textContent: an email body is plain text, never HTML or Markdown.
-import { asList, asText, clear, h, isObject } from "./dom.js";
+// this card shows exactly what will run, with Approve and Reject. Once decided (here, in
+// another tab, by expiry or by moving on) the card becomes the record of that decision.
+// Everything shown comes from the model, so all of it goes through textContent.
+//
+// A connector's card module may lay out its own tools' requests (card-registry.js,
+// ``approvals``: docs/connectors.md, "The UI card"); any other tool shows its description
+// and every argument (fields.js).
+import { kit } from "./card-kit.js";
+import { approvalFor } from "./card-registry.js";
+import { asText, clear, h, isObject } from "./dom.js";
+import { argumentList } from "./fields.js";
 import { formatDate, fromNow } from "./format.js";
 import { icon } from "./icons.js";
 
-const EMAIL_TOOLS = { send_google_email: "email", reply_to_google_email: "reply" };
-// The service the email tools act on, named as the person knows it (whichever agent runs them).
-const EMAIL_SERVICE = "Gmail";
-// Arguments the email layout shows in its own rows; any other one is listed after them,
-// so nothing the tool will receive is left out.
-const EMAIL_ARGS = new Set(["to", "cc", "bcc", "subject", "body", "message_id"]);
 const REASON_MAX = 500;
 // A card that appears while the person is about to click something else (the page
 // scrolls as it grows) must not take that click as an approval: its buttons take pointer
@@ -29,23 +29,21 @@ let cards = 0;
 /** Words for an approval: "send an email to bob@example.com" (announcements, sidebar). */
 export function describeApproval(approval) {
   const args = isObject(approval?.arguments) ? approval.arguments : {};
-  const kind = EMAIL_TOOLS[approval?.name];
-  if (kind === "email") {
-    const to = addresses(args.to);
-    return to.length ? `send an email to ${people(to)}` : "send an email";
-  }
-  if (kind === "reply") return "send a reply to an email";
+  const summary = fromSpec(approvalFor(approval?.name), "summary", args);
+  if (typeof summary === "string" && summary) return summary;
   const what = asText(approval?.description) || asText(approval?.name) || "run a tool";
   return what.charAt(0).toLowerCase() + what.slice(1);
 }
 
-function addresses(value) {
-  return asList(value).map(asText).map((a) => a.trim()).filter(Boolean);
-}
-
-function people(list) {
-  if (list.length <= 2) return list.join(" and ");
-  return `${list[0]} and ${list.length - 1} others`;
+/** A module's answer, or undefined when it has none or fails (with a console warning). */
+function fromSpec(spec, part, ...args) {
+  if (typeof spec?.[part] !== "function") return undefined;
+  try {
+    return spec[part](...args);
+  } catch (error) {
+    console.warn(`the approval ${part} of a card module failed; the generic one is shown`, error);
+    return undefined;
+  }
 }
 
 export class ApprovalCard {
@@ -60,13 +58,17 @@ export class ApprovalCard {
     this.ctx = ctx;
     this.approvalId = asText(event.approval_id);
     this.callId = asText(event.call_id);
-    this.kind = EMAIL_TOOLS[event.name] || "tool";
+    this.spec = approvalFor(event.name) || {};
+    this.kind = asText(this.spec.kind).replace(/[^a-z0-9-]/g, "") || "tool";
+    // A tool that sends something (an email) says "sent"; any other "run".
+    this.sends = this.spec.sends === true;
     this.args = isObject(event.arguments) ? event.arguments : {};
     this.state = "pending"; // pending | deciding | approved | rejected | expired | superseded
     this.sentDecision = null; // what this page asked for, to tell a decision made elsewhere
     this.summary = describeApproval(event);
-    this.agent = this.kind !== "tool" ? EMAIL_SERVICE
-      : ctx.agentName?.(asText(event.current_agent)) || asText(event.current_agent) || "The assistant";
+    // Who asks: the service as the person knows it when the module names it, else the agent.
+    this.agent = asText(this.spec.actor)
+      || ctx.agentName?.(asText(event.current_agent)) || asText(event.current_agent) || "The assistant";
     const id = `approval-${(cards += 1)}`;
     this.ids = { title: `${id}-title`, note: `${id}-note`, reason: `${id}-reason` };
     this.build();
@@ -89,17 +91,16 @@ export class ApprovalCard {
   // ---------------------------------------------------------------------- building
 
   build() {
-    const email = this.kind !== "tool";
     this.title = h("h3", { class: "approval-title", id: this.ids.title, text: this.titleText(false) });
     this.badge = h("span", { class: "approval-badge", text: "Needs your approval" });
     this.note = h("p", { class: "approval-note", id: this.ids.note,
-      text: email ? "Nothing is sent until you approve." : "Nothing runs until you approve." });
-    this.what = h("div", { class: "approval-what" }, email ? this.emailDetails() : this.toolDetails());
+      text: this.sends ? "Nothing is sent until you approve." : "Nothing runs until you approve." });
+    this.what = h("div", { class: "approval-what" }, this.details());
     this.meta = h("p", { class: "approval-meta" }, icon("clock"), this.expiryText(),
       h("span", { class: "approval-moveon", text: " Sending a new message cancels this request." }));
     this.approveButton = h("button", { type: "button", class: "button primary", "data-action": "approve",
       "aria-describedby": this.ids.title }, icon("check"),
-    h("span", { text: this.kind === "email" ? "Approve and send" : this.kind === "reply" ? "Approve and reply" : "Approve" }));
+    h("span", { text: asText(this.spec.approveLabel) || "Approve" }));
     this.rejectButton = h("button", { type: "button", class: "button", "data-action": "reject",
       "aria-describedby": this.ids.title, "aria-expanded": "false" }, icon("close"), h("span", { text: "Reject" }));
     this.actions = h("div", { class: "actions approval-actions" }, this.approveButton, this.rejectButton);
@@ -125,68 +126,40 @@ export class ApprovalCard {
   }
 
   titleText(decided) {
-    if (this.kind === "email") return `${this.agent} ${decided ? "asked" : "wants"} to send this email`;
-    if (this.kind === "reply") return `${this.agent} ${decided ? "asked" : "wants"} to send this reply`;
-    return `${this.agent} ${decided ? "asked" : "wants"} to run a tool`;
+    const action = asText(this.spec.action) || "run a tool";
+    return `${this.agent} ${decided ? "asked" : "wants"} to ${action}`;
   }
 
-  emailDetails() {
-    const args = this.args;
-    const from = h("dd", { text: "…" });
-    Promise.resolve(this.ctx.accountOf?.(asText(this.event.name), asText(this.event.current_agent)))
-      .then((account) => { from.textContent = account || `your ${this.agent} account`; })
-      .catch(() => { from.textContent = `your ${this.agent} account`; });
-    const rows = [[h("dt", { text: "From" }), from]];
-    for (const [label, key] of [["To", "to"], ["Cc", "cc"], ["Bcc", "bcc"]]) {
-      const list = addresses(args[key]);
-      if (list.length) rows.push([h("dt", { text: label }), h("dd", { text: list.join(", ") })]);
-    }
-    if (this.kind === "reply" && args.message_id !== undefined) {
-      rows.push([h("dt", { text: "In reply to" }), h("dd", { text: `message ${asText(args.message_id)}` })]);
-    }
-    if (this.kind === "email" || args.subject !== undefined) {
-      rows.push([h("dt", { text: "Subject" }),
-        h("dd", { class: "approval-subject", text: asText(args.subject) || "(no subject)" })]);
-    }
-    const others = Object.keys(args).filter((key) => !EMAIL_ARGS.has(key));
-    const body = asText(args.body);
-    return [
-      h("dl", { class: "fields approval-fields" }, rows),
-      this.bodyBox(body),
-      others.length ? argumentList(args, others) : null,
-    ];
+  /** What will run: the module's layout for this tool, else the generic one. */
+  details() {
+    const own = fromSpec(this.spec, "details", this.args, this.detailsKit());
+    if (own !== undefined && own !== null && !(Array.isArray(own) && !own.length)) return own;
+    return this.toolDetails();
   }
 
-  /** The whole body, as text, in a box that scrolls; "Show the whole message" lifts the
-   *  box's height limit. Never cut: what is shown is exactly what would be sent. */
-  bodyBox(body) {
-    const text = h("p", { class: "pre-wrap", text: body || "(empty message)" });
-    if (!body) text.classList.add("muted");
-    const box = h("div", { class: "approval-body", role: "region", tabindex: "0",
-      "aria-label": this.kind === "reply" ? "Reply text" : "Email body" }, text);
-    const more = h("button", { type: "button", class: "link-button small approval-expand", hidden: true,
-      "aria-expanded": "false", text: "Show the whole message" });
-    more.addEventListener("click", () => {
-      const open = box.classList.toggle("expanded");
-      more.setAttribute("aria-expanded", String(open));
-      more.textContent = open ? "Show less" : "Show the whole message";
+  /** The kit, plus what a module's approval layout needs of this card. */
+  detailsKit() {
+    return Object.freeze({
+      ...kit,
+      actor: this.agent,
+      tool: asText(this.event.name),
+      // The account the tool acts as ("From"); null when unknown.
+      account: () => Promise.resolve(this.ctx.accountOf?.(asText(this.event.name), asText(this.event.current_agent)))
+        .then((account) => account || null, () => null),
     });
-    // Whether the body overflows its box is known only once it is laid out. The box
-    // scrolls either way; the button says out loud that there is more to read.
-    requestAnimationFrame(() => {
-      if (box.scrollHeight > box.clientHeight + 1) more.hidden = false;
-    });
-    return [box, more];
   }
 
   toolDetails() {
     const description = asText(this.event.description);
     const keys = Object.keys(this.args);
+    const summary = fromSpec(this.spec, "summary", this.args);
     return [
       h("p", { class: "approval-tool" },
         description ? h("strong", { text: description }) : null,
         description ? " " : null,
         h("code", { text: asText(this.event.name) })),
+      typeof summary === "string" && summary
+        ? h("p", { class: "approval-summary", text: summary.charAt(0).toUpperCase() + summary.slice(1) }) : null,
       keys.length ? argumentList(this.args, keys) : h("p", { class: "muted small", text: "No arguments." }),
     ];
   }
@@ -297,10 +270,10 @@ export class ApprovalCard {
     const elsewhere = live && !this.sentDecision && (decision === "approved" || decision === "rejected");
     this.dispose();
     this.setState(["approved", "rejected", "expired", "superseded"].includes(decision) ? decision : "superseded");
-    const nothing = this.kind === "tool" ? "nothing was run" : "nothing was sent";
+    const nothing = this.sends ? "nothing was sent" : "nothing was run";
     const reason = asText(event.reason);
     let text;
-    if (decision === "approved") text = this.kind === "tool" ? "Approved — running…" : "Approved — sending…";
+    if (decision === "approved") text = this.sends ? "Approved — sending…" : "Approved — running…";
     else if (decision === "rejected") text = `Declined — ${nothing}`;
     else if (decision === "expired") text = `Expired — ${nothing}`;
     else if (event.decided_via === "cancel") text = `Cancelled — the answer was stopped, ${nothing}`;
@@ -354,8 +327,8 @@ export class ApprovalCard {
       h("summary", { text: this.state === "approved" ? "What was approved" : "What was asked" }));
     this.what.replaceWith(details);
     details.append(this.what);
-    this.el.querySelector(".approval-expand")?.remove();
-    this.what.querySelector(".approval-body")?.classList.add("expanded");
+    for (const more of this.el.querySelectorAll(".text-box-expand")) more.remove();
+    for (const box of this.what.querySelectorAll(".text-box")) box.classList.add("expanded");
     this.el.querySelector(".approval-main").append(details);
     if (hadFocus) this.el.focus({ preventScroll: true });
   }
@@ -388,31 +361,10 @@ export class ApprovalCard {
     const expire = () => {
       if (this.state !== "pending") return;
       this.setButtonsDisabled(true);
-      this.setStatus(`This request has expired — ${this.kind === "tool" ? "nothing will run" : "nothing will be sent"}.`, "expired");
+      this.setStatus(`This request has expired — ${this.sends ? "nothing will be sent" : "nothing will run"}.`, "expired");
     };
     const wait = due - Date.now();
     if (wait <= 0) expire();
     else if (wait < MAX_TIMER_MS) this.expiryTimer = setTimeout(expire, wait);
   }
-}
-
-/** Every argument as a readable key/value list; nested values as JSON. */
-function argumentList(args, keys) {
-  return h("dl", { class: "fields approval-args" }, keys.map((key) => {
-    const value = args[key];
-    let shown;
-    if (value === null || value === undefined) shown = h("span", { class: "muted", text: "none" });
-    else if (typeof value === "object") {
-      let json;
-      try { json = JSON.stringify(value, null, 2); } catch { json = String(value); }
-      shown = h("pre", { class: "json" }, h("code", { text: json }));
-    } else shown = h("span", { class: "pre-wrap", text: asText(value) });
-    return [h("dt", { text: humanKey(key) }), h("dd", {}, shown)];
-  }));
-}
-
-/** "account_id" -> "Account id": readable, while still recognisably the argument's name. */
-function humanKey(key) {
-  const words = String(key).replace(/[_-]+/g, " ").trim();
-  return words ? words.charAt(0).toUpperCase() + words.slice(1) : String(key);
 }

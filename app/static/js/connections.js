@@ -4,17 +4,14 @@
 //   {"status": "connected", "connector": …}         done (demo mode, or nothing to sign in to)
 //   {"status": "redirect", "url": …}                sign in at the provider: a popup whose
 //                                                   callback page posts the outcome back
-//   {"widget": NAME, …}                             run the client widget NAME (CLIENT_WIDGETS),
-//                                                   then POST its result to …/{name}/finish
+//   {"widget": NAME, …}                             run the client widget NAME (a connector's
+//                                                   card module provides it), then POST its
+//                                                   result to …/{name}/finish
 //   {"status": "api_key", "label", "help"}          ask the person for a key, POST it to finish
 import { ApiError } from "./api.js";
+import { widgetFor } from "./card-registry.js";
 import { asList, asText, clear, h, isObject, safeUrl } from "./dom.js";
 import { icon } from "./icons.js";
-
-const PLAID_LINK_SCRIPT = "https://cdn.plaid.com/link/v2/stable/link-initialize.js";
-
-// Widgets a flow may ask the browser to run: (step) -> the JSON body for its finish step.
-const CLIENT_WIDGETS = { plaid_link: runPlaidLink };
 
 export class Connections {
   constructor(api, { dialog, list, status, onChange }) {
@@ -155,7 +152,8 @@ export class Connections {
       return "connected";
     }
     if (result?.widget !== undefined) {
-      const widget = CLIENT_WIDGETS[asText(result.widget)];
+      // (step) -> the JSON body of the finish step, from the connector's card module.
+      const widget = widgetFor(result.widget);
       if (!widget) throw new Error(`This page cannot run the ${asText(result.widget) || "unnamed"} step.`);
       await this.api.finish(name, await widget(result));
       this.onChange?.();
@@ -232,47 +230,5 @@ function waitForCallback(popup, name) {
       if (popup.closed) done(reject, new Error("The sign-in window was closed before it finished."));
     }, 500);
     window.addEventListener("message", onMessage);
-  });
-}
-
-let plaidScript = null;
-
-function loadPlaid() {
-  if (window.Plaid) return Promise.resolve(window.Plaid);
-  plaidScript ??= new Promise((resolve, reject) => {
-    const script = document.createElement("script");
-    script.src = PLAID_LINK_SCRIPT;
-    script.async = true;
-    script.addEventListener("load", () => resolve(window.Plaid));
-    script.addEventListener("error", () => {
-      plaidScript = null;
-      reject(new Error("Could not load Plaid Link. Check the network and try again."));
-    });
-    document.head.append(script);
-  });
-  return plaidScript;
-}
-
-/** Plaid Link: the bank sign-in runs in Plaid's widget; resolves to the finish body. */
-async function runPlaidLink(step) {
-  const linkToken = asText(step.link_token);
-  if (!linkToken) throw new Error("The server did not send a Plaid link token.");
-  const Plaid = await loadPlaid();
-  return new Promise((resolve, reject) => {
-    const handler = Plaid.create({
-      token: linkToken,
-      // metadata.institution tells the server which bank this is, so a re-link replaces
-      // that bank's dead item instead of adding a second one.
-      onSuccess: (publicToken, metadata) => {
-        const body = { public_token: publicToken };
-        const institution = metadata?.institution;
-        if (institution) {
-          body.institution = { name: institution.name ?? null, institution_id: institution.institution_id ?? null };
-        }
-        resolve(body);
-      },
-      onExit: (error) => reject(new Error(error?.display_message || "Bank connection cancelled.")),
-    });
-    handler.open();
   });
 }

@@ -3,6 +3,7 @@ import { announce } from "./announce.js";
 import { Api, ApiError } from "./api.js";
 import { PendingApprovals } from "./approvals.js";
 import { askForToken, tokenStore } from "./auth.js";
+import { loadCardModules } from "./card-modules.js";
 import { Connections } from "./connections.js";
 import { h } from "./dom.js";
 import { icon } from "./icons.js";
@@ -21,6 +22,9 @@ const EXAMPLES = [
   "Search the web for python asyncio",
 ];
 const TOAST_MS = 6000;
+// How long the first paint of a chat waits for the connectors' card modules; one that
+// comes later draws its cards again in place.
+const CARDS_WAIT_MS = 5000;
 const STICK_PX = 80;
 const TITLE_CHECKS = 4;
 // A key pressed in the message box this recently means the person is typing there.
@@ -96,6 +100,9 @@ class App {
     this.showUser(me);
     this.connectionsReady = this.connections.load().catch(() => {});
     this.chats.refresh();
+    // The cards before the chat: history is drawn with its connectors' own cards.
+    const cards = this.connectionsReady.then(() => loadCardModules(this.connections.connectors));
+    await Promise.race([cards, new Promise((resolve) => setTimeout(resolve, CARDS_WAIT_MS))]);
     this.pendingApprovals.refresh();
     window.addEventListener("hashchange", () => this.route());
     await this.route();
