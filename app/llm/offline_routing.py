@@ -55,7 +55,8 @@ def words_of(text: str, stop: frozenset[str] = STOP_WORDS) -> list[tuple[int, st
     found = []
     for match in _WORD.finditer(text.replace("_", " ")):
         lowered = match.group(0).lower()
-        if lowered in stop:
+        # "what's", "it's": a stop word with its 's is one still.
+        if lowered in stop or lowered.removesuffix("'s") in stop:
             continue
         found.append((match.start(), stem(lowered)))
     return found
