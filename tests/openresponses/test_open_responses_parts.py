@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agents import Agent, FunctionToolResult, RunContextWrapper
+from agents import Agent, FunctionToolResult, ModelBehaviorError, RunContextWrapper
 from agents.items import (
     HandoffCallItem,
     HandoffOutputItem,
@@ -15,8 +15,11 @@ from agents.items import (
     ToolCallItem,
     ToolCallOutputItem,
 )
+from agents.models._response_terminal import response_terminal_failure_error
 from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
+from cryptography.fernet import Fernet
 from openai.types.responses import (
+    Response,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputRefusal,
@@ -25,8 +28,10 @@ from openai.types.responses import (
 )
 
 from app.openresponses.agents import caller_tools, response_agent, tool_policy
+from app.openresponses.compaction import condense, expander, seal
 from app.openresponses.errors import OpenResponsesError
 from app.openresponses.request import (
+    UNFINISHED,
     Decision,
     approval_decisions,
     check_decisions,
@@ -36,6 +41,7 @@ from app.openresponses.request import (
 from app.openresponses.routes import LOST, _stream
 from app.openresponses.service import StartedResponse, paused_context
 from app.openresponses.stream import DecidedCall, ResponseBuilder, caller_calls
+from app.services import build_fernet
 from app.settings import load_settings
 from connectors.adapters import to_function_call_output
 from connectors.caller_tools import (
@@ -51,6 +57,7 @@ from connectors.registry import load_connectors
 from connectors.responses import TextResponse
 from storage.approvals import NOT_RUN
 from tests.openresponses.spec import Stream, check_stream
+from websocket.sdk_events import incomplete_reason
 
 AGENT = Agent(name="Yelp")
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "requests": 1}
@@ -728,3 +735,124 @@ def test_paused_context_keeps_the_turn_up_to_the_pause() -> None:
     ]
     # Only the input left (a resumed turn that failed keeps no more).
     assert paused_context(items[:1], {"c1"}) == items[:1]
+
+
+# ----------------------------------------------------------------------------- the caller's calls
+
+
+def test_outputs_for_the_previous_responses_calls_come_first() -> None:
+    given = turn_input(
+        request(
+            input=[
+                {"role": "user", "content": "and Rome?"},
+                {"type": "function_call_output", "call_id": "w1", "output": "18 C"},
+            ]
+        ),
+        max_prompt_chars=100,
+        pending={"w1": "get_weather"},
+    )
+    assert given.prompt == "and Rome?"
+    assert given.items == [
+        {"type": "function_call_output", "call_id": "w1", "output": "18 C"},
+        {"type": "message", "role": "user", "content": "and Rome?"},
+    ]
+    only = turn_input(
+        request(input=[{"type": "function_call_output", "call_id": "w1", "output": "18 C"}]),
+        max_prompt_chars=100,
+        pending={"w1": "get_weather"},
+    )
+    assert only.prompt == "(results of get_weather)"
+
+
+def test_switchboards_items_sent_back_are_calls_with_their_outputs() -> None:
+    item = {
+        "type": "switchboard:tool_call",
+        "id": "sbc_c1",
+        "status": "completed",
+        "call_id": "c1",
+        "name": "search_google",
+        "arguments": "{}",
+        "output": "[1] found",
+    }
+    given = turn_input(
+        request(
+            input=[
+                {"role": "user", "content": "q"},
+                item,
+                {**item, "call_id": "c2", "output": None},
+            ]
+        ),
+        max_prompt_chars=100,
+    )
+    assert given.items[1:] == [
+        {"type": "function_call", "call_id": "c1", "name": "search_google", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "[1] found"},
+        {"type": "function_call", "call_id": "c2", "name": "search_google", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": UNFINISHED},
+    ]
+
+
+# ----------------------------------------------------------------------------- compaction
+
+
+def test_compaction_condenses_and_seals_for_one_user() -> None:
+    items = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "what is this?"},
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+            ],
+        },
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x" * 2000},
+        {"type": "function_call_output", "call_id": "orphan", "output": "dropped"},
+        {"type": "message", "role": "assistant", "content": "It is a cat."},
+    ]
+    condensed = condense(items)
+    assert condensed[0] == {
+        "type": "message",
+        "role": "user",
+        "content": "what is this?\n[an image]",
+    }
+    assert [i["type"] for i in condensed] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert len(condensed[2]["output"]) == 600 and condensed[2]["output"].endswith(" […]")
+    fernet = build_fernet(Fernet.generate_key().decode())
+    sealed = seal(fernet, "ada", condensed)
+    assert expander(fernet, "ada")(sealed, "input[0]") == condensed
+    for user_id, content in (("bob", sealed), ("ada", sealed[:-4] + "AAAA")):
+        with pytest.raises(OpenResponsesError) as raised:
+            expander(fernet, user_id)(content, "input[0]")
+        assert raised.value.code == "invalid_encrypted_content"
+        assert raised.value.param == "input[0].encrypted_content"
+
+
+def test_a_model_out_of_tokens_is_told_from_other_failures() -> None:
+    incomplete = Response.model_validate(
+        {
+            "id": "r",
+            "created_at": 0,
+            "model": "m",
+            "object": "response",
+            "output": [],
+            "tool_choice": "auto",
+            "tools": [],
+            "parallel_tool_calls": True,
+            "status": "incomplete",
+            "incomplete_details": {"reason": "content_filter"},
+        }
+    )
+    assert incomplete_reason(
+        response_terminal_failure_error("response.incomplete", incomplete)
+    ) == ("content_filter")
+    assert incomplete_reason(response_terminal_failure_error("response.failed", None)) is None
+    chat = ModelBehaviorError("Chat Completions response terminated with finish_reason='length'")
+    assert incomplete_reason(chat) == "max_output_tokens"
+    assert incomplete_reason(ValueError("response.incomplete")) is None
