@@ -55,8 +55,7 @@ def words_of(text: str, stop: frozenset[str] = STOP_WORDS) -> list[tuple[int, st
     found = []
     for match in _WORD.finditer(text.replace("_", " ")):
         lowered = match.group(0).lower()
-        # "what's", "it's": a stop word with its 's is one still.
-        if lowered in stop or lowered.removesuffix("'s") in stop:
+        if lowered in stop:
             continue
         found.append((match.start(), stem(lowered)))
     return found
@@ -66,7 +65,11 @@ def vocabulary(*texts: str) -> frozenset[str]:
     return frozenset(word for text in texts for _, word in words_of(text, ROUTING_STOP))
 
 
-ROUTING_STOP = STOP_WORDS | COMMON_VERBS
+# "What's the weather like": a stop word with its 's says no more about the service.
+CONTRACTIONS = frozenset(
+    f"{word}'s" for word in ("what", "it", "that", "there", "here", "who", "where", "how", "let")
+)
+ROUTING_STOP = STOP_WORDS | COMMON_VERBS | CONTRACTIONS
 
 
 @dataclass(frozen=True)

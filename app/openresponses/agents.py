@@ -94,13 +94,21 @@ def gated_tools(orchestrator: Agent[Any]) -> frozenset[str]:
     )
 
 
-def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy:
+def handoff_names(orchestrator: Agent[Any]) -> list[str]:
+    """The names of the hand-off tools between the agents (``transfer_to_…``)."""
+    return [Handoff.default_tool_name(agent) for agent in specialists(orchestrator)]
+
+
+def tool_policy(
+    request: CreateResponse, available: Iterable[str], reserved: Iterable[str] = ()
+) -> ToolPolicy:
     """``tools`` and ``tool_choice`` checked against the tools that exist (``available``:
-    Switchboard's own)."""
+    Switchboard's own; ``reserved``: other names the agents' tools have, the hand-offs)."""
     known = sorted(available)
+    taken = set(known) | set(reserved)
     callers = [tool.name for tool in request.caller_tools]
     for index, tool in enumerate(request.tools or ()):
-        if isinstance(tool, FunctionToolParam) and tool.name in known:
+        if isinstance(tool, FunctionToolParam) and tool.name in taken:
             raise invalid(
                 f"{tool.name!r} is the name of one of Switchboard's own tools; give your "
                 "function tool another name",

@@ -42,6 +42,7 @@ from app.openresponses.agents import (
     caller_tools,
     function_tools,
     gated_tools,
+    handoff_names,
     response_agent,
     tool_definitions,
     tool_policy,
@@ -462,7 +463,7 @@ async def start_response(
     turns = services.turns
     decisions = approval_decisions(request)
     orchestrator = turns.engine.orchestrator
-    policy = tool_policy(request, function_tools(orchestrator).keys())
+    policy = tool_policy(request, function_tools(orchestrator).keys(), handoff_names(orchestrator))
     callers = caller_tools(request, policy.callers)
     agent = (
         orchestrator

@@ -93,6 +93,11 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
             "tools[0].name",
             "one of Switchboard's own tools",
         ),
+        (
+            {**OK, "tools": [{"type": "function", "name": "transfer_to_gmail"}]},
+            "tools[0].name",
+            "one of Switchboard's own tools",
+        ),
         ({**OK, "tools": [{"type": "function", "name": "a b"}]}, "tools[0].name", "pattern"),
         # Strict types: nothing is coerced.
         ({**OK, "stream": "yes"}, "stream", "valid boolean"),

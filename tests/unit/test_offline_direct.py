@@ -117,7 +117,12 @@ def test_connector_requests_are_not_answered_directly(prompt: str) -> None:
 
 
 def test_a_stop_word_with_an_apostrophe_says_nothing_about_the_service() -> None:
-    words = [word for _, word in offline_routing.words_of("What's the weather? It's cold")]
+    words = [
+        word
+        for _, word in offline_routing.words_of(
+            "What's the weather? It's cold", offline_routing.ROUTING_STOP
+        )
+    ]
     assert words == ["weather", "cold"]
 
 
