@@ -3,8 +3,8 @@ Transport"; docs/open-responses.md).
 
 A client opens ``/v1/responses`` as a WebSocket, with the same ``Authorization`` as over
 HTTP, and sends one JSON message per response: ``{"type": "response.create", …}`` with
-the fields of a ``POST /v1/responses`` body (but not ``stream``, ``stream_options`` or
-``background``, which are HTTP's). Each response's events come back as JSON messages,
+the fields of a ``POST /v1/responses`` body (``stream`` and ``stream_options``, which are
+HTTP's, are left out or ignored; ``"stream": false`` is refused). Each response's events come back as JSON messages,
 the very events of a streamed HTTP response, ending with its terminal event. Messages
 are handled one at a time: a second ``response.create`` waits for the first response to
 end.
@@ -47,8 +47,10 @@ REMEMBERED = 32
 CHECK_EVERY = 15.0  # seconds between looks at a response whose turn may have died
 # RFC 6455 §7.4: policy violation, going away, try again later.
 CLOSE_POLICY, CLOSE_NORMAL, CLOSE_TRY_AGAIN_LATER = 1008, 1000, 1013
-# Fields of an HTTP request body that mean nothing on a socket (the spec forbids them).
-HTTP_ONLY = ("stream", "stream_options", "background")
+# Fields of an HTTP request body that mean nothing on a socket, where every response
+# streams: clients should not send them (the spec), but some do (the Agents SDK sends
+# "stream": true), so they are read for what they say and dropped.
+HTTP_ONLY = ("stream", "stream_options")
 
 
 def error_envelope(exc: OpenResponsesError) -> dict[str, Any]:
@@ -70,15 +72,14 @@ def create_request(message: object) -> Any:
             "type",
             "unknown_event_type",
         )
-    for name in HTTP_ONLY:
-        if name in message:
-            raise invalid(
-                f"{name} is a field of HTTP requests: over a WebSocket every response "
-                "streams; leave it out",
-                name,
-                "unknown_parameter",
-            )
-    return parse_request({key: value for key, value in message.items() if key != "type"})
+    if message.get("stream", True) is not True:
+        raise invalid(
+            "over a WebSocket every response streams: leave stream out (it is a field of "
+            "HTTP requests)",
+            "stream",
+        )
+    dropped = ("type", *HTTP_ONLY)
+    return parse_request({key: value for key, value in message.items() if key not in dropped})
 
 
 async def responses_socket(websocket: WebSocket) -> None:

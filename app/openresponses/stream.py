@@ -75,6 +75,10 @@ def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
         "name": approval["name"],
         "arguments": arguments_text(approval["arguments"]),
         "expires_at": approval.get("expires_at"),
+        # Clients built on the openai package read an item type they do not know as an
+        # assistant message, whose content the Agents SDK then reads: an empty one makes
+        # it an empty message to them, where none made them fail.
+        "content": [],
     }
 
 
@@ -514,6 +518,10 @@ def _tool_call_item(call: _Call, status: str, output: str | None) -> dict[str, A
         "name": call.name,
         "arguments": call.arguments,
         "output": output,
+        # Clients built on the openai package read an item type they do not know as an
+        # assistant message, whose content the Agents SDK then reads: an empty one makes
+        # it an empty message to them, where none made them fail.
+        "content": [],
     }
 
 

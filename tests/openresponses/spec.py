@@ -64,7 +64,8 @@ RESOURCE_FIELDS = (
 LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 VENDOR_TYPE = re.compile(r"[a-z0-9_-]+:[a-z0-9_]+")
-TOOL_CALL_FIELDS = {"id", "type", "status", "call_id", "name", "arguments", "output"}
+# "content" (always []): so that clients that read unknown items as messages find one.
+TOOL_CALL_FIELDS = {"id", "type", "status", "call_id", "name", "arguments", "output", "content"}
 APPROVAL_REQUEST_FIELDS = {
     "id",
     "type",
@@ -74,6 +75,7 @@ APPROVAL_REQUEST_FIELDS = {
     "name",
     "arguments",
     "expires_at",
+    "content",
 }
 
 
@@ -101,6 +103,7 @@ def check_vendor_item(item: dict[str, Any]) -> None:
     assert VENDOR_TYPE.fullmatch(item["type"]), f"not a vendor-prefixed type: {item['type']}"
     assert item["status"] in ("in_progress", "completed", "incomplete")
     assert isinstance(item["id"], str) and item["id"]
+    assert item["content"] == []
     if item["type"] == "switchboard:approval_request":
         assert set(item) == APPROVAL_REQUEST_FIELDS, sorted(item)
         assert item["id"].startswith("apr_") and item["approval_id"].startswith("ap_")

@@ -604,6 +604,7 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
         "name": "send",
         "arguments": '{"q":1}',
         "expires_at": "2030-01-01T00:00:00.000Z",
+        "content": [],
     }
     assert stream.types[-3:] == [
         "response.output_item.added",

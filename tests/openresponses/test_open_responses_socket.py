@@ -64,8 +64,8 @@ async def test_responses_go_one_at_a_time_in_the_order_sent(offline: LiveServer)
         ("{nope", 400, "invalid_json", None),
         ("[1]", 400, "invalid_json", None),
         (json.dumps({"type": "response.cancel"}), 400, "unknown_event_type", "type"),
-        (create(input="hi", stream=True), 400, "unknown_parameter", "stream"),
-        (create(input="hi", background=False), 400, "unknown_parameter", "background"),
+        (create(input="hi", stream=False), 400, "invalid_value", "stream"),
+        (create(input="hi", background=True), 400, "invalid_value", "background"),
         (create(input="hi", temperature="0.5"), 400, "invalid_value", "temperature"),
         (
             create(input="hi", previous_response_id="resp_x"),
@@ -86,6 +86,16 @@ async def test_a_bad_message_is_an_error_and_the_connection_goes_on(
         after = await until_end(ws)
     assert (error["status"], error["code"], error["param"]) == (status, code, param)
     assert after.final["output"][0]["content"][0]["text"] == "still here"
+
+
+async def test_what_http_clients_send_about_streaming_is_ignored(offline: LiveServer) -> None:
+    # The Agents SDK's WebSocket transport sends "stream": true; the spec says not to.
+    async with websockets.connect(url_of(offline)) as ws:
+        await ws.send(
+            create(input="Reply with exactly: fine", stream=True, stream_options={"x": 1})
+        )
+        done = await until_end(ws)
+    assert done.final["output"][0]["content"][0]["text"] == "fine"
 
 
 async def test_a_stored_response_is_chained_from_another_connection(offline: LiveServer) -> None:

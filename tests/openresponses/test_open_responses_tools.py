@@ -14,11 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
+from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool
 
 from connectors.caller_tools import PENDING
 from storage.session import ChatSession
 from tests.fakes.model_server import Call, FakeModelServer, Refuse, Say, reply
 from tests.openresponses.spec import check_resource, check_stream, parse_sse
+from tests.support.clients import client_for
 from tests.support.servers import LiveServer
 
 WEATHER = {
@@ -377,3 +379,33 @@ async def test_a_compacted_conversation_starts_a_new_chain(offline: LiveServer) 
     assert tampered.status_code == 400
     assert tampered.json()["error"]["code"] == "invalid_encrypted_content"
     assert tampered.json()["error"]["param"] == "input[0].encrypted_content"
+
+
+# ----------------------------------------------------------------------------- the Agents SDK
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
+async def test_the_agents_sdk_runs_its_own_tool_beside_switchboards(
+    offline: LiveServer, streamed: bool
+) -> None:
+    ran: list[str] = []
+
+    @function_tool
+    def get_weather(location: str) -> str:
+        """Get the current weather for a location"""
+        ran.append(location)
+        return f"18 C and sunny in {location}"
+
+    model = OpenAIResponsesModel("switchboard", client_for(offline))
+    agent = Agent(name="Assistant", instructions="Help.", tools=[get_weather], model=model)
+    prompt = "find sushi in Boston and get the weather in Boston"
+    config = RunConfig(tracing_disabled=True)
+    if streamed:
+        result: Any = Runner.run_streamed(agent, prompt, run_config=config)
+        async for _ in result.stream_events():
+            pass
+    else:
+        result = await Runner.run(agent, prompt, run_config=config)
+    # Switchboard's search ran on the server; the SDK ran its own tool, once.
+    assert ran == ["Boston"]
+    assert "sushi" in result.final_output and "18 C and sunny in Boston" in result.final_output
