@@ -37,7 +37,8 @@ _QUESTION = re.compile(
     re.I,
 )
 _CODE_WORD_QUESTION = re.compile(r"^\s*what\s+(?P<what>code word)\s+did\s+I\b", re.I)
-_REMEMBER = re.compile(r"^\s*remember\b", re.I)
+# "Remember that …", not "remember to email Bob" (a request to act).
+_REMEMBER = re.compile(r"^\s*remember\s+(?:that|this|the|my)\b", re.I)
 _SAY_GREETING = re.compile(r"^\s*say\s+(?P<word>hello|hi|hey|goodbye|bye)\b", re.I)
 _ABOUT_ATTACHMENT = re.compile(r"\b(image|picture|photo|file|attach\w*|document|pdf)\b", re.I)
 

@@ -110,6 +110,7 @@ def test_an_attachment_the_model_cannot_read_is_said_so() -> None:
         "what are my account balances",
         "What's the weather like in San Francisco?",
         "send an email to bob@example.com saying hello",
+        "remember to email Bob about the lease",
     ],
 )
 def test_connector_requests_are_not_answered_directly(prompt: str) -> None:
