@@ -62,6 +62,29 @@ def api_error(
     )
 
 
+def _open_responses_path(conn: HTTPConnection) -> bool:
+    path = conn.url.path
+    return path == "/v1" or path.startswith("/v1/")
+
+
+def _error_for(
+    conn: HTTPConnection,
+    status: int,
+    code: str,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """``api_error``, or under ``/v1`` the Open Responses shape (``type`` and ``param``
+    too), so that every answer of that API reads the same, even for a path it lacks."""
+    if not _open_responses_path(conn):
+        return api_error(status, code, message, headers)
+    kind = {404: "not_found", 429: "too_many_requests"}.get(status, "invalid_request")
+    error = {"type": "server_error" if status >= 500 else kind, "code": code, "param": None}
+    return JSONResponse(
+        {"error": {**error, "message": message}}, status_code=status, headers=headers
+    )
+
+
 def code_for_status(status: int) -> str:
     if status >= 500:
         return "server_error"
@@ -77,12 +100,20 @@ async def _http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code in {204, 304}:
         return Response(status_code=exc.status_code, headers=exc.headers)
+    code = code_for_status(exc.status_code)
     if exc.status_code == 405:
         allowed = (exc.headers or {}).get("Allow", "")
         message = f"method {request.method} not allowed here; allowed: {allowed}"
+        code = "method_not_allowed" if _open_responses_path(request) else code
+    elif exc.status_code == 404 and _open_responses_path(request):
+        message = (
+            f"no endpoint {request.method} {request.url.path}: this server offers POST "
+            "/v1/responses, GET /v1/responses/{id}, POST /v1/responses/compact and a "
+            "WebSocket on /v1/responses"
+        )
     else:
         message = _DEFAULT_MESSAGES.get(exc.status_code) or exc.detail
-    return api_error(exc.status_code, code_for_status(exc.status_code), message, exc.headers)
+    return _error_for(request, exc.status_code, code, message, exc.headers)
 
 
 async def _not_found_handler(request: Request, exc: Exception) -> Response:
@@ -129,7 +160,7 @@ def unavailable_response(conn: HTTPConnection, exc: BaseException) -> JSONRespon
     """The 503 for a request the unavailable database (``exc``) stopped: temporary, so a
     hint to retry (clients retry 503, not 500)."""
     _log_unavailable(conn, exc)
-    return api_error(503, "server_error", UNAVAILABLE, headers={"Retry-After": "5"})
+    return _error_for(conn, 503, "server_error", UNAVAILABLE, headers={"Retry-After": "5"})
 
 
 async def _unavailable_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
@@ -146,7 +177,7 @@ async def _server_error_handler(conn: HTTPConnection, exc: Exception) -> Respons
     if isinstance(conn, WebSocket):
         await _close_socket(conn, CLOSE_SERVER_ERROR, "internal server error")
         return None
-    return api_error(500, "server_error", "internal server error")
+    return _error_for(conn, 500, "server_error", "internal server error")
 
 
 def exception_handlers() -> dict[Any, Any]:

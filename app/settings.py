@@ -82,6 +82,8 @@ class Settings(ConnectorSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Seconds a pending approval waits before it expires (treated as a rejection).
     approval_timeout: float = Field(86_400.0, gt=0, le=30 * 86_400)
+    # How long one Open Responses WebSocket may stay open (the spec's 60 minutes).
+    responses_socket_seconds: float = Field(3600.0, gt=0, le=86_400)
 
     @field_validator("allowed_origins", mode="before")
     @classmethod

@@ -134,6 +134,20 @@ class ResponseRepository:
             items = (await session.scalars(query.order_by(table.c.id).limit(limit))).all()
         return [dict(item) for item in items]
 
+    async def items_until(self, source: StoredResponse) -> list[dict[str, Any]]:
+        """The conversation items of ``source``'s chat up to ``source`` (its last item),
+        oldest first."""
+        if source.last_item_id is None:
+            return []
+        table = conversation_items
+        query = (
+            select(table.c.item)
+            .where(table.c.chat_id == source.chat_id, table.c.id <= source.last_item_id)
+            .order_by(table.c.id)
+        )
+        async with self._db.session() as session:
+            return [dict(item) for item in (await session.scalars(query)).all()]
+
     async def fork(
         self, source: StoredResponse, new_chat_id: str, extra: Sequence[dict[str, Any]] = ()
     ) -> None:
@@ -143,16 +157,6 @@ class ResponseRepository:
         await ChatRepository(self._db, self.user_id).get_or_create(new_chat_id)
         if chat is not None and chat.title:
             await ChatRepository(self._db, self.user_id).set_title(new_chat_id, chat.title)
-        items: list[Any] = []
-        if source.last_item_id is not None:
-            table = conversation_items
-            query = (
-                select(table.c.item)
-                .where(table.c.chat_id == source.chat_id, table.c.id <= source.last_item_id)
-                .order_by(table.c.id)
-            )
-            async with self._db.session() as session:
-                items = list((await session.scalars(query)).all())
-        items += extra
+        items: list[Any] = [*await self.items_until(source), *extra]
         if items:
             await ChatSession(self._db, new_chat_id).add_items(items)

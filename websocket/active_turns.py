@@ -103,5 +103,13 @@ class ActiveTurns:
             if active.user_id == user_id and not active.finishing
         )
 
+    def running_tasks(self, user_id: str) -> list[asyncio.Task[None]]:
+        """The tasks of the turns ``running_for`` counts."""
+        return [
+            active.task
+            for active in self._by_id.values()
+            if active.user_id == user_id and not active.finishing and active.task is not None
+        ]
+
     def tasks(self) -> list[asyncio.Task[None]]:
         return [active.task for active in self._by_id.values() if active.task is not None]

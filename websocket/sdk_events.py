@@ -11,11 +11,12 @@ tools without a name. Hand-offs are told apart by the SDK's own item types
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents import ItemHelpers
+from agents import ItemHelpers, ModelBehaviorError
 from agents.items import HandoffOutputItem, MessageOutputItem, ToolCallItem, ToolCallOutputItem
 from agents.stream_events import (
     AgentUpdatedStreamEvent,
@@ -35,10 +36,12 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class MessageDone:
-    """An assistant message, whole: exactly the text its deltas join to."""
+    """An assistant message, whole: exactly the text its deltas join to; ``refusal``: the
+    model's refusal, when the message holds one instead of (or beside) text."""
 
     item_id: str
     text: str
+    refusal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +101,8 @@ def read(event: object) -> Fact | None:
     item = event.item
     if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
         text = ItemHelpers.text_message_output(item)
-        return MessageDone(str(get(item.raw_item, "id") or ""), text)
+        refusal = ItemHelpers.extract_refusal(item.raw_item) or None
+        return MessageDone(str(get(item.raw_item, "id") or ""), text, refusal)
     if event.name == "handoff_occured" and isinstance(item, HandoffOutputItem):
         return HandedOff(item.source_agent.name, item.target_agent.name)
     if event.name == "tool_called" and isinstance(item, ToolCallItem):
@@ -117,6 +121,25 @@ def read(event: object) -> Fact | None:
         agent = getattr(item.agent, "name", None)
         return ToolReturned(call_id, item.output, text if isinstance(text, str) else None, agent)
     return None
+
+
+_INCOMPLETE = re.compile(r"incomplete_details=\S*?reason='([a-z_]+)'")
+
+
+def incomplete_reason(exc: BaseException) -> str | None:
+    """Why the model stopped before the end of its answer, when ``exc`` says it did: its
+    token budget (``max_output_tokens``) or a content filter. The SDK raises a
+    ``ModelBehaviorError`` naming the Responses API's ``response.incomplete`` event and its
+    ``incomplete_details``, or Chat Completions' ``finish_reason='length'``."""
+    if not isinstance(exc, ModelBehaviorError):
+        return None
+    text = str(exc)
+    if "finish_reason='length'" in text:
+        return "max_output_tokens"
+    if "`response.incomplete`" not in text:
+        return None
+    found = _INCOMPLETE.search(text)
+    return found.group(1) if found else "max_output_tokens"
 
 
 def get(obj: Any, key: str) -> Any:

@@ -104,6 +104,9 @@ class TurnManager:
     def running_for(self, user_id: str) -> int:
         return self._active.running_for(user_id)
 
+    def running_tasks(self, user_id: str) -> list[asyncio.Task[None]]:
+        return self._active.running_tasks(user_id)
+
     async def submit(
         self,
         user_id: str,

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents import Agent, RunConfig, TResponseInputItem
+from agents import Agent, RunConfig, RunErrorHandlers, TResponseInputItem
 
 from connectors.context import ChatContext
 from websocket.ports import FailureReporter
@@ -49,6 +49,9 @@ class TurnOutcome:
     error: dict[str, Any] | None = None  # the ``error`` event's payload of a failed turn
     # A paused turn's approvals (``approval_required`` payloads), in order.
     approvals: tuple[dict[str, Any], ...] = ()
+    # Why the model stopped before it finished its answer (``max_output_tokens``,
+    # ``content_filter``), for a failed turn whose model ran out of its budget.
+    incomplete: str | None = None
 
 
 @dataclass
@@ -61,6 +64,7 @@ class TurnPlan:
     once the turn's end (or pause) is committed and before another turn of the chat can
     start here. No suggested prompts are made for such turns. A turn resumed after its
     approvals runs the orchestrator unless a plan gives its ``agent`` again.
+    ``error_handlers`` go to the SDK's runner (the socket's turns have none).
     """
 
     agent: Agent[ChatContext] | None = None
@@ -68,3 +72,4 @@ class TurnPlan:
     run_config: RunConfig | None = None
     observe: Callable[[object], None] | None = None
     finished: Callable[[TurnOutcome], Awaitable[None]] | None = None
+    error_handlers: RunErrorHandlers[ChatContext] | None = None

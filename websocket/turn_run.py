@@ -21,6 +21,7 @@ from typing import Any
 from agents import Runner, RunState
 from agents.result import RunResultStreaming
 
+from connectors.caller_tools import drop_pending
 from storage.approvals import ApprovalRequest, ApprovalStore
 from storage.errors import TurnFenced
 from storage.events import EventStore
@@ -31,6 +32,7 @@ from websocket.after_turn import give_title, suggest_prompts
 from websocket.hub import Frame, Hub
 from websocket.metrics import Metrics
 from websocket.pause import ResumeFailed, paused_state, restore, restore_session
+from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
 from websocket.turn_plan import RunStatus, TurnEngine, TurnOutcome, TurnPlan
 from websocket.writer import EventWriter, WriterFailed
@@ -128,6 +130,7 @@ class TurnRun:
         self.failed_with: ErrorEvent | None = None  # the error event of a failed turn
         self.agent = self.plan.agent or engine.orchestrator
         self.context = engine.make_context(active.user_id, active.chat_id, active.turn_id)
+        self.incomplete: str | None = None  # the model ran out of its token budget
         self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
         self.asked: list[EventRecord] = []  # a paused turn's approval_required events
 
@@ -171,6 +174,7 @@ class TurnRun:
                 run_config=plan.run_config or engine.run_config,
                 max_turns=engine.max_model_turns,
                 session=self.session,
+                error_handlers=plan.error_handlers,
             )
         state = await self._restore(self.resume)
         return Runner.run_streamed(
@@ -179,6 +183,7 @@ class TurnRun:
             run_config=plan.run_config or engine.run_config,
             max_turns=engine.max_model_turns,
             session=self.session,
+            error_handlers=plan.error_handlers,
         )
 
     async def _restore(self, resume: PausedRun) -> RunState[Any]:
@@ -243,6 +248,7 @@ class TurnRun:
 
     def _run_failed(self, exc: Exception) -> None:
         self.status = "cancelled" if self.active.cancel_requested else "failed"
+        self.incomplete = incomplete_reason(exc)
         if self.status == "failed":
             # Logged server-side by the app's reporter; the event says only what is safe.
             error = self.failed_with = self.engine.report_failure(exc, self.log_extra)
@@ -323,7 +329,9 @@ class TurnRun:
                 status=status,
                 final_text=self.text.final,
                 usage=self.usage.model_dump(),
-                items=self.session.items_to_keep(status == "completed"),
+                # A call of the API caller's own tools ends the turn; its output is the
+                # caller's to give (connectors.caller_tools), not the placeholder.
+                items=drop_pending(self.session.items_to_keep(status == "completed")),
             ),
         )
         await self.writer.close()
@@ -393,6 +401,7 @@ class TurnRun:
             self.text.final,
             self.failed_with.payload() if self.failed_with is not None else None,
             tuple(r.to_wire() for r in self.asked),
+            self.incomplete,
         )
 
 

@@ -57,6 +57,7 @@ from app.llm.offline_transcript import (
     handoff_description,
     read_transcript,
 )
+from connectors.caller_tools import is_caller_tool
 from connectors.registry import Connector
 
 MODEL_NAME = "offline"
@@ -79,6 +80,7 @@ def _offer(tools: Sequence[Tool], handoffs: Sequence[Handoff]) -> Offer:
             tool.description or "",
             tool.params_json_schema,
             needs_approval=tool.needs_approval is True,
+            caller=is_caller_tool(tool),
         )
         for tool in tools
         if isinstance(tool, FunctionTool)
@@ -117,10 +119,15 @@ class OfflineModel(Model):
         input: str | list[TResponseInputItem],
         tools: Sequence[Tool],
         handoffs: Sequence[Handoff],
+        tool_choice: object = None,
     ) -> tuple[OutputItem, Usage, str]:
         transcript = read_transcript(input)
         decision: Decision = decide(
-            transcript, _offer(tools, handoffs), datetime.now(UTC).date(), self.knowledge
+            transcript,
+            _offer(tools, handoffs),
+            datetime.now(UTC).date(),
+            self.knowledge,
+            tool_choice if isinstance(tool_choice, str) else None,
         )
         key = _digest(transcript.size, transcript.prompt, decision)
         item: OutputItem
@@ -173,7 +180,9 @@ class OfflineModel(Model):
         conversation_id: str | None = None,
         prompt: ResponsePromptParam | None = None,
     ) -> ModelResponse:
-        item, usage, response_id = self._respond(system_instructions, input, tools, handoffs)
+        item, usage, response_id = self._respond(
+            system_instructions, input, tools, handoffs, model_settings.tool_choice
+        )
         return ModelResponse(output=[item], usage=usage, response_id=response_id)
 
     # -------------------------------------------------------------- streaming
@@ -192,7 +201,9 @@ class OfflineModel(Model):
         conversation_id: str | None = None,
         prompt: ResponsePromptParam | None = None,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        item, usage, response_id = self._respond(system_instructions, input, tools, handoffs)
+        item, usage, response_id = self._respond(
+            system_instructions, input, tools, handoffs, model_settings.tool_choice
+        )
         stream = _EventStream(response_id)
         yield stream.created()
         yield stream.in_progress()

@@ -12,13 +12,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
-from app.llm.offline_generic import generic_steps
+from app.llm.offline_arguments import extract, last_resort
+from app.llm.offline_direct import direct_answer
+from app.llm.offline_generic import generic_steps, pick_tool
 from app.llm.offline_knowledge import OfflineKnowledge
-from app.llm.offline_routing import Route, plan, routes_for
+from app.llm.offline_routing import Route, plan, routes_for, vocabulary
 from app.llm.offline_summary import help_text, small_talk_reply, summarize
-from app.llm.offline_transcript import CallTool, Decision, Offer, Say, Transcript
-from connectors.offline_hints import Clause, Step, Turn
+from app.llm.offline_transcript import (
+    CallTool,
+    Decision,
+    Offer,
+    OfferedTool,
+    Say,
+    Transcript,
+)
+from connectors.offline_hints import NO_HINTS, Clause, Step, Turn
 
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|yo|good (morning|afternoon|evening)|help|thanks|"
@@ -107,16 +117,136 @@ def _acted(transcript: Transcript, agent: str, offer: Offer, knowledge: OfflineK
     )
 
 
+# ----------------------------------------------------------------------------- the caller's tools
+
+CALLER = "(the caller's tools)"  # a route to the API caller's own tools
+
+
+def _callers(offer: Offer) -> tuple[Offer, dict[str, OfferedTool]]:
+    """``offer`` without the caller's tools, and those tools."""
+    callers = {name: tool for name, tool in offer.tools.items() if tool.caller}
+    own = {name: tool for name, tool in offer.tools.items() if not tool.caller}
+    return Offer(own, offer.handoffs), callers
+
+
+def _caller_calls(transcript: Transcript, offer: Offer, knowledge: OfflineKnowledge) -> list[str]:
+    """Names of this request's calls of the caller's tools: calls that are neither hand-offs
+    nor tools a connector owns or this agent has."""
+    return [
+        call.name
+        for call in transcript.calls
+        if not call.is_handoff
+        and knowledge.owner(call.name) is None
+        and call.name not in offer.tools
+    ]
+
+
+def _caller_route(callers: dict[str, OfferedTool], called: list[str]) -> Route:
+    texts = [f"{tool.name} {tool.description}" for tool in callers.values()] + called
+    return Route(CALLER, vocabulary(*texts))
+
+
+def _call_caller(
+    clause: str, transcript: Transcript, callers: dict[str, OfferedTool], today: date
+) -> CallTool:
+    """A call of the caller's tool that fits ``clause``, its arguments read from it."""
+    only = Offer(callers, {})
+    tool = pick_tool(clause, only, NO_HINTS)
+    return CallTool(tool.name, _arguments(tool, clause, transcript, today))
+
+
+def _arguments(
+    tool: OfferedTool, clause: str, transcript: Transcript, today: date
+) -> dict[str, Any]:
+    part = Clause(clause, transcript.prompt, today)
+    extraction = extract(tool.schema, part, None)
+    arguments = dict(extraction.arguments)
+    for name in extraction.missing:
+        arguments[name] = last_resort(name, tool.schema, part)
+    return {
+        key: value.strip().rstrip(".,;:!?") if isinstance(value, str) else value
+        for key, value in arguments.items()
+    }
+
+
+# ----------------------------------------------------------------------------- deciding
+
+
 def decide(
+    transcript: Transcript,
+    offer: Offer,
+    today: date,
+    knowledge: OfflineKnowledge,
+    tool_choice: str | None = None,
+) -> Decision:
+    """The next move of whichever agent is calling: a tool call, a hand-off or the answer.
+    ``tool_choice`` is the model setting: ``none``, ``required`` or a tool to call."""
+    if tool_choice == "none":
+        offer = Offer({}, {})
+    forced = _forced(transcript, offer, today, knowledge, tool_choice)
+    if forced is not None:
+        return forced
+    decision = _decide(transcript, offer, today, knowledge)
+    if tool_choice == "required" and isinstance(decision, Say):
+        return _any_tool(transcript, offer, today, knowledge) or decision
+    return decision
+
+
+def _forced(
+    transcript: Transcript,
+    offer: Offer,
+    today: date,
+    knowledge: OfflineKnowledge,
+    tool_choice: str | None,
+) -> CallTool | None:
+    if tool_choice in (None, "auto", "none", "required"):
+        return None
+    if any(handoff.tool == tool_choice for handoff in offer.handoffs.values()):
+        return CallTool(str(tool_choice), {})
+    tool = offer.tools.get(str(tool_choice))
+    if tool is None:
+        return None
+    if not tool.caller:
+        # A connector's tool: its planned step if it has one, else read from the request.
+        own = Offer({tool.name: tool}, {})
+        agent = knowledge.owner(tool.name)
+        situation = Situation(transcript, own, knowledge, today)
+        steps = situation.steps(agent, transcript.prompt) if agent else []
+        for step in steps:
+            if step.name == tool.name:
+                arguments = step.build(situation.turn())
+                if arguments is not None:
+                    return CallTool(tool.name, arguments)
+    return CallTool(tool.name, _arguments(tool, transcript.prompt, transcript, today))
+
+
+def _any_tool(
+    transcript: Transcript, offer: Offer, today: date, knowledge: OfflineKnowledge
+) -> CallTool | None:
+    """A tool call for ``tool_choice: required``, when the model would have answered."""
+    if offer.tools:
+        tool = pick_tool(transcript.prompt, offer, NO_HINTS)
+        return _forced(transcript, offer, today, knowledge, tool.name)
+    fallback = knowledge.catch_all if knowledge.catch_all in offer.handoffs else None
+    for agent, _ in plan(transcript.prompt, routes_for(knowledge, offer), fallback):
+        if (handoff := offer.handoff_for(agent)) is not None:
+            return CallTool(handoff, {})
+    first = next(iter(offer.handoffs.values()), None)
+    return CallTool(first.tool, {}) if first is not None else None
+
+
+def _decide(
     transcript: Transcript, offer: Offer, today: date, knowledge: OfflineKnowledge
 ) -> Decision:
-    """The next move of whichever agent is calling: a tool call, a hand-off or the answer."""
+    offer, callers = _callers(offer)
     if not offer.tools:
-        return _route(transcript, offer, knowledge)
+        return _route(transcript, offer, callers, knowledge, today)
     situation = Situation(transcript, offer, knowledge, today)
     own = situation.own_agent()
     described = [f"{tool.name} {tool.description}" for tool in offer.tools.values()]
     routes = routes_for(knowledge, offer, (own, described))
+    if callers:
+        routes.append(_caller_route(callers, []))
     parts = plan(transcript.prompt, routes, knowledge.catch_all)
     if not any(agent == own for agent, _ in parts):
         # Handed a request that is not ours (or a follow-up with no keywords): do our default.
@@ -124,8 +254,12 @@ def decide(
     progress = _next_step(situation, parts, own)
     if progress.decision is not None:
         return progress.decision
-    for agent, _ in parts:
+    for agent, clause in parts:
         if agent == own:
+            continue
+        if agent == CALLER:
+            if not _caller_calls(transcript, offer, knowledge):
+                return _call_caller(clause, transcript, callers, today)
             continue
         tool = offer.handoff_for(agent)
         if tool and not _acted(transcript, agent, offer, knowledge):
@@ -133,17 +267,39 @@ def decide(
     return Say(summarize(transcript, progress.notes, knowledge, own))
 
 
-def _route(transcript: Transcript, offer: Offer, knowledge: OfflineKnowledge) -> Decision:
-    """The orchestrator: small talk answered directly, everything else handed off."""
+def _route(
+    transcript: Transcript,
+    offer: Offer,
+    callers: dict[str, OfferedTool],
+    knowledge: OfflineKnowledge,
+    today: date,
+) -> Decision:
+    """The orchestrator: what it answers itself answered directly, everything else handed
+    off (or, for the caller's tools, called); once every part is done, the answer."""
     prompt = transcript.prompt
+    if not transcript.calls:
+        direct = direct_answer(transcript)
+        if direct is not None:
+            return Say(direct)
     routes = routes_for(knowledge, offer)
+    called = _caller_calls(transcript, offer, knowledge)
+    if callers or called:
+        routes.append(_caller_route(callers, called))
     if not prompt or is_small_talk(prompt, routes):
         return Say(small_talk_reply(prompt, offer, knowledge))
     fallback = knowledge.catch_all if knowledge.catch_all in offer.handoffs else None
-    for agent, _ in plan(prompt, routes, fallback):
+    for agent, clause in plan(prompt, routes, fallback):
+        if agent == CALLER:
+            if callers and not called:
+                return _call_caller(clause, transcript, callers, today)
+            continue
+        if _acted(transcript, agent, offer, knowledge):
+            continue  # done earlier in this request (it goes on after the caller's results)
         handoff = offer.handoff_for(agent)
         if handoff:
             return CallTool(handoff, {})
+    if transcript.calls:
+        return Say(summarize(transcript, [], knowledge, None))
     return Say(
         "I can't help with that in this setup: none of the connected services covers "
         "it. " + help_text(offer, knowledge)

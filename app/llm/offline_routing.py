@@ -65,7 +65,11 @@ def vocabulary(*texts: str) -> frozenset[str]:
     return frozenset(word for text in texts for _, word in words_of(text, ROUTING_STOP))
 
 
-ROUTING_STOP = STOP_WORDS | COMMON_VERBS
+# "What's the weather like": a stop word with its 's says no more about the service.
+CONTRACTIONS = frozenset(
+    f"{word}'s" for word in ("what", "it", "that", "there", "here", "who", "where", "how", "let")
+)
+ROUTING_STOP = STOP_WORDS | COMMON_VERBS | CONTRACTIONS
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ class Transcript:
     prompt: str  # the latest user message
     calls: tuple[PastCall, ...]  # function calls made since that message, in order
     size: int  # number of input items (makes ids unique within a run)
+    # The messages before the latest user message, oldest first: (role, text).
+    earlier: tuple[tuple[str, str], ...] = ()
+    attached: bool = False  # the latest user message holds an image or a file
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
@@ -41,15 +44,27 @@ def _output_text(output: Any) -> str:
     return output if isinstance(output, str) else _text_of(output)
 
 
+def _attached(content: Any) -> bool:
+    parts = content if isinstance(content, list) else []
+    return any(_as_dict(part).get("type") in ("input_image", "input_file") for part in parts)
+
+
 def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
     if isinstance(model_input, str):
         return Transcript(model_input, (), 1)
     items = [_as_dict(item) for item in model_input]
     start = 0
     prompt = ""
+    attached = False
     for index, item in enumerate(items):
         if item.get("role") == "user" and item.get("type", "message") == "message":
             start, prompt = index + 1, _text_of(item.get("content"))
+            attached = _attached(item.get("content"))
+    earlier = tuple(
+        (str(item.get("role")), _text_of(item.get("content")))
+        for item in items[: max(0, start - 1)]
+        if item.get("type", "message") == "message" and item.get("role") in ("user", "assistant")
+    )
     outputs = {
         item.get("call_id"): _output_text(item.get("output"))
         for item in items[start:]
@@ -71,7 +86,7 @@ def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
                 outputs.get(item.get("call_id")),
             )
         )
-    return Transcript(prompt.strip(), tuple(calls), len(items))
+    return Transcript(prompt.strip(), tuple(calls), len(items), earlier, attached)
 
 
 # ----------------------------------------------------------------------------- decisions
@@ -97,6 +112,7 @@ class OfferedTool:
     description: str
     schema: dict[str, Any]
     needs_approval: bool = False  # what the SDK will pause for (a write, by its declaration)
+    caller: bool = False  # one of the API caller's own tools (connectors.caller_tools)
 
 
 @dataclass(frozen=True)

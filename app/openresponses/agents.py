@@ -1,43 +1,73 @@
-"""The agent graph one response runs: the orchestrator with the caller's ``instructions``
-and ``tool_choice`` / ``tools`` applied. Pure: agents are cloned, never changed.
+"""The agent graph one response runs: the orchestrator with the caller's ``instructions``,
+the caller's own function tools and ``tool_choice`` applied. Pure: agents are cloned,
+never changed.
 
-``tool_choice`` on Switchboard's graph (the orchestrator only hands off; the connector
-agents hold the tools):
+Two kinds of tools (the spec's "externally" and "internally hosted"):
+
+- the caller's function tools (``tools``): every agent of the graph may call them; a call
+  ends the run (``connectors.caller_tools``), so the response ends with its
+  ``function_call`` item and the caller sends the result in the next request;
+- Switchboard's own tools, held by the connector agents the orchestrator hands off to:
+  they run here, and come back as ``switchboard:tool_call`` items. ``switchboard:tool``
+  entries in ``tools`` keep only the tools they name.
+
+``tool_choice`` on that graph:
 
 - ``auto``: the graph as it is.
-- ``none``: the orchestrator alone, with no hand-offs: the model answers directly.
+- ``none``: the orchestrator alone, with no tools and no hand-offs: the model answers.
 - ``required``: every agent must call a tool (a hand-off counts for the orchestrator)
   until it has used one (the SDK then resets its choice), so at least one tool runs.
-- ``{"type": "function", "name": X}``: the orchestrator must hand off to X's agent, which
-  has only X and must call it.
-- ``{"type": "allowed_tools", "mode", "tools"}`` and ``tools``: agents keep only the named
-  tools, agents left with none are dropped from every hand-off, so no other tool can be
-  called (a hard constraint, as the spec asks); ``mode: "required"`` as above.
+- ``{"type": "function", "name": X}`` for a tool of the caller's: the orchestrator alone,
+  with only X, which it must call. For one of Switchboard's (also
+  ``{"type": "switchboard:tool", "name": X}``): the orchestrator must hand off to X's
+  agent, which has only X and must call it.
+- ``{"type": "allowed_tools", "mode", "tools"}``: only the named tools stay (both kinds);
+  connector agents left with none of their own are dropped from every hand-off, so no
+  other tool can be called (a hard constraint, as the spec asks); ``mode: "required"`` as
+  above.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agents import Agent, FunctionTool, Handoff, ModelSettings, RunContextWrapper
+from agents import Agent, FunctionTool, Handoff, ModelSettings, RunContextWrapper, UserError
 
 from app.openresponses.errors import invalid
-from app.openresponses.request import AllowedTools, CreateResponse, FunctionToolRef
+from app.openresponses.request import (
+    AllowedTools,
+    CreateResponse,
+    FunctionChoice,
+    FunctionToolParam,
+    SwitchboardChoice,
+)
 from connectors.approvals import approval_required
+from connectors.caller_tools import CallerTool, caller_tool, stop_at_caller
 
 CALLER_NOTE = (
     "Instructions from the API caller for this response (follow them unless "
     "they conflict with the rules above):\n{text}"
 )
+CALLER_TOOLS_NOTE = (
+    "The API caller also gave you tools of its own, which it runs itself: {names}. Call "
+    "one when the request needs it (after doing any part of the request that is yours); "
+    "your turn ends with that call, and its result comes back in the caller's next "
+    "message."
+)
 
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    allowed: frozenset[str] | None  # None: every tool
-    choice: str | None  # None (auto), "none", "required", or a tool name to force
+    allowed: frozenset[str] | None  # Switchboard's tools kept; None: every one
+    callers: tuple[str, ...]  # the caller's tools the model may call
+    choice: str | None  # None (auto), "none", "required", or a tool's name to force
+
+    @property
+    def default(self) -> bool:
+        return self.allowed is None and not self.callers and self.choice is None
 
 
 def specialists(orchestrator: Agent[Any]) -> list[Agent[Any]]:
@@ -64,47 +94,85 @@ def gated_tools(orchestrator: Agent[Any]) -> frozenset[str]:
     )
 
 
-def tool_policy(request: CreateResponse, available: Iterable[str]) -> ToolPolicy:
-    """``tools`` and ``tool_choice`` checked against the tools that exist."""
+def handoff_names(orchestrator: Agent[Any]) -> list[str]:
+    """The names of the hand-off tools between the agents (``transfer_to_…``)."""
+    return [Handoff.default_tool_name(agent) for agent in specialists(orchestrator)]
+
+
+def tool_policy(
+    request: CreateResponse, available: Iterable[str], reserved: Iterable[str] = ()
+) -> ToolPolicy:
+    """``tools`` and ``tool_choice`` checked against the tools that exist (``available``:
+    Switchboard's own; ``reserved``: other names the agents' tools have, the hand-offs)."""
     known = sorted(available)
+    taken = set(known) | set(reserved)
+    callers = [tool.name for tool in request.caller_tools]
+    for index, tool in enumerate(request.tools or ()):
+        if isinstance(tool, FunctionToolParam) and tool.name in taken:
+            raise invalid(
+                f"{tool.name!r} is the name of one of Switchboard's own tools; give your "
+                "function tool another name",
+                f"tools[{index}].name",
+            )
+        if not isinstance(tool, FunctionToolParam) and tool.name not in known:
+            raise invalid(
+                f"Switchboard has no tool named {tool.name!r}; its tools are: {', '.join(known)}",
+                f"tools[{index}].name",
+            )
+    kept = request.kept_tools
+    allowed = frozenset(kept) if kept is not None else None
 
-    def check(names: list[str], param: str) -> frozenset[str]:
-        for index, name in enumerate(names):
-            if name not in known:
-                raise invalid(
-                    f"no tool named {name!r}; Switchboard's tools are: {', '.join(known)}",
-                    f"{param}[{index}].name" if param != "tool_choice" else "tool_choice.name",
-                )
-        return frozenset(names)
+    def usable(name: str, switchboard_only: bool, param: str) -> None:
+        if name in callers and not switchboard_only:
+            return
+        if name in known and (allowed is None or name in allowed):
+            return
+        if name in known:
+            raise invalid(f"tool_choice names {name!r}, which tools leaves out", param)
+        mine = f"; your tools are: {', '.join(callers)}" if callers and not switchboard_only else ""
+        raise invalid(
+            f"no tool named {name!r}: Switchboard's tools are: {', '.join(known)}{mine}", param
+        )
 
-    allowed = check([t.name for t in request.tools], "tools") if request.tools else None
     choice = request.tool_choice
     if isinstance(choice, AllowedTools):
-        narrowed = check([t.name for t in choice.tools], "tool_choice.tools")
-        allowed = narrowed if allowed is None else allowed & narrowed
-        if not allowed:
-            raise invalid("tools and tool_choice.tools have no tool in common", "tool_choice.tools")
-        return ToolPolicy(allowed, "required" if choice.mode == "required" else None)
-    if isinstance(choice, FunctionToolRef):
-        check([choice.name], "tool_choice")
-        if allowed is not None and choice.name not in allowed:
-            raise invalid(
-                f"tool_choice names {choice.name!r}, which tools leaves out", "tool_choice.name"
+        for index, named in enumerate(choice.tools):
+            usable(
+                named.name, isinstance(named, SwitchboardChoice), f"tool_choice.tools[{index}].name"
             )
-        return ToolPolicy(allowed, choice.name)
-    if choice == "auto":
-        return ToolPolicy(allowed, None)
-    return ToolPolicy(allowed, choice)
+        names = {named.name for named in choice.tools}
+        kept_callers = tuple(name for name in callers if name in names)
+        narrowed = frozenset(name for name in names if name in known)
+        return ToolPolicy(narrowed, kept_callers, "required" if choice.mode == "required" else None)
+    if isinstance(choice, FunctionChoice | SwitchboardChoice):
+        usable(choice.name, isinstance(choice, SwitchboardChoice), "tool_choice.name")
+        return ToolPolicy(allowed, tuple(callers), choice.name)
+    return ToolPolicy(allowed, tuple(callers), None if choice == "auto" else choice)
 
 
-def _with_note(base: Any, text: str) -> Callable[..., Any]:
-    """Instructions that end with the caller's ``text``; ``base`` may be a callable."""
+def caller_tools(request: CreateResponse, names: Sequence[str]) -> list[CallerTool]:
+    """The caller's function tools named in ``names``, as tools the agents can call."""
+    out = []
+    for index, tool in enumerate(request.caller_tools):
+        if tool.name not in names:
+            continue
+        try:
+            out.append(caller_tool(tool.name, tool.description, tool.parameters, bool(tool.strict)))
+        except UserError as exc:  # a schema the SDK cannot make strict
+            raise invalid(
+                f"tools[{index}].parameters: {exc}", f"tools[{index}].parameters"
+            ) from None
+    return out
+
+
+def _with_note(base: Any, *notes: str) -> Callable[..., Any]:
+    """Instructions that end with ``notes``; ``base`` may be a callable."""
 
     async def render(ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str:
         own = base(ctx, agent) if callable(base) else (base or "")
         if inspect.isawaitable(own):
             own = await own
-        return f"{str(own).rstrip()}\n\n{CALLER_NOTE.format(text=text.strip())}"
+        return "\n\n".join([str(own).rstrip(), *notes])
 
     return render
 
@@ -114,23 +182,45 @@ def _settings(agent: Agent[Any], tool_choice: str | None) -> ModelSettings:
 
 
 def response_agent(
-    orchestrator: Agent[Any], instructions: str | None, policy: ToolPolicy
+    orchestrator: Agent[Any],
+    instructions: str | None,
+    policy: ToolPolicy,
+    callers: Sequence[CallerTool] = (),
 ) -> Agent[Any]:
-    """The orchestrator (and the agents it hands off to) for one response."""
+    """The orchestrator (and the agents it hands off to) for one response; ``callers``:
+    the caller's tools of ``policy.callers``."""
+    told = [CALLER_NOTE.format(text=instructions.strip())] if instructions else []
+    notes = told
+    if callers:
+        names = ", ".join(tool.name for tool in callers)
+        notes = [CALLER_TOOLS_NOTE.format(names=names), *told]
 
-    def note(agent: Agent[Any]) -> Any:
-        return _with_note(agent.instructions, instructions) if instructions else agent.instructions
+    def note(agent: Agent[Any], notes: Sequence[str] = notes) -> Any:
+        return _with_note(agent.instructions, *notes) if notes else agent.instructions
 
+    extra: dict[str, Any] = {"tool_use_behavior": stop_at_caller} if callers else {}
     if policy.choice == "none":
         return orchestrator.clone(
             handoffs=[],
-            instructions=note(orchestrator),
+            tools=[],
+            instructions=note(orchestrator, told),
             model_settings=_settings(orchestrator, None),
+        )
+    by_name = {tool.name: tool for tool in callers}
+    if policy.choice in by_name:
+        # A tool of the caller's, forced: the orchestrator calls it, and nothing else.
+        return orchestrator.clone(
+            handoffs=[],
+            tools=[by_name[policy.choice]],
+            instructions=note(orchestrator),
+            model_settings=_settings(orchestrator, policy.choice),
+            **extra,
         )
     tools = function_tools(orchestrator)
     forced = policy.choice if policy.choice not in (None, "required") else None
     allowed = frozenset({forced}) if forced else policy.allowed
     owner = tools[forced][0] if forced else None
+    shared = [] if forced else list(callers)
 
     clones: dict[int, Agent[Any]] = {}
     for agent in specialists(orchestrator):
@@ -145,9 +235,12 @@ def response_agent(
             continue
         choice = forced or policy.choice  # "required", a tool's name, or None
         clones[id(agent)] = agent.clone(
-            tools=kept, instructions=note(agent), model_settings=_settings(agent, choice)
+            tools=kept + shared,
+            instructions=note(agent),
+            model_settings=_settings(agent, choice),
+            **extra,
         )
-    if not clones:
+    if not clones and not shared:
         raise invalid("none of the allowed tools can be used", "tool_choice")
     for original in specialists(orchestrator):
         clone = clones.get(id(original))
@@ -170,26 +263,24 @@ def response_agent(
         orchestrator_choice = policy.choice
     return orchestrator.clone(
         handoffs=kept_agents,
+        tools=shared,
         instructions=note(orchestrator),
         model_settings=_settings(orchestrator, orchestrator_choice),
+        **extra,
     )
 
 
-def tool_definitions(
-    orchestrator: Agent[Any], allowed: frozenset[str] | None = None
-) -> list[dict[str, Any]]:
-    """The Response object's ``tools``: Switchboard's function tools the model could use."""
-    out = []
-    for name, (_, tool) in function_tools(orchestrator).items():
-        if allowed is not None and name not in allowed:
-            continue
-        out.append(
-            {
-                "type": "function",
-                "name": name,
-                "description": tool.description,
-                "parameters": tool.params_json_schema,
-                "strict": tool.strict_json_schema,
-            }
-        )
-    return out
+def tool_definitions(request: CreateResponse, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The Response object's ``tools``: the caller's function tools the model could call
+    (Switchboard's own are not function tools: they run here)."""
+    return [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "strict": tool.strict,
+        }
+        for tool in request.caller_tools
+        if tool.name in names
+    ]

@@ -3,28 +3,33 @@
 Pure: no I/O. What Switchboard does with each field (docs/open-responses.md):
 
 - ``input``: a string (one user message) or items: messages (``user``, ``assistant``,
-  ``system``, ``developer``; text, image and file parts), and ``function_call`` /
-  ``function_call_output`` pairs and ``switchboard:approval_request`` items round-tripped
-  from an earlier output. The last user message is the turn's prompt (what the chat
-  history shows). Or, to answer a response that asked for approval, only
+  ``system``, ``developer``; text, image and file parts), ``function_call`` /
+  ``function_call_output`` pairs, ``function_call_output`` items answering the caller's
+  calls a previous response ended with, Switchboard's own items sent back
+  (``switchboard:tool_call``, ``switchboard:approval_request``) and ``compaction`` items
+  from ``/v1/responses/compact``. The last user message is the turn's prompt (what the
+  chat history shows). Or, to answer a response that asked for approval, only
   ``switchboard:approval_response`` items (``approval_decisions``).
 - ``instructions``: added to every agent's instructions for this response only (they are
   not carried over by ``previous_response_id``, as in the spec).
-- ``tools`` / ``tool_choice``: the model may only use Switchboard's own tools; ``tools``
-  (function tools naming some of them) and ``allowed_tools`` restrict them, ``none``,
-  ``required`` and a named function steer the agents (see ``app.openresponses.agents``).
+- ``tools``: the caller's own function tools (the model may call them; the caller runs
+  them), and ``switchboard:tool`` entries naming some of Switchboard's tools to keep only
+  those; ``tool_choice`` steers both (see ``app.openresponses.agents``).
 - ``temperature``, ``top_p``, ``max_output_tokens``, ``parallel_tool_calls``: passed to the
-  model on every agent. ``metadata``, ``user``, ``model``: echoed.
+  model on every agent. ``metadata``, ``user``, ``model``, ``prompt_cache_key``: echoed.
+- ``store``: false keeps the response out of storage (``GET`` and ``previous_response_id``
+  do not find it), except on the WebSocket that made it.
 
-Unknown fields are ignored (forward compatibility), except in approval responses (a
-decision is refused rather than half read); known fields with a wrong shape, and
-features this server does not offer (``background``, ``conversation``, structured
+Types are strict (``"stream": "yes"`` or ``"temperature": "0.5"`` are refused, not
+coerced). Unknown fields are ignored (forward compatibility), except in approval
+responses (a decision is refused rather than half read); known fields with a wrong shape,
+and features this server does not offer (``background``, ``conversation``, structured
 ``text`` formats, hosted tools), are refused with a 400 that names the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -33,7 +38,6 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    StrictBool,
     Tag,
     ValidationError,
 )
@@ -42,37 +46,43 @@ from app.openresponses.errors import OpenResponsesError, invalid
 from storage.approvals import NOT_RUN
 from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON, unstorable_at
 
+MAX_BODY_BYTES = 8 * 1024 * 1024  # room for a few inline images
 MAX_INSTRUCTIONS = 32_000
 MAX_ITEMS = 1000
+MAX_TOOLS = 128
+MAX_ENCRYPTED = 8 * 1024 * 1024
+TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
-class _Part(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _Strict(BaseModel):
+    """Strict types: a string is not a number, nor ``"yes"`` a boolean."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
-class InputText(_Part):
+class InputText(_Strict):
     type: Literal["input_text"]
     text: str
 
 
-class OutputText(_Part):
+class OutputText(_Strict):
     type: Literal["output_text"]
     text: str
 
 
-class Refusal(_Part):
+class Refusal(_Strict):
     type: Literal["refusal"]
     refusal: str
 
 
-class InputImage(_Part):
+class InputImage(_Strict):
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
     detail: Literal["low", "high", "auto"] = "auto"
 
 
-class InputFile(_Part):
+class InputFile(_Strict):
     type: Literal["input_file"]
     file_data: str | None = None
     file_url: str | None = None
@@ -85,40 +95,45 @@ ContentPart = Annotated[
 ]
 
 
-class MessageItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class MessageItem(_Strict):
     type: Literal["message"] = "message"
     role: Literal["user", "assistant", "system", "developer"]
     content: str | list[ContentPart]
 
 
-class FunctionCallItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class FunctionCallItem(_Strict):
     type: Literal["function_call"]
     call_id: str = Field(min_length=1, max_length=200)
     name: str = Field(min_length=1, max_length=200)
     arguments: str
 
 
-class FunctionCallOutputItem(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class FunctionCallOutputItem(_Strict):
     type: Literal["function_call_output"]
     call_id: str = Field(min_length=1, max_length=200)
     output: str | list[ContentPart]
 
 
+TOOL_CALL = "switchboard:tool_call"
 APPROVAL_REQUEST = "switchboard:approval_request"
 APPROVAL_RESPONSE = "switchboard:approval_response"
+SWITCHBOARD_TOOL = "switchboard:tool"
 
 
-class ApprovalRequestItem(BaseModel):
+class ToolCallItem(_Strict):
+    """A ``switchboard:tool_call`` output item sent back as input: one of Switchboard's
+    own calls with what it returned (the spec wants provider items to round-trip)."""
+
+    type: Literal["switchboard:tool_call"]
+    call_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str
+    output: str | None = None  # None: the call did not finish
+
+
+class ApprovalRequestItem(_Strict):
     """A ``switchboard:approval_request`` output item sent back as input (a client that
     keeps its own history): the spec wants provider items to round-trip."""
-
-    model_config = ConfigDict(extra="ignore")
 
     type: Literal["switchboard:approval_request"]
     approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
@@ -127,18 +142,25 @@ class ApprovalRequestItem(BaseModel):
     arguments: str
 
 
-class ApprovalResponseItem(BaseModel):
+class ApprovalResponseItem(_Strict):
     """The person's decision on one ``switchboard:approval_request`` (the Responses API's
     ``mcp_approval_response``, vendor-prefixed). Unknown fields are refused, unlike other
     items: a misspelt field of a decision that sends an email must not pass unnoticed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["switchboard:approval_response"]
     approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
-    approve: StrictBool
+    approve: bool
     reason: str | None = Field(None, max_length=MAX_APPROVAL_REASON)
     id: str | None = Field(None, max_length=200)  # optional, as on mcp_approval_response
+
+
+class CompactionItem(_Strict):
+    """A ``compaction`` item of ``/v1/responses/compact``'s output, sent back as input."""
+
+    type: Literal["compaction"]
+    encrypted_content: str = Field(min_length=1, max_length=MAX_ENCRYPTED)
 
 
 APPROVAL_RESPONSE_FIELDS = "type, approval_id, approve and reason"
@@ -156,55 +178,76 @@ InputItem = Annotated[
     Annotated[MessageItem, Tag("message")]
     | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
+    | Annotated[ToolCallItem, Tag(TOOL_CALL)]
     | Annotated[ApprovalRequestItem, Tag(APPROVAL_REQUEST)]
-    | Annotated[ApprovalResponseItem, Tag(APPROVAL_RESPONSE)],
+    | Annotated[ApprovalResponseItem, Tag(APPROVAL_RESPONSE)]
+    | Annotated[CompactionItem, Tag("compaction")],
     Discriminator(_item_kind),
 ]
 
 
-class FunctionToolRef(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class FunctionToolParam(_Strict):
+    """A function tool of the caller's: the model may call it, the caller runs it."""
 
+    type: Literal["function"]
+    name: str = Field(pattern=TOOL_NAME)
+    description: str | None = Field(None, max_length=8000)
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class SwitchboardTool(_Strict):
+    """One of Switchboard's own tools, named to keep it (and drop those not named)."""
+
+    type: Literal["switchboard:tool"]
+    name: str = Field(min_length=1, max_length=200)
+
+
+Tool = Annotated[FunctionToolParam | SwitchboardTool, Field(discriminator="type")]
+
+
+class FunctionChoice(_Strict):
     type: Literal["function"]
     name: str = Field(min_length=1, max_length=200)
 
 
-class AllowedTools(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class SwitchboardChoice(_Strict):
+    type: Literal["switchboard:tool"]
+    name: str = Field(min_length=1, max_length=200)
 
+
+NamedTool = Annotated[FunctionChoice | SwitchboardChoice, Field(discriminator="type")]
+
+
+class AllowedTools(_Strict):
     type: Literal["allowed_tools"]
     mode: Literal["auto", "required"] = "auto"
-    tools: list[FunctionToolRef] = Field(min_length=1, max_length=256)
+    tools: list[NamedTool] = Field(min_length=1, max_length=256)
 
 
 ToolChoice = (
     Literal["auto", "none", "required"]
-    | Annotated[FunctionToolRef | AllowedTools, Field(discriminator="type")]
+    | Annotated[FunctionChoice | SwitchboardChoice | AllowedTools, Field(discriminator="type")]
 )
 
 
-class TextFormat(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TextFormat(_Strict):
     type: Literal["text"] = "text"
 
 
-class TextConfig(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class TextConfig(_Strict):
     format: TextFormat = Field(default_factory=TextFormat)
 
 
-class CreateResponse(BaseModel):
+class CreateResponse(_Strict):
     """The request body. Unknown fields are ignored."""
 
-    model_config = ConfigDict(extra="ignore")
-
     model: str = Field(min_length=1, max_length=200)
-    input: str | list[InputItem] = Field(max_length=MAX_ITEMS)
+    # The list's cap is on items; a string is one message, capped by the prompt length.
+    input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)]
     instructions: str | None = Field(None, max_length=MAX_INSTRUCTIONS)
     previous_response_id: str | None = Field(None, min_length=1, max_length=64)
-    tools: list[FunctionToolRef] | None = Field(None, max_length=256)
+    tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: ToolChoice = "auto"
     stream: bool = False
     store: bool = True
@@ -214,10 +257,32 @@ class CreateResponse(BaseModel):
     max_output_tokens: int | None = Field(None, ge=16, le=1_000_000)
     parallel_tool_calls: bool = True
     user: str | None = Field(None, max_length=256)
+    prompt_cache_key: str | None = Field(None, max_length=64)
     text: TextConfig | None = None
     truncation: Literal["auto", "disabled"] = "disabled"
     background: Literal[False] = False
     conversation: None = None
+
+    @property
+    def caller_tools(self) -> list[FunctionToolParam]:
+        return [tool for tool in self.tools or () if isinstance(tool, FunctionToolParam)]
+
+    @property
+    def kept_tools(self) -> list[str] | None:
+        """The Switchboard tools ``tools`` names (None: it names none, so all are kept)."""
+        named = [tool.name for tool in self.tools or () if isinstance(tool, SwitchboardTool)]
+        return named or None
+
+
+class CompactRequest(_Strict):
+    """``POST /v1/responses/compact``: a conversation (``input`` and/or the chain of
+    ``previous_response_id``) to compact."""
+
+    model: str = Field(min_length=1, max_length=200)
+    input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)] | None = None
+    previous_response_id: str | None = Field(None, min_length=1, max_length=64)
+    instructions: str | None = Field(None, max_length=MAX_INSTRUCTIONS)
+    prompt_cache_key: str | None = Field(None, max_length=64)
 
 
 # Fields of the body whose refusal deserves a message of its own.
@@ -227,52 +292,72 @@ _UNSUPPORTED = {
     "conversation": "conversation objects are not supported: chain responses with "
     "previous_response_id instead",
     "text": 'only plain text output is supported (text.format.type "text")',
-    "tools": "Switchboard runs its own tools (its connectors): tools may only list some of "
-    'them as {"type": "function", "name": …}, to restrict the model to those',
 }
+_TOOL_TYPES = (
+    'tools may hold function tools ({"type": "function", "name", "description", '
+    '"parameters"}), which you run, and {"type": "switchboard:tool", "name"} entries '
+    "naming Switchboard's own tools to keep; hosted tools of other providers are not "
+    "offered"
+)
 
 
 _TYPE_BRANCHES = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+# The ``type`` values of discriminated unions: pydantic puts the one it tried in the
+# error's location (``tools[0].function.name``); the client's path has none of them.
+_TAGS = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        TOOL_CALL,
+        APPROVAL_REQUEST,
+        APPROVAL_RESPONSE,
+        "compaction",
+        "input_text",
+        "output_text",
+        "refusal",
+        "input_image",
+        "input_file",
+        "function",
+        SWITCHBOARD_TOOL,
+        "allowed_tools",
+    }
+)
 
 
 def _param(loc: tuple[Any, ...]) -> str:
     """A pydantic error location as the body path (``input[2].content[0]``): union branch
     names and discriminator tags are pydantic's, not the client's, and are left out."""
-    out, skip_tag = "", False
+    out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
             continue
         text = str(part)
-        if "[" in text or text in _TYPE_BRANCHES:
-            skip_tag = skip_tag or "tagged-union" in text
-            continue
-        if skip_tag:
-            skip_tag = False
+        if "[" in text or text in _TYPE_BRANCHES or text in _TAGS:
             continue
         out += f".{text}" if out else text
     return out or "body"
 
 
-def parse_request(body: object) -> CreateResponse:
-    """The validated request; ``OpenResponsesError`` (400) naming the first bad field."""
+def _required(body: object, names: Sequence[tuple[str, str]]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise invalid("the body must be a JSON object", code="invalid_json")
-    if "model" not in body:
-        raise invalid(
-            'model is required (any name, e.g. "switchboard": the server\'s '
-            "configured models answer)",
-            "model",
-            "missing_required_parameter",
-        )
-    if "input" not in body:
-        raise invalid(
-            "input is required: a string or a list of input items",
-            "input",
-            "missing_required_parameter",
-        )
+    for name, message in names:
+        if name not in body:
+            raise invalid(message, name, "missing_required_parameter")
+    return body
+
+
+_MODEL_REQUIRED = (
+    "model",
+    'model is required (any name, e.g. "switchboard": the server\'s configured models answer)',
+)
+
+
+def _validated(model: type[_Strict], body: dict[str, Any]) -> Any:
     try:
-        request = CreateResponse.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         errors = exc.errors()
         # A union reports one error per branch; the most specific (longest path) says most.
@@ -293,9 +378,14 @@ def parse_request(body: object) -> CreateResponse:
                 f"{param}: type {context.get('tag')!r} is not supported here; "
                 f"expected {context.get('expected_tags')}"
             )
+            if top == "tools":
+                message = f"{param}: type {context.get('tag')!r} is not supported: {_TOOL_TYPES}"
         if message is None:
             message = f"{param}: {first['msg']}"
         raise invalid(message, param) from None
+
+
+def _storable(request: _Strict) -> None:
     # Refused before anything runs: it would reach the database as a prompt, an id to
     # look up, or inside the stored response (which echoes instructions and metadata).
     unstorable = unstorable_at(request.model_dump())
@@ -303,6 +393,36 @@ def parse_request(body: object) -> CreateResponse:
         where, problem = unstorable
         field = where.rsplit(".", 1)[-1].split("[")[0]  # param says where; this says what
         raise invalid(f"{field} {problem}", where)
+
+
+def parse_request(body: object) -> CreateResponse:
+    """The validated request; ``OpenResponsesError`` (400) naming the first bad field."""
+    fields = _required(
+        body,
+        [
+            _MODEL_REQUIRED,
+            ("input", "input is required: a string or a list of input items"),
+        ],
+    )
+    request: CreateResponse = _validated(CreateResponse, fields)
+    _storable(request)
+    names = [tool.name for tool in request.caller_tools]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise invalid(f"two tools are named {name!r}", f"tools[{index}].name")
+    return request
+
+
+def parse_compact(body: object) -> CompactRequest:
+    """A validated ``/v1/responses/compact`` body; ``OpenResponsesError`` (400)."""
+    request: CompactRequest = _validated(CompactRequest, _required(body, [_MODEL_REQUIRED]))
+    _storable(request)
+    if request.input is None and request.previous_response_id is None:
+        raise invalid(
+            "give the conversation to compact: input, previous_response_id, or both",
+            "input",
+            "missing_required_parameter",
+        )
     return request
 
 
@@ -421,6 +541,12 @@ class TurnInput:
     items: list[dict[str, Any]]  # the model input items for the SDK
 
 
+# A compaction item's content → the model input items it stands for (``where``: its param).
+Expand = Callable[[str, str], list[dict[str, Any]]]
+# What the model reads for one of Switchboard's calls sent back unfinished.
+UNFINISHED = "Not completed: this call did not finish, so it may or may not have run."
+
+
 def _text_of(content: str | list[ContentPart]) -> str:
     if isinstance(content, str):
         return content
@@ -437,15 +563,76 @@ def _part(part: ContentPart, role: str) -> dict[str, Any]:
     return part.model_dump(exclude_none=True)
 
 
-def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
-    """The SDK input items and the prompt; ``OpenResponsesError`` for what cannot run."""
-    items = (
-        [MessageItem(role="user", content=request.input)]
-        if isinstance(request.input, str)
-        else list(request.input)
-    )
-    called: set[str] = set()
-    answered: set[str] = set()
+def _no_expand(content: str, where: str) -> list[dict[str, Any]]:
+    raise invalid("compaction items are not accepted here", where)
+
+
+class _Pairs:
+    """The function calls of an input and their outputs, checked as they come."""
+
+    def __init__(self, pending: Mapping[str, str]) -> None:
+        self.pending = dict(pending)  # the previous response's calls of the caller's tools
+        self.called: set[str] = set()
+        self.answered: set[str] = set()
+        self.answers: list[dict[str, Any]] = []  # outputs for ``pending`` calls
+
+    def call(self, call_id: str, where: str, what: str = "function_call") -> None:
+        if call_id in self.called or call_id in self.pending:
+            raise invalid(f"{what} {call_id!r} appears twice", where)
+        self.called.add(call_id)
+
+    def output(self, item: FunctionCallOutputItem, where: str) -> dict[str, Any] | None:
+        """The output's model item, in place (None: it answers a pending call, and goes
+        first, right after the call it answers)."""
+        call_id = item.call_id
+        if call_id in self.answered:
+            raise invalid(f"function_call {call_id!r} has a second output", where)
+        text = item.output if isinstance(item.output, str) else _text_of(item.output)
+        answer = {"type": "function_call_output", "call_id": call_id, "output": text}
+        if call_id in self.called:
+            self.answered.add(call_id)
+            return answer
+        if call_id in self.pending:
+            self.answered.add(call_id)
+            self.answers.append(answer)
+            return None
+        waiting = ", ".join(repr(c) for c in self.pending)
+        hint = (
+            f"the previous response waits for the results of {waiting}"
+            if waiting
+            else "no function_call with that call_id comes before it in input, and "
+            "previous_response_id names no response that waits for it"
+        )
+        raise invalid(
+            f"function_call_output for {call_id!r} answers no call: {hint}",
+            f"{where}.call_id",
+            "unknown_call_id",
+        )
+
+    def check(self) -> None:
+        unanswered = sorted(self.called - self.answered)
+        if unanswered:
+            raise invalid(
+                f"function_call {unanswered[0]!r} has no function_call_output in input; "
+                "send each replayed call with its output",
+                "input",
+            )
+        missing = [call_id for call_id in self.pending if call_id not in self.answered]
+        if missing:
+            names = ", ".join(f"{self.pending[c]} ({c!r})" for c in missing)
+            raise invalid(
+                f"the previous response ended with calls of your tools that need their "
+                f"results: send a function_call_output for each of {names}",
+                "input",
+                "missing_function_call_output",
+            )
+
+
+def _converted(
+    source: str | list[Any], pairs: _Pairs, expand: Expand
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Input items → model input items, and the last user message's text."""
+    items = [MessageItem(role="user", content=source)] if isinstance(source, str) else source
     out: list[dict[str, Any]] = []
     prompt: str | None = None
     for index, item in enumerate(items):
@@ -466,58 +653,65 @@ def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
                     raise
                 out.append({"type": "message", "role": item.role, "content": parts})
         elif isinstance(item, FunctionCallItem):
-            if item.call_id in called:
-                raise invalid(f"function_call {item.call_id!r} appears twice", where)
-            called.add(item.call_id)
-            out.append(
-                {
-                    "type": "function_call",
-                    "call_id": item.call_id,
-                    "name": item.name,
-                    "arguments": item.arguments,
-                }
-            )
+            pairs.call(item.call_id, where)
+            out.append(_call(item.call_id, item.name, item.arguments))
+        elif isinstance(item, ToolCallItem):
+            # One of Switchboard's own calls with its result, as the response showed it.
+            pairs.call(item.call_id, where, TOOL_CALL)
+            pairs.answered.add(item.call_id)
+            output = item.output if item.output is not None else UNFINISHED
+            out += [
+                _call(item.call_id, item.name, item.arguments),
+                {"type": "function_call_output", "call_id": item.call_id, "output": output},
+            ]
         elif isinstance(item, ApprovalRequestItem):
             # A replayed request that was never answered in this conversation: the model
             # reads the call and that it did not run (a model API refuses a call without
             # an output), as after a paused turn that was superseded.
-            if item.call_id in called:
-                raise invalid(
-                    f"the call {item.call_id!r} of this approval request appears twice", where
-                )
-            called.add(item.call_id)
-            answered.add(item.call_id)
+            pairs.call(item.call_id, where, "the call of this approval request")
+            pairs.answered.add(item.call_id)
             out += [
-                {
-                    "type": "function_call",
-                    "call_id": item.call_id,
-                    "name": item.name,
-                    "arguments": item.arguments,
-                },
+                _call(item.call_id, item.name, item.arguments),
                 {"type": "function_call_output", "call_id": item.call_id, "output": NOT_RUN},
             ]
+        elif isinstance(item, CompactionItem):
+            for expanded in expand(item.encrypted_content, where):
+                kind = expanded.get("type", "message")
+                call_id = str(expanded.get("call_id"))
+                if kind == "message" and expanded.get("role") == "user":
+                    prompt = _model_text(expanded.get("content"))
+                elif kind == "function_call":
+                    pairs.call(call_id, where)
+                elif kind == "function_call_output":
+                    pairs.answered.add(call_id)
+                out.append(expanded)
         elif isinstance(item, ApprovalResponseItem):
             raise invalid(f"{APPROVAL_RESPONSE} items must be the whole input", where)
         else:
-            if item.call_id not in called:
-                raise invalid(
-                    f"function_call_output for {item.call_id!r} has no function_call "
-                    "before it in input: Switchboard runs its tools itself, so no "
-                    "call ever waits for a client's result",
-                    where,
-                )
-            if item.call_id in answered:
-                raise invalid(f"function_call {item.call_id!r} has a second output", where)
-            answered.add(item.call_id)
-            output = item.output if isinstance(item.output, str) else _text_of(item.output)
-            out.append({"type": "function_call_output", "call_id": item.call_id, "output": output})
-    unanswered = sorted(called - answered)
-    if unanswered:
-        raise invalid(
-            f"function_call {unanswered[0]!r} has no function_call_output in input; "
-            "send each replayed call with its output",
-            "input",
-        )
+            answer = pairs.output(item, where)
+            if answer is not None:
+                out.append(answer)
+    return out, prompt
+
+
+def turn_input(
+    request: CreateResponse,
+    max_prompt_chars: int,
+    pending: Mapping[str, str] | None = None,
+    expand: Expand = _no_expand,
+) -> TurnInput:
+    """The SDK input items and the prompt; ``OpenResponsesError`` for what cannot run.
+
+    ``pending``: call_id → tool name of the caller's calls the previous response ended
+    with; each must be answered by a ``function_call_output`` here. ``expand`` opens a
+    ``compaction`` item."""
+    pairs = _Pairs(pending or {})
+    out, prompt = _converted(request.input, pairs, expand)
+    pairs.check()
+    if pairs.answers and prompt is None:
+        # Only the results of the caller's calls: the turn goes on from them.
+        names = ", ".join(dict.fromkeys(pairs.pending[a["call_id"]] for a in pairs.answers))
+        return TurnInput(prompt=f"(results of {names})", items=pairs.answers + out)
     if prompt is None or not prompt.strip():
         raise invalid(
             "input must contain a user message with text: it is the new turn's prompt", "input"
@@ -528,4 +722,28 @@ def turn_input(request: CreateResponse, max_prompt_chars: int) -> TurnInput:
             "input",
             "string_above_max_length",
         )
-    return TurnInput(prompt=prompt, items=out)
+    return TurnInput(prompt=prompt, items=pairs.answers + out)
+
+
+def window_items(
+    source: str | list[Any], pending: Mapping[str, str] | None, expand: Expand
+) -> list[dict[str, Any]]:
+    """Input items as model items, for a conversation to compact: a call may be left
+    without its output (the next request gives it), and no prompt is needed."""
+    pairs = _Pairs(pending or {})
+    out, _ = _converted(source, pairs, expand)
+    return pairs.answers + out
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def _model_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict)
+        ).strip()
+    return ""

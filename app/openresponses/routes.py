@@ -1,4 +1,6 @@
-"""``POST /v1/responses`` (Open Responses, docs/open-responses.md) and ``GET /v1/responses/{id}``.
+"""``POST /v1/responses`` (Open Responses, docs/open-responses.md), ``GET
+/v1/responses/{id}``, ``POST /v1/responses/compact`` and the WebSocket transport on
+``/v1/responses`` (``app.openresponses.socket``).
 
 Same authentication as the REST API (``Authorization: Bearer <token>`` in token mode, the
 local user in local mode). Errors use the spec's shape and statuses
@@ -14,13 +16,20 @@ from collections.abc import AsyncIterator
 from starlette.authentication import AuthenticationError
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from app.api_auth import UsersUnavailable, needs_user, signed_in
 from app.errors import DATABASE_UNAVAILABLE, ApiError
 from app.openresponses.errors import OpenResponsesError, invalid
-from app.openresponses.request import parse_request
-from app.openresponses.service import StartedResponse, http_error, start_response
+from app.openresponses.request import MAX_BODY_BYTES, parse_compact, parse_request
+from app.openresponses.service import (
+    LOST,
+    StartedResponse,
+    compact_response,
+    http_error,
+    start_response,
+)
+from app.openresponses.socket import responses_socket
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
 from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
@@ -31,7 +40,6 @@ from websocket.protocol import unstorable_at
 
 logger = logging.getLogger("switchboard.openresponses")
 
-MAX_BODY_BYTES = 8 * 1024 * 1024  # room for a few inline images
 KEEPALIVE_SECONDS = 15.0  # an SSE comment while tools run, so proxies keep the stream open
 
 
@@ -76,9 +84,6 @@ async def _json_body(request: Request) -> object:
         raise invalid(str(exc), code="invalid_json") from None
     except ValueError:
         raise invalid("the body is not valid JSON", code="invalid_json") from None
-
-
-LOST = "the response stopped unexpectedly; try again"
 
 
 async def _stream(
@@ -143,9 +148,22 @@ async def create_response(request: Request) -> Response:
         )
         return OpenResponsesError("server_error", LOST).response()
     outcome, body = ended
-    if outcome.status not in ("completed", "paused"):  # paused: it asks for approval
+    # Completed (or paused: it asks for approval), or incomplete (its answer cut off by
+    # the token budget) is the object itself; a failure is the spec's error.
+    if body.get("status") not in ("completed", "incomplete"):
         return http_error(started.id, outcome).response()
     return JSONResponse(body)
+
+
+async def compact(request: Request) -> Response:
+    try:
+        user = _user(request)
+        parsed = parse_compact(await _json_body(request))
+        return JSONResponse(await compact_response(services_of(request), user, parsed))
+    except OpenResponsesError as exc:
+        return exc.response()
+    except Exception as exc:
+        return _unexpected(exc, request)
 
 
 async def get_response(request: Request) -> Response:
@@ -172,6 +190,9 @@ def open_responses_routes() -> list[BaseRoute]:
     signed_in_only = needs_user(on_error=_auth_error)
     return [
         Route("/v1/responses", create_response, methods=["POST"], middleware=signed_in_only),
+        # Before /v1/responses/{response_id}, which would take "compact" for an id.
+        Route("/v1/responses/compact", compact, methods=["POST"], middleware=signed_in_only),
+        WebSocketRoute("/v1/responses", responses_socket),
         Route(
             "/v1/responses/{response_id}",
             get_response,

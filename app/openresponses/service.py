@@ -24,36 +24,50 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from agents import ModelSettings, RunConfig, TResponseInputItem
+from agents import (
+    ModelSettings,
+    RunConfig,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+    RunErrorHandlers,
+    TResponseInputItem,
+)
 
 from app.openresponses.agents import (
-    ToolPolicy,
+    caller_tools,
     function_tools,
     gated_tools,
+    handoff_names,
     response_agent,
     tool_definitions,
     tool_policy,
 )
+from app.openresponses.compaction import compaction_resource, expander
 from app.openresponses.errors import OpenResponsesError
 from app.openresponses.request import (
+    CompactRequest,
     CreateResponse,
     Decision,
     approval_decisions,
     check_decisions,
     turn_input,
+    window_items,
 )
 from app.openresponses.stream import (
     DecidedCall,
     Event,
     ResponseBuilder,
     approval_requests,
+    caller_calls,
     new_id,
 )
 from app.services import Services
+from connectors.context import ChatContext
 from storage.approvals import NOT_RUN
 from storage.chats import ChatRepository
 from storage.errors import ApprovalDecided, ApprovalNotFound, TurnInProgress
@@ -64,6 +78,8 @@ from websocket.protocol import now_ts
 from websocket.turn import TurnOutcome, TurnPlan
 
 logger = logging.getLogger("switchboard.openresponses")
+
+LOST = "the response stopped unexpectedly; try again"
 
 # A cancelled turn (a graceful shutdown ran out of time, or someone pressed Stop in the
 # chat) is a failed response: "incomplete" is for a token budget (docs/open-responses.md).
@@ -81,6 +97,9 @@ class StartedResponse:
     final: asyncio.Future[tuple[TurnOutcome, dict[str, Any]]]  # outcome, Response object
     turn: asyncio.Task[None] | None
     builder: ResponseBuilder
+    # What a later response chains on, once this one is over (stored or not: a
+    # WebSocket keeps it for its next request, store or not); None if it was lost.
+    record: asyncio.Future[StoredResponse | None] | None = None
 
     @property
     def lost(self) -> bool:
@@ -139,6 +158,8 @@ def _run_config(base: RunConfig, request: CreateResponse) -> RunConfig:
 def _echo(request: CreateResponse, tools: list[dict[str, Any]]) -> dict[str, Any]:
     choice = request.tool_choice
     return {
+        "store": request.store,
+        "prompt_cache_key": request.prompt_cache_key,
         "instructions": request.instructions,
         "previous_response_id": request.previous_response_id,
         "tool_choice": choice if isinstance(choice, str) else choice.model_dump(),
@@ -153,7 +174,14 @@ def _echo(request: CreateResponse, tools: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def _check_limits(services: Services, user: UserRecord) -> None:
+# How long a request over the user's limit of running turns waits for one to end: a
+# client sending a burst of requests is served in turn rather than refused at once.
+TURN_WAIT_SECONDS = 30.0
+
+
+async def _check_limits(
+    services: Services, user: UserRecord, wait: float = TURN_WAIT_SECONDS
+) -> None:
     settings, turns = services.settings, services.turns
     if turns.draining:
         raise OpenResponsesError(
@@ -162,18 +190,24 @@ def _check_limits(services: Services, user: UserRecord) -> None:
             status=503,
             headers={"Retry-After": "5"},
         )
-    if turns.running_for(user.id) >= settings.max_turns_per_user:
-        services.metrics.rate_limited.labels("turns").inc()
-        raise OpenResponsesError(
-            "too_many_requests",
-            "too many responses or turns are running at once for this user; wait for one to end",
-            code="rate_limited",
-            headers={"Retry-After": "1"},
-        )
-    wait = services.prompt_limiter.allow(user.id)
-    if wait is not None:
+    deadline = asyncio.get_running_loop().time() + wait
+    while turns.running_for(user.id) >= settings.max_turns_per_user:
+        running = turns.running_tasks(user.id)
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0 or not running:
+            services.metrics.rate_limited.labels("turns").inc()
+            raise OpenResponsesError(
+                "too_many_requests",
+                "too many responses or turns are running at once for this user; wait for "
+                "one to end",
+                code="rate_limited",
+                headers={"Retry-After": "1"},
+            )
+        await asyncio.wait(running, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+    wait_for = services.prompt_limiter.allow(user.id)
+    if wait_for is not None:
         services.metrics.rate_limited.labels("prompts").inc()
-        seconds = max(1, math.ceil(wait))
+        seconds = max(1, math.ceil(wait_for))
         raise OpenResponsesError(
             "too_many_requests",
             f"too many requests; try again in {seconds} s",
@@ -182,8 +216,17 @@ def _check_limits(services: Services, user: UserRecord) -> None:
         )
 
 
-async def _previous(services: Services, user: UserRecord, response_id: str) -> StoredResponse:
-    stored = await ResponseRepository(services.db, user.id).get(response_id)
+# Responses a WebSocket made, by id: what it may chain on without storage (``store``
+# false), and faster (docs/open-responses.md, "WebSocket").
+Remembered = Mapping[str, StoredResponse]
+
+
+async def _previous(
+    services: Services, user: UserRecord, response_id: str, remembered: Remembered
+) -> StoredResponse:
+    stored = remembered.get(response_id)
+    if stored is None:
+        stored = await ResponseRepository(services.db, user.id).get(response_id)
     if stored is None:
         raise OpenResponsesError(
             "not_found",
@@ -245,24 +288,47 @@ def paused_context(items: list[dict[str, Any]], call_ids: set[str]) -> list[dict
     return answer_unanswered(items[: last + 1], NOT_RUN)
 
 
+async def _paused_items(
+    responses: ResponseRepository, stored: StoredResponse
+) -> list[dict[str, Any]]:
+    """A response that asked for approval was stored while its turn was paused, before
+    the turn wrote its items: those items as they were at that pause ([] for others)."""
+    asked = approval_requests(stored.body)
+    if not asked:
+        return []
+    return paused_context(
+        await responses.turn_items(stored), {str(item.get("call_id")) for item in asked}
+    )
+
+
 async def _new_chat(services: Services, user: UserRecord, fork_of: StoredResponse | None) -> str:
     chat_id = uuid.uuid4().hex  # the shape of the UI's chat ids
     responses = ResponseRepository(services.db, user.id)
     if fork_of is None:
         await ChatRepository(services.db, user.id).get_or_create(chat_id)
         return chat_id
-    asked = approval_requests(fork_of.body)
-    # A response that asked for approval was stored while its turn was paused, before
-    # the turn wrote its items: the fork adds them as they were at that pause.
-    extra = (
-        paused_context(
-            await responses.turn_items(fork_of), {str(item.get("call_id")) for item in asked}
-        )
-        if asked
-        else []
-    )
-    await responses.fork(fork_of, chat_id, extra)
+    await responses.fork(fork_of, chat_id, await _paused_items(responses, fork_of))
     return chat_id
+
+
+async def compact_response(
+    services: Services,
+    user: UserRecord,
+    request: CompactRequest,
+    remembered: Remembered | None = None,
+) -> dict[str, Any]:
+    """The ``response.compaction`` object for ``request``'s conversation: the chain of its
+    ``previous_response_id``, then its ``input`` (docs/open-responses.md, "Compaction")."""
+    items: list[dict[str, Any]] = []
+    pending = None
+    if request.previous_response_id is not None:
+        previous = await _previous(services, user, request.previous_response_id, remembered or {})
+        responses = ResponseRepository(services.db, user.id)
+        items = await responses.items_until(previous) + await _paused_items(responses, previous)
+        pending = caller_calls(previous.body)
+    if request.input is not None:
+        items += window_items(request.input, pending, expander(services.fernet, user.id))
+    return compaction_resource(services.fernet, user.id, items)
 
 
 # ----------------------------------------------------------------------------- one response
@@ -279,6 +345,7 @@ class _Response:
     events: asyncio.Queue[Event | None]
     final: asyncio.Future[tuple[TurnOutcome, dict[str, Any]]]  # outcome, Response object
     started: asyncio.Future[tuple[str, str]]  # its chat id and turn id, once known
+    record: asyncio.Future[StoredResponse | None]
 
     @classmethod
     def create(
@@ -288,6 +355,7 @@ class _Response:
         request: CreateResponse,
         tools: list[dict[str, Any]],
         gated: frozenset[str],
+        callers: frozenset[str],
     ) -> _Response:
         builder = ResponseBuilder(
             id=new_id("resp"),
@@ -295,13 +363,21 @@ class _Response:
             model=request.model,
             echo=_echo(request, tools),
             gated=gated,
+            callers=callers,
         )
         events: asyncio.Queue[Event | None] = asyncio.Queue()
         for event in builder.start():
             events.put_nowait(event)
         loop = asyncio.get_running_loop()
         return cls(
-            services, user, request, builder, events, loop.create_future(), loop.create_future()
+            services,
+            user,
+            request,
+            builder,
+            events,
+            loop.create_future(),
+            loop.create_future(),
+            loop.create_future(),
         )
 
     @property
@@ -314,20 +390,31 @@ class _Response:
 
     async def finished(self, outcome: TurnOutcome) -> None:
         # A turn paused for approvals has done all it can: the response is complete and
-        # asks for the decisions (its approval request items).
+        # asks for the decisions (its approval request items). A model that ran out of
+        # its token budget leaves an incomplete one, its answer cut off.
         status = "completed" if outcome.status in ("completed", "paused") else "failed"
+        if status == "failed" and outcome.incomplete is not None:
+            status = "incomplete"
         closing = self.builder.finish(
             status,
             usage=outcome.usage,
             completed_at=int(time.time()),
             error=response_error(outcome.error) if status == "failed" else None,
+            incomplete_reason=outcome.incomplete,
             approvals=outcome.approvals if outcome.status == "paused" else (),
         )
         body = closing[-1]["response"]
+        record: StoredResponse | None = None
         try:
             chat_id, turn_id = await asyncio.wait_for(asyncio.shield(self.started), 30)
-            await ResponseRepository(self.services.db, self.user.id).save(
-                self.id, chat_id, turn_id, self.request.previous_response_id, status, body
+            responses = ResponseRepository(self.services.db, self.user.id)
+            previous = self.request.previous_response_id
+            if self.request.store:
+                last = await responses.save(self.id, chat_id, turn_id, previous, status, body)
+            else:  # not stored: only the WebSocket that asked keeps it (StartedResponse)
+                last = await responses.newest_item_id(chat_id)
+            record = StoredResponse(
+                self.id, chat_id, turn_id, previous, status, last, body, datetime.now(UTC)
             )
         except Exception:
             logger.exception("could not store the response", extra={"response_id": self.id})
@@ -335,6 +422,8 @@ class _Response:
             for event in closing:
                 self.events.put_nowait(event)
             self.events.put_nowait(None)
+            if not self.record.done():
+                self.record.set_result(record)
             if not self.final.done():
                 self.final.set_result((outcome, body))
 
@@ -346,43 +435,69 @@ class _Response:
             run_config=_run_config(self.services.turns.engine.run_config, self.request),
             observe=self.observe,
             finished=self.finished,
+            error_handlers=REFUSAL_AS_ANSWER,
         )
 
     def running(self, task: asyncio.Task[None] | None) -> StartedResponse:
-        return StartedResponse(self.id, self.events, self.final, task, self.builder)
+        return StartedResponse(self.id, self.events, self.final, task, self.builder, self.record)
+
+
+def _refusal(data: RunErrorHandlerInput[ChatContext]) -> RunErrorHandlerResult:
+    # A refusal is the model's answer, not a failure: its message (a ``refusal`` part)
+    # ends the response, as a completed one.
+    refusal = getattr(data.error, "refusal", "")
+    return RunErrorHandlerResult(final_output=refusal, include_in_history=False)
+
+
+REFUSAL_AS_ANSWER: RunErrorHandlers[ChatContext] = {"model_refusal": _refusal}
 
 
 async def start_response(
-    services: Services, user: UserRecord, request: CreateResponse
+    services: Services,
+    user: UserRecord,
+    request: CreateResponse,
+    remembered: Remembered | None = None,
 ) -> StartedResponse:
-    """Start the turn; raises ``OpenResponsesError`` for anything that cannot run."""
+    """Start the turn; raises ``OpenResponsesError`` for anything that cannot run.
+    ``remembered``: the responses of the WebSocket this request came on."""
     turns = services.turns
     decisions = approval_decisions(request)
-    given = None if decisions else turn_input(request, services.settings.max_prompt_chars)
     orchestrator = turns.engine.orchestrator
-    policy = tool_policy(request, function_tools(orchestrator).keys())
+    policy = tool_policy(request, function_tools(orchestrator).keys(), handoff_names(orchestrator))
+    callers = caller_tools(request, policy.callers)
     agent = (
         orchestrator
-        if policy == ToolPolicy(None, None) and not request.instructions
-        else response_agent(orchestrator, request.instructions, policy)
+        if policy.default and not request.instructions
+        else response_agent(orchestrator, request.instructions, policy, callers)
     )
     previous = (
-        await _previous(services, user, request.previous_response_id)
+        await _previous(services, user, request.previous_response_id, remembered or {})
         if request.previous_response_id
         else None
+    )
+    given = (
+        None
+        if decisions
+        else turn_input(
+            request,
+            services.settings.max_prompt_chars,
+            pending=caller_calls(previous.body) if previous is not None else None,
+            expand=expander(services.fernet, user.id),
+        )
     )
     asked: list[ApprovalRecord] = []
     if decisions:
         assert previous is not None  # approval_decisions requires it
         asked = await _pending(services, previous, decisions)
-    _check_limits(services, user)
+    await _check_limits(services, user)
 
     response = _Response.create(
         services,
         user,
         request,
-        tool_definitions(orchestrator, policy.allowed),
+        tool_definitions(request, [tool.name for tool in request.caller_tools]),
         gated_tools(orchestrator),
+        frozenset(tool.name for tool in callers),
     )
     if decisions:
         assert previous is not None

@@ -9,22 +9,28 @@ the item events; ``finish(...)`` closes what is open and gives the terminal even
 ``sequence_number`` increasing from 0 and, for item events, ``output_index`` and
 ``item_id`` (the Open Responses spec, "State Machines and Event Emission").
 
+Items are streamed one at a time, in output order: an item is added only once the one
+before it is done. What happens meanwhile (a second tool call of the same step returning
+first) waits, and goes out when its turn comes.
+
 What becomes an output item:
 
 - each assistant message (of whichever agent spoke): ``message`` with one
-  ``output_text`` part, streamed as ``response.output_text.delta`` events;
-- each call of a Switchboard tool: a ``function_call`` item followed, once it returned,
-  by its ``function_call_output`` item holding exactly the text the model read. Clients
-  see the agent's work and need not run anything.
-- a call of a tool that may wait for the person's approval (``gated``, docs/protocol.md §3a) is
-  held back until it has run, then shown as both items at once: in the spec's agentic
-  loop a ``function_call`` without its output asks the *client* to run it, which must
-  never be read into a call waiting for approval. If the turn pauses instead, ``finish``
-  gives one ``switchboard:approval_request`` item per approval (the Responses API's
-  ``mcp_approval_request``, vendor-prefixed as the spec asks of provider items).
-- a response that resumes a paused turn (``resuming``) shows each approved call, with its
-  output, once it has run; a declined one is not shown (it never ran: what the model read
-  instead says so, and its answer tells the person).
+  ``output_text`` part, streamed as ``response.output_text.delta`` events, or a
+  ``refusal`` part when the model refused;
+- each call of a Switchboard tool: one ``switchboard:tool_call`` item (``call_id``,
+  ``name``, ``arguments``, then ``output``: exactly the text the model read), added when
+  the call is made and done when it returned. Switchboard's tools run here, so they are
+  not ``function_call`` items (the spec keeps those for the calls a client must run).
+- a call of a tool that may wait for the person's approval (``gated``, docs/protocol.md
+  §3a) is held back until it has run, then shown whole; if the turn pauses instead,
+  ``finish`` gives one ``switchboard:approval_request`` item per approval (the Responses
+  API's ``mcp_approval_request``, vendor-prefixed as the spec asks of provider items).
+- a response that resumes a paused turn (``resuming``) shows each approved call once it
+  has run; a declined one is not shown (it never ran: what the model read instead says
+  so, and its answer tells the person).
+- each call of one of the caller's own tools (``callers``): a ``function_call`` item, at
+  the end of the response: the caller runs it and sends the result in its next request.
 - Hand-offs between agents are internal routing, not tools: not shown.
 """
 
@@ -36,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.openresponses.request import APPROVAL_REQUEST
+from app.openresponses.request import APPROVAL_REQUEST, TOOL_CALL
 from connectors.adapters import coerce_tool_output, to_function_call_output
 from websocket.sdk_events import MessageDone, TextDelta, ToolCalled, ToolReturned, get, read
 
@@ -69,15 +75,29 @@ def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
         "name": approval["name"],
         "arguments": arguments_text(approval["arguments"]),
         "expires_at": approval.get("expires_at"),
+        # Clients built on the openai package read an item type they do not know as an
+        # assistant message, whose content the Agents SDK then reads: an empty one makes
+        # it an empty message to them, where none made them fail.
+        "content": [],
     }
 
 
 def approval_requests(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The ``switchboard:approval_request`` items of a Response object, in order."""
+    return _of_type(body, APPROVAL_REQUEST)
+
+
+def caller_calls(body: Mapping[str, Any] | None) -> dict[str, str]:
+    """call_id → name of the ``function_call`` items of a Response object: the caller's
+    calls it ended with, which the next request answers."""
+    return {
+        str(item.get("call_id")): str(item.get("name")) for item in _of_type(body, "function_call")
+    }
+
+
+def _of_type(body: Mapping[str, Any] | None, kind: str) -> list[dict[str, Any]]:
     output = (body or {}).get("output") or []
-    return [
-        item for item in output if isinstance(item, dict) and item.get("type") == APPROVAL_REQUEST
-    ]
+    return [item for item in output if isinstance(item, dict) and item.get("type") == kind]
 
 
 @dataclass(frozen=True)
@@ -91,10 +111,27 @@ class DecidedCall:
 
 
 @dataclass
-class _Message:
+class _Item:
+    """An output item being streamed: the events it waits to send until every item
+    before it is done (they are numbered when they go out)."""
+
     index: int
+    waiting: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    done: bool = False
+
+
+@dataclass
+class _Message:
+    item: _Item
     id: str
     text: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str
+    arguments: str
 
 
 @dataclass
@@ -107,14 +144,20 @@ class ResponseBuilder:
     echo: dict[str, Any]
     sequence: int = 0
     output: list[dict[str, Any]] = field(default_factory=list)
-    _open: dict[str, _Message] = field(default_factory=dict)  # SDK message id → message
     # Tools whose calls may wait for approval: held back until they have run.
     gated: frozenset[str] = frozenset()
-    _calls: dict[str, int] = field(default_factory=dict)  # call_id → output index
-    _answered: set[str] = field(default_factory=set)
-    _held: dict[str, dict[str, Any]] = field(default_factory=dict)  # call_id → its item
-    _declined: set[str] = field(default_factory=set)  # resumed calls that did not run
+    # The caller's own tools: their calls end the response as function_call items.
+    callers: frozenset[str] = frozenset()
     status: str = "in_progress"
+    _items: list[_Item] = field(default_factory=list)
+    _head: int = 0  # the first item not yet done on the wire
+    _open: dict[str, _Message] = field(default_factory=dict)  # SDK message id → message
+    _closed: set[str] = field(default_factory=set)  # SDK message ids already done
+    _calls: dict[str, _Item] = field(default_factory=dict)  # call_id → its item
+    _answered: set[str] = field(default_factory=set)
+    _held: dict[str, _Call] = field(default_factory=dict)  # gated calls not shown yet
+    _declined: set[str] = field(default_factory=set)  # resumed calls that did not run
+    _for_caller: dict[str, _Call] = field(default_factory=dict)  # the caller's calls
 
     # ---------------------------------------------------------------- the object
 
@@ -173,8 +216,11 @@ class ResponseBuilder:
         return self._event(type_, response=self.resource(**fields))
 
     def error_event(self, message: str, code: str = "server_error") -> Event:
-        """The spec's ``error`` event, for a stream that cannot reach its terminal event."""
-        return self._event("error", code=code, message=message, param=None)
+        """The spec's ``error`` event, for a stream that cannot reach its terminal event.
+        The error is both nested (the Open Responses schema) and at the top level (the
+        OpenAI Responses API's, which its clients read)."""
+        error = {"type": "server_error", "code": code, "message": message, "param": None}
+        return self._event("error", error=error, code=code, message=message, param=None)
 
     def start(self) -> list[Event]:
         return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
@@ -187,7 +233,7 @@ class ResponseBuilder:
 
     def decided(self, call: DecidedCall) -> None:
         if call.approved:
-            self._held[call.call_id] = _call_item(
+            self._held[call.call_id] = _Call(
                 call.call_id, call.name, arguments_text(call.arguments)
             )
             self._declined.discard(call.call_id)
@@ -195,176 +241,214 @@ class ResponseBuilder:
             self._held.pop(call.call_id, None)
             self._declined.add(call.call_id)
 
+    # ---------------------------------------------------------------- items in order
+
+    def _new_item(self, item: dict[str, Any], added: dict[str, Any]) -> _Item:
+        """A new output item (``item`` as it will end, ``added`` as it starts)."""
+        entry = _Item(len(self.output))
+        self._items.append(entry)
+        self.output.append(item)
+        self._send(entry, "response.output_item.added", output_index=entry.index, item=added)
+        return entry
+
+    def _send(self, entry: _Item, type_: str, **fields: Any) -> None:
+        entry.waiting.append((type_, fields))
+
+    def _finish_item(self, entry: _Item, item: dict[str, Any]) -> None:
+        self.output[entry.index] = item
+        self._send(entry, "response.output_item.done", output_index=entry.index, item=dict(item))
+        entry.done = True
+
+    def _flush(self) -> list[Event]:
+        """The events that may go out now: those of the first item not done, and of the
+        ones after it once it is."""
+        events: list[Event] = []
+        while self._head < len(self._items):
+            entry = self._items[self._head]
+            events += [self._event(type_, **fields) for type_, fields in entry.waiting]
+            entry.waiting.clear()
+            if not entry.done:
+                break
+            self._head += 1
+        return events
+
     # ---------------------------------------------------------------- SDK events
 
     def feed(self, event: object) -> list[Event]:
         fact = read(event)
         if isinstance(fact, TextDelta):
-            return self._delta(fact.item_id, fact.delta)
-        if isinstance(fact, MessageDone):
-            return self._message_done(fact.item_id, fact.text)
-        if isinstance(fact, ToolCalled):
-            return self._call(fact)
-        if isinstance(fact, ToolReturned):
-            return self._call_output(fact)
-        return []  # agent changes and hand-offs: routing, not output
+            self._delta(fact.item_id, fact.delta)
+        elif isinstance(fact, MessageDone):
+            self._message_done(fact.item_id, fact.text, fact.refusal)
+        elif isinstance(fact, ToolCalled):
+            self._call(fact)
+        elif isinstance(fact, ToolReturned):
+            self._call_output(fact)
+        # Agent changes and hand-offs: routing, not output.
+        return self._flush()
 
-    def _open_message(self, key: str) -> tuple[_Message, list[Event]]:
-        message = _Message(index=len(self.output), id=new_id("msg"))
+    def _open_message(self, key: str, text_part: bool = True) -> _Message:
+        message_id = new_id("msg")
+        started = {
+            "type": "message",
+            "id": message_id,
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
+        entry = self._new_item(dict(started), started)
+        message = _Message(entry, message_id)
         self._open[key] = message
-        self.output.append(
-            {
-                "type": "message",
-                "id": message.id,
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-            }
-        )
-        where = {"output_index": message.index, "item_id": message.id}
-        return message, [
-            self._event(
-                "response.output_item.added",
-                output_index=message.index,
-                item=dict(self.output[message.index]),
-            ),
-            self._event(
-                "response.content_part.added", **where, content_index=0, part=_text_part("")
-            ),
-        ]
+        if text_part:
+            self._send(
+                entry,
+                "response.content_part.added",
+                output_index=entry.index,
+                item_id=message_id,
+                content_index=0,
+                part=_text_part(""),
+            )
+        return message
 
-    def _delta(self, key: str, delta: str) -> list[Event]:
-        events: list[Event] = []
+    def _delta(self, key: str, delta: str) -> None:
         message = self._open.get(key)
         if message is None:
-            message, events = self._open_message(key)
+            # A new message: the one before it is over (the SDK reports it whole only
+            # after the model's response, when the next one may be streaming already).
+            for other in list(self._open):
+                self._close(other, "".join(self._open[other].text), "completed")
+            message = self._open_message(key)
         message.text.append(delta)
-        events.append(
-            self._event(
-                "response.output_text.delta",
-                output_index=message.index,
-                item_id=message.id,
-                content_index=0,
-                delta=delta,
-                logprobs=[],
-            )
+        self._send(
+            message.item,
+            "response.output_text.delta",
+            output_index=message.item.index,
+            item_id=message.id,
+            content_index=0,
+            delta=delta,
+            logprobs=[],
         )
-        return events
 
-    def _close(self, key: str, text: str, status: str) -> list[Event]:
+    def _close(self, key: str, text: str, status: str, refusal: str | None = None) -> None:
         message = self._open.pop(key)
+        self._closed.add(key)
+        entry, where = message.item, {"output_index": message.item.index, "item_id": message.id}
+        content: list[dict[str, Any]] = []
+        if message.text or text or not refusal:
+            content.append(_text_part(text))
+            self._send(
+                entry, "response.output_text.done", **where, content_index=0, text=text, logprobs=[]
+            )
+            self._send(
+                entry, "response.content_part.done", **where, content_index=0, part=_text_part(text)
+            )
+        if refusal:
+            index = len(content)
+            self._send(
+                entry,
+                "response.content_part.added",
+                **where,
+                content_index=index,
+                part={"type": "refusal", "refusal": ""},
+            )
+            self._send(entry, "response.refusal.delta", **where, content_index=index, delta=refusal)
+            self._send(
+                entry, "response.refusal.done", **where, content_index=index, refusal=refusal
+            )
+            part = {"type": "refusal", "refusal": refusal}
+            self._send(entry, "response.content_part.done", **where, content_index=index, part=part)
+            content.append(part)
         item = {
             "type": "message",
             "id": message.id,
             "status": status,
             "role": "assistant",
-            "content": [_text_part(text)],
+            "content": content,
         }
-        self.output[message.index] = item
-        where = {"output_index": message.index, "item_id": message.id}
-        return [
-            self._event(
-                "response.output_text.done", **where, content_index=0, text=text, logprobs=[]
-            ),
-            self._event(
-                "response.content_part.done", **where, content_index=0, part=_text_part(text)
-            ),
-            self._event("response.output_item.done", output_index=message.index, item=dict(item)),
-        ]
+        self._finish_item(entry, item)
 
-    def _message_done(self, key: str, text: str) -> list[Event]:
-        events: list[Event] = []
+    def _message_done(self, key: str, text: str, refusal: str | None) -> None:
+        if key in self._closed:
+            return  # closed when the next message began
         if key not in self._open:
             # Providers without item ids: the oldest open message is this one.
             key = next(iter(self._open), key)
         if key not in self._open:
             # Nothing was streamed (a provider that does not stream): all at once.
-            _, events = self._open_message(key)
+            self._open_message(key, text_part=bool(text) or not refusal)
             if text:
-                events += self._delta(key, text)
-        return events + self._close(key, text, "completed")
+                self._delta(key, text)
+        self._close(key, text, "completed", refusal)
 
-    def _call(self, call: ToolCalled) -> list[Event]:
+    def _call(self, call: ToolCalled) -> None:
         if call.kind != "function_call":
-            return []  # hosted tools and the like are not function calls
-        if call.call_id in self._calls or call.call_id in self._held:
-            return []
+            return  # hosted tools and the like are not function calls
+        known = self._calls.keys() | self._held.keys() | self._for_caller.keys()
+        if call.call_id in known:
+            return
         arguments = get(call.raw, "arguments")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-        done = _call_item(call.call_id, call.name, arguments)
-        if call.name in self.gated:
-            self._held[call.call_id] = done  # shown once it has run (module docstring)
-            return []
-        return self._show_call(done)
+        made = _Call(call.call_id, call.name, arguments)
+        if call.name in self.callers:
+            self._for_caller[call.call_id] = made  # the caller runs it: shown at the end
+        elif call.name in self.gated:
+            self._held[call.call_id] = made  # shown once it has run (module docstring)
+        else:
+            self._show_call(made)
 
-    def _show_call(self, done: dict[str, Any]) -> list[Event]:
-        index = len(self.output)
-        self._calls[done["call_id"]] = index
-        self.output.append(done)
-        where = {"output_index": index, "item_id": done["id"]}
-        arguments = done["arguments"]
-        return [
-            self._event(
-                "response.output_item.added",
-                output_index=index,
-                item={**done, "arguments": "", "status": "in_progress"},
-            ),
-            self._event("response.function_call_arguments.delta", **where, delta=arguments),
-            self._event(
-                "response.function_call_arguments.done",
-                **where,
-                name=done["name"],
-                arguments=arguments,
-            ),
-            self._event("response.output_item.done", output_index=index, item=dict(done)),
-        ]
+    def _show_call(self, call: _Call) -> _Item:
+        item = _tool_call_item(call, "in_progress", None)
+        entry = self._new_item(item, dict(item))
+        self._calls[call.call_id] = entry
+        return entry
 
-    def _call_output(self, returned: ToolReturned) -> list[Event]:
+    def _call_output(self, returned: ToolReturned) -> None:
         call_id = returned.call_id
         if call_id in self._declined:
             # Not run: the model reads why instead of an output, which is no tool output
             # (as on the socket, §3a); its answer tells the person.
             self._declined.discard(call_id)
-            return []
-        events = self._show_call(self._held.pop(call_id)) if call_id in self._held else []
-        if call_id not in self._calls or call_id in self._answered:
-            return events
+            return
+        if call_id in self._held:
+            self._show_call(self._held.pop(call_id))
+        entry = self._calls.get(call_id)
+        if entry is None or call_id in self._answered:
+            return  # an orphan, or a call of the caller's (its result comes from them)
         self._answered.add(call_id)
         # Exactly what the model read; a structured output becomes the adapter's text.
         text = returned.model_text
         if text is None:
             output = coerce_tool_output(returned.value, returned.agent or "Tool")
             text = to_function_call_output(call_id, output)["output"]
-        index = len(self.output)
+        started = self.output[entry.index]
+        call = _Call(call_id, started["name"], started["arguments"])
+        self._finish_item(entry, _tool_call_item(call, "completed", text))
+
+    def _whole_item(self, item: dict[str, Any]) -> None:
+        """An item added and done at once."""
+        entry = self._new_item(item, {**item, "status": "in_progress"})
+        self._finish_item(entry, item)
+
+    def _caller_call(self, call: _Call) -> None:
         done = {
-            "type": "function_call_output",
-            "id": new_id("fco"),
-            "call_id": call_id,
-            "output": text,
+            "type": "function_call",
+            "id": new_id("fc"),
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": call.arguments,
             "status": "completed",
         }
-        self.output.append(done)
-        return events + [
-            self._event(
-                "response.output_item.added",
-                output_index=index,
-                item={**done, "output": "", "status": "in_progress"},
-            ),
-            self._event("response.output_item.done", output_index=index, item=dict(done)),
-        ]
-
-    def _approval_request(self, approval: Mapping[str, Any]) -> list[Event]:
-        item = approval_request_item(approval)
-        index = len(self.output)
-        self.output.append(item)
-        return [
-            self._event(
-                "response.output_item.added",
-                output_index=index,
-                item={**item, "status": "in_progress"},
-            ),
-            self._event("response.output_item.done", output_index=index, item=dict(item)),
-        ]
+        entry = self._new_item(done, {**done, "arguments": "", "status": "in_progress"})
+        where = {"output_index": entry.index, "item_id": done["id"]}
+        self._send(entry, "response.function_call_arguments.delta", **where, delta=call.arguments)
+        self._send(
+            entry,
+            "response.function_call_arguments.done",
+            **where,
+            name=call.name,
+            arguments=call.arguments,
+        )
+        self._finish_item(entry, done)
 
     # ---------------------------------------------------------------- the end
 
@@ -378,28 +462,37 @@ class ResponseBuilder:
         incomplete_reason: str | None = None,
         approvals: Sequence[Mapping[str, Any]] = (),
     ) -> list[Event]:
-        """Close open messages and end: ``completed``, ``failed`` (with ``error``) or
+        """Close open items and end: ``completed``, ``failed`` (with ``error``) or
         ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``).
 
         ``approvals`` (``approval_required`` payloads): the turn paused for them; the
-        response is then ``completed`` and ends with their approval request items."""
+        response is then ``completed`` and ends with their approval request items. The
+        caller's calls come last: they are what the caller acts on next."""
         if status not in ("completed", "failed", "incomplete"):
             raise ValueError(f"a response ends completed, failed or incomplete, not {status!r}")
         if approvals and status != "completed":
             raise ValueError("a response that asks for approval ends completed")
-        events: list[Event] = []
         ended = "completed" if status == "completed" else "incomplete"
-        for key in list(self._open):
-            events += self._close(key, "".join(self._open[key].text), ended)
+        for call_id, entry in self._calls.items():
+            if not entry.done:  # a call cut short: no result
+                started = self.output[entry.index]
+                call = _Call(call_id, started["name"], started["arguments"])
+                self._finish_item(entry, _tool_call_item(call, "incomplete", None))
         waiting = {approval["call_id"] for approval in approvals}
         for call_id in list(self._held):
             held = self._held.pop(call_id)
             if call_id not in waiting:
                 # Cut short (a failed or stopped turn) before any output: what the model
-                # asked for, with no result, as for any other call.
-                events += self._show_call(held)
+                # asked for, with no result.
+                self._whole_item(_tool_call_item(held, "incomplete", None))
         for approval in approvals:
-            events += self._approval_request(approval)
+            self._whole_item(approval_request_item(approval))
+        for call in self._for_caller.values():
+            self._caller_call(call)
+        # An incomplete message is the last item, as the spec wants of a cut-off answer.
+        for key in list(self._open):
+            self._close(key, "".join(self._open[key].text), ended)
+        events = self._flush()
         self.status = status
         if status == "completed":
             events.append(
@@ -416,14 +509,19 @@ class ResponseBuilder:
         return events
 
 
-def _call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+def _tool_call_item(call: _Call, status: str, output: str | None) -> dict[str, Any]:
     return {
-        "type": "function_call",
-        "id": new_id("fc"),
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-        "status": "completed",
+        "type": TOOL_CALL,
+        "id": f"sbc_{call.call_id}",
+        "status": status,
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "output": output,
+        # Clients built on the openai package read an item type they do not know as an
+        # assistant message, whose content the Agents SDK then reads: an empty one makes
+        # it an empty message to them, where none made them fail.
+        "content": [],
     }
 
 

@@ -62,6 +62,13 @@ class Call:
         return json.dumps(self.arguments, separators=(",", ":"))
 
 
+@dataclass(frozen=True)
+class Refuse:
+    """An assistant message that refuses: one ``refusal`` content part."""
+
+    refusal: str
+
+
 Break = Literal["failed", "error_event", "disconnect", "stall"]
 
 
@@ -71,13 +78,16 @@ class Reply:
     a ``response.failed`` event (Responses) / an error chunk (Chat), a ``type: error``
     event, a dropped connection, or silence."""
 
-    items: tuple[Say | Call, ...]
+    items: tuple[Say | Call | Refuse, ...]
     input_tokens: int = 100
     output_tokens: int = 10
     delay: float = 0.0  # seconds between streamed events
     break_after: int | None = None
     break_with: Break = "failed"
     error_code: str = "server_error"
+    # Set: the response ends ``incomplete`` for this reason (``max_output_tokens``) after
+    # its items, the last of them cut there.
+    incomplete: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,7 @@ class Stall:
 Step = Reply | Fail | Stall
 
 
-def reply(*items: Say | Call, **options: Any) -> Reply:
+def reply(*items: Say | Call | Refuse, **options: Any) -> Reply:
     return Reply(tuple(items), **options)
 
 
@@ -147,9 +157,9 @@ class FakeModelServer:
 
     # -- scripting -------------------------------------------------------------------
 
-    def script(self, *steps: Step | Say | Call) -> None:
+    def script(self, *steps: Step | Say | Call | Refuse) -> None:
         for step in steps:
-            self._script.append(reply(step) if isinstance(step, Say | Call) else step)
+            self._script.append(reply(step) if isinstance(step, Say | Call | Refuse) else step)
 
     @property
     def pending(self) -> int:
@@ -269,15 +279,21 @@ class _ResponsesWriter:
         self.response_id = server.new_id("resp")
         self.sequence = 0
         self.items: list[dict[str, Any]] = []
+        status = "incomplete" if step.incomplete else "completed"
         for item in step.items:
-            if isinstance(item, Say):
+            if isinstance(item, Say | Refuse):
+                part = (
+                    _text_part(item.text)
+                    if isinstance(item, Say)
+                    else {"type": "refusal", "refusal": item.refusal}
+                )
                 self.items.append(
                     {
                         "id": server.new_id("msg"),
                         "type": "message",
-                        "status": "completed",
+                        "status": status if item is step.items[-1] else "completed",
                         "role": "assistant",
-                        "content": [_text_part(item.text)],
+                        "content": [part],
                     }
                 )
             else:
@@ -308,7 +324,11 @@ class _ResponsesWriter:
             "output": output,
             "usage": usage,
             "error": error,
-            "incomplete_details": None,
+            "incomplete_details": (
+                {"reason": self.step.incomplete}
+                if self.step.incomplete and status == "incomplete"
+                else None
+            ),
             "instructions": self.body.get("instructions"),
             "metadata": {},
             "parallel_tool_calls": True,
@@ -331,7 +351,11 @@ class _ResponsesWriter:
         }
 
     def whole(self) -> dict[str, Any]:
-        return self._response("completed", self.items, self._usage())
+        return self._response(self._status, self.items, self._usage())
+
+    @property
+    def _status(self) -> str:
+        return "incomplete" if self.step.incomplete else "completed"
 
     def _event(self, payload: dict[str, Any]) -> str:
         payload["sequence_number"] = self.sequence
@@ -356,7 +380,9 @@ class _ResponsesWriter:
             ),
         )
         for index, (item, source) in enumerate(zip(self.items, self.step.items, strict=True)):
-            if item["type"] == "message":
+            if isinstance(source, Refuse):
+                yield from self._refusal_events(index, item, source)
+            elif item["type"] == "message":
                 yield from self._message_events(index, item, source)
             else:
                 yield from self._call_events(index, item)
@@ -364,11 +390,50 @@ class _ResponsesWriter:
             False,
             self._event(
                 {
-                    "type": "response.completed",
-                    "response": self._response("completed", self.items, self._usage()),
+                    "type": f"response.{self._status}",
+                    "response": self._response(self._status, self.items, self._usage()),
                 }
             ),
         )
+
+    def _refusal_events(
+        self, index: int, item: dict[str, Any], source: Refuse
+    ) -> Iterator[tuple[bool, str]]:
+        where = {"item_id": item["id"], "output_index": index}
+        empty = {"type": "refusal", "refusal": ""}
+        yield (
+            False,
+            self._event(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            ),
+        )
+        for payload in (
+            {"type": "response.content_part.added", **where, "content_index": 0, "part": empty},
+            {
+                "type": "response.refusal.delta",
+                **where,
+                "content_index": 0,
+                "delta": source.refusal,
+            },
+            {
+                "type": "response.refusal.done",
+                **where,
+                "content_index": 0,
+                "refusal": source.refusal,
+            },
+            {
+                "type": "response.content_part.done",
+                **where,
+                "content_index": 0,
+                "part": item["content"][0],
+            },
+            {"type": "response.output_item.done", "output_index": index, "item": item},
+        ):
+            yield (False, self._event(payload))
 
     def _message_events(
         self, index: int, item: dict[str, Any], source: Say | Call

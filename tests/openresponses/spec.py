@@ -10,7 +10,9 @@ schema/components/schemas/ResponseResource.json), SSE framing (``event:`` = ``ty
 
 Provider items (``vendor:type``, "Extensions" in seed 002) are not in the ``openai``
 types: they are checked for the fields every output item has, Switchboard's own
-(``switchboard:approval_request``) for its exact shape, and left out of the type check.
+(``switchboard:tool_call``, ``switchboard:approval_request``) for their exact shapes, and
+left out of the type check. Items stream one at a time: one is added only once the one
+before it is done.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ RESOURCE_FIELDS = (
 LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
 TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 VENDOR_TYPE = re.compile(r"[a-z0-9_-]+:[a-z0-9_]+")
+# "content" (always []): so that clients that read unknown items as messages find one.
+TOOL_CALL_FIELDS = {"id", "type", "status", "call_id", "name", "arguments", "output", "content"}
 APPROVAL_REQUEST_FIELDS = {
     "id",
     "type",
@@ -71,6 +75,7 @@ APPROVAL_REQUEST_FIELDS = {
     "name",
     "arguments",
     "expires_at",
+    "content",
 }
 
 
@@ -98,10 +103,22 @@ def check_vendor_item(item: dict[str, Any]) -> None:
     assert VENDOR_TYPE.fullmatch(item["type"]), f"not a vendor-prefixed type: {item['type']}"
     assert item["status"] in ("in_progress", "completed", "incomplete")
     assert isinstance(item["id"], str) and item["id"]
+    assert item["content"] == []
     if item["type"] == "switchboard:approval_request":
         assert set(item) == APPROVAL_REQUEST_FIELDS, sorted(item)
         assert item["id"].startswith("apr_") and item["approval_id"].startswith("ap_")
         assert isinstance(json.loads(item["arguments"]), dict)  # a JSON string, as MCP's
+    elif item["type"] == "switchboard:tool_call":
+        # One of Switchboard's own calls: what the model called, and what it read back.
+        assert set(item) == TOOL_CALL_FIELDS, sorted(item)
+        assert item["id"].startswith("sbc_") and item["call_id"] and item["name"]
+        assert isinstance(json.loads(item["arguments"]), dict)
+        if item["status"] == "completed":
+            assert isinstance(item["output"], str)
+        else:
+            assert item["output"] is None
+    else:
+        raise AssertionError(f"Switchboard sends no item of type {item['type']}")
 
 
 def check_resource(body: dict[str, Any]) -> Response:
@@ -198,6 +215,7 @@ def check_stream(stream: Stream) -> None:
         if kind == "response.output_item.added":
             index = event["output_index"]
             assert index == len(items), "items are added in output order"
+            assert index == 0 or items[index - 1]["done"], "an item is added after the last is done"
             assert event["item"]["status"] == "in_progress"
             items[index] = {"item": event["item"], "done": False, "text": "", "args": ""}
             continue

@@ -29,6 +29,7 @@ MULTI = "find sushi in Boston and email the list to bob@example.com"
 LOCAL_USER = "local"
 RESPONSE = "switchboard:approval_response"
 REQUEST = "switchboard:approval_request"
+TOOL_CALL = "switchboard:tool_call"
 
 
 def sent_mail(live: LiveServer, user_id: str = LOCAL_USER) -> list[Any]:
@@ -107,8 +108,7 @@ async def test_a_send_ends_the_response_with_an_approval_request_and_sends_nothi
     # The paused call is no function_call (which would ask the client to run it) and has
     # no output: only the request for approval stands for it.
     assert kinds(paused) == [
-        ("function_call", "search_businesses_at_yelp"),
-        ("function_call_output", None),
+        (TOOL_CALL, "search_businesses_at_yelp"),
         (REQUEST, "send_google_email"),
     ]
     [asked] = requests_of(paused)
@@ -144,16 +144,15 @@ async def test_approving_sends_the_email_once_and_the_new_response_answers(
     )
     assert resumed["status"] == "completed"
     assert resumed["previous_response_id"] == paused["id"]
-    call, output, message = resumed["output"]
+    call, message = resumed["output"]
     assert (call["type"], call["name"], call["call_id"], call["status"]) == (
-        "function_call",
+        TOOL_CALL,
         "send_google_email",
         asked["call_id"],
         "completed",
     )
     assert json.loads(call["arguments"]) == json.loads(asked["arguments"])
-    assert (output["type"], output["call_id"]) == ("function_call_output", asked["call_id"])
-    assert "bob@example.com" in output["output"]
+    assert "bob@example.com" in call["output"]
     assert message["type"] == "message" and "sent" in text_of(resumed)
     [mail] = sent_mail(offline)
     assert "bob@example.com" in mail["to"]
@@ -232,20 +231,13 @@ async def test_streamed_pause_and_approval_follow_the_spec(offline: LiveServer) 
         )
     )
     check_stream(resumed)
-    assert kinds(resumed.final) == [
-        ("function_call", "send_google_email"),
-        ("function_call_output", None),
-        ("message", None),
-    ]
+    assert kinds(resumed.final) == [(TOOL_CALL, "send_google_email"), ("message", None)]
     types = resumed.types
-    # The call and its output come together, once it ran, then the streamed answer.
-    assert types[2:8] == [
-        "response.output_item.added",
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-        "response.output_item.done",
+    # The call with its output comes once it ran, then the streamed answer.
+    assert types[2:5] == [
         "response.output_item.added",
         "response.output_item.done",
+        "response.output_item.added",
     ]
     assert "response.output_text.delta" in types and types[-1] == "response.completed"
     assert resumed.final["previous_response_id"] == final["id"]
@@ -270,11 +262,7 @@ async def test_the_openai_client_sees_the_request_and_answers_it(offline: LiveSe
     resumed = await client.responses.create(
         model="switchboard", previous_response_id=paused.id, input=[answer(request["approval_id"])]
     )  # type: ignore[list-item]
-    assert [item.type for item in resumed.output] == [
-        "function_call",
-        "function_call_output",
-        "message",
-    ]
+    assert [item.type for item in resumed.output] == [TOOL_CALL, "message"]
     assert "sent" in resumed.output_text and len(sent_mail(offline)) == 1
 
 
@@ -529,11 +517,7 @@ async def test_a_resumed_turn_can_pause_again_and_each_send_waits_for_its_answer
             live, previous_response_id=first["id"], input=[answer(ada["approval_id"])]
         )
         # Ada's email ran; the model then asked for Bob's, which waits again.
-        assert kinds(second) == [
-            ("function_call", "send_google_email"),
-            ("function_call_output", None),
-            (REQUEST, "send_google_email"),
-        ]
+        assert kinds(second) == [(TOOL_CALL, "send_google_email"), (REQUEST, "send_google_email")]
         [bob] = requests_of(second)
         assert json.loads(bob["arguments"])["to"] == ["bob@example.com"]
         assert [m["to"] for m in sent_mail(live)] == ["ada@example.com"]
@@ -601,11 +585,7 @@ async def test_parallel_sends_ask_together_and_need_every_answer(
             previous_response_id=paused["id"],
             input=[answer(second["approval_id"], False), answer(first["approval_id"])],
         )
-    assert kinds(resumed) == [
-        ("function_call", "send_google_email"),
-        ("function_call_output", None),
-        ("message", None),
-    ]
+    assert kinds(resumed) == [(TOOL_CALL, "send_google_email"), ("message", None)]
     assert resumed["output"][0]["call_id"] == "c_a"
     assert [m["to"] for m in sent_mail(live)] == ["ada@example.com"]
 

@@ -1,5 +1,6 @@
 """``/v1/responses`` with the official ``openai`` client: text, streaming, instructions,
-tool calls as function_call items, multi-turn with ``previous_response_id``, tool_choice.
+Switchboard's tool calls as ``switchboard:tool_call`` items, multi-turn with
+``previous_response_id``, tool_choice.
 
 Every streamed event is validated against the spec (``tests/openresponses/spec.py``).
 """
@@ -88,8 +89,7 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
     final = stream.final
     assert final["status"] == "completed"
     assert [(item["type"], item.get("name")) for item in final["output"]] == [
-        ("function_call", "search_businesses_at_yelp"),
-        ("function_call_output", None),
+        ("switchboard:tool_call", "search_businesses_at_yelp"),
         ("switchboard:approval_request", "send_google_email"),
     ]
     approve = [
@@ -106,8 +106,7 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
     )
     check_stream(resumed)
     assert [(item["type"], item.get("name")) for item in resumed.final["output"]] == [
-        ("function_call", "send_google_email"),
-        ("function_call_output", None),
+        ("switchboard:tool_call", "send_google_email"),
         ("message", None),
     ]
     assert "response.output_text.delta" in resumed.types
@@ -134,26 +133,32 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
     ]
 
 
-async def test_tool_calls_are_function_call_items_with_what_the_model_read(
+async def test_switchboards_tool_calls_are_vendor_items_with_what_the_model_read(
     offline: LiveServer,
 ) -> None:
-    response = await client_for(offline).responses.create(
+    raw = await client_for(offline).responses.with_raw_response.create(
         model="switchboard", input="search the web for asyncio"
     )
-    call, output, answer = response.output
-    assert call.type == "function_call" and call.name == "search_google"
-    assert call.status == "completed" and json.loads(call.arguments)
-    assert output.type == "function_call_output" and output.call_id == call.call_id
-    assert answer.type == "message"
+    body = raw.http_response.json()
+    check_resource(body)
+    call, answer = body["output"]
+    # It ran here: a vendor item, never a function_call (which would ask the client to
+    # run it), and the response lists no function tool of Switchboard's.
+    assert call["type"] == "switchboard:tool_call" and call["name"] == "search_google"
+    assert call["status"] == "completed" and json.loads(call["arguments"])
+    assert answer["type"] == "message" and body["tools"] == []
 
     events = (await only_chat(offline))["events"]
     [tool_call] = [e for e in events if e["type"] == "tool_call"]
     [tool_output] = [e for e in events if e["type"] == "tool_output"]
-    assert json.loads(call.arguments) == tool_call["arguments"]
+    assert json.loads(call["arguments"]) == tool_call["arguments"]
+    assert call["call_id"] == tool_call["call_id"]
     # The adapter of issue 2 gives exactly the function_call_output the model read,
     # with the content_chunks as numbered citations and no debug_info.
-    assert output.output == to_function_call_output(call.call_id, tool_output["output"])["output"]
-    assert "(cite as [n])" in output.output and "[1] " in output.output
+    assert (
+        call["output"] == to_function_call_output(call["call_id"], tool_output["output"])["output"]
+    )
+    assert "(cite as [n])" in call["output"] and "[1] " in call["output"]
 
 
 # ----------------------------------------------------------------------------- the model's view
@@ -250,18 +255,23 @@ async def test_a_stateless_client_round_trips_the_output_as_input(
     )
     async with scripted() as live:
         client = client_for(live)
-        first = await client.responses.create(model="switchboard", input="ramen in Boston?")
+        first = await client.responses.with_raw_response.create(
+            model="switchboard", input="ramen in Boston?"
+        )
+        output = first.http_response.json()["output"]
         replay = [
             {"role": "user", "content": "ramen in Boston?"},
-            *[item.model_dump(mode="json", exclude_none=True) for item in first.output],
+            *output,  # the switchboard:tool_call item, then the answer, as they came
             {"role": "user", "content": "which is best?"},
         ]
         second = await client.responses.create(model="switchboard", input=replay)
+    assert [item["type"] for item in output] == ["switchboard:tool_call", "message"]
     sent = fake_model.turn_requests()[-1].body["input"]
     calls = [item for item in sent if item.get("type") == "function_call"]
     outputs = [item for item in sent if item.get("type") == "function_call_output"]
     assert [c["call_id"] for c in calls] == [o["call_id"] for o in outputs] == ["call_ramen"]
-    assert outputs[0]["output"] == first.output[1].output
+    assert calls[0]["name"] == "search_businesses_at_yelp"
+    assert outputs[0]["output"] == output[0]["output"]
     assert second.output_text == "The first one." and second.previous_response_id is None
 
 
@@ -284,7 +294,7 @@ async def test_tool_choice_steers_the_agents(
         forced = await client.responses.create(
             model="switchboard",
             input="tacos?",
-            tool_choice={"type": "function", "name": "search_businesses_at_yelp"},
+            tool_choice={"type": "switchboard:tool", "name": "search_businesses_at_yelp"},  # type: ignore[arg-type, misc]
         )
         fake_model.script(Say("ok"))
         allowed = await client.responses.create(
@@ -293,21 +303,14 @@ async def test_tool_choice_steers_the_agents(
             tool_choice={
                 "type": "allowed_tools",
                 "mode": "auto",
-                "tools": [{"type": "function", "name": "send_google_email"}],
+                "tools": [{"type": "switchboard:tool", "name": "send_google_email"}],  # type: ignore[list-item]
             },
         )
         fake_model.script(Say("ok"))
         listed = await client.responses.create(
             model="switchboard",
             input="x",
-            tools=[
-                {
-                    "type": "function",
-                    "name": "search_google",  # type: ignore[list-item]
-                    "parameters": {},
-                    "strict": True,
-                }
-            ],
+            tools=[{"type": "switchboard:tool", "name": "search_google"}],  # type: ignore[list-item]
         )
     r_none, r_required, r_forced_1, r_forced_2, r_forced_3, r_allowed, r_listed = (
         fake_model.turn_requests()
@@ -322,13 +325,11 @@ async def test_tool_choice_steers_the_agents(
     }
     assert tool_names(r_forced_2) == {"search_businesses_at_yelp"}
     assert r_forced_3.body.get("tool_choice") in (None, "auto")  # used once, then free
-    assert [i.type for i in forced.output] == ["function_call", "function_call_output", "message"]
-    assert forced.tool_choice.name == "search_businesses_at_yelp"
+    assert [i.type for i in forced.output] == ["switchboard:tool_call", "message"]
     assert tool_names(r_allowed) == {"transfer_to_gmail"}
-    assert [t.name for t in allowed.tools] == ["send_google_email"]
+    assert allowed.tools == []  # Switchboard's own tools are no function tools
     assert tool_names(r_listed) == {"transfer_to_search"}
-    [tool] = listed.tools
-    assert tool.name == "search_google" and tool.parameters["type"] == "object"
+    assert listed.tools == []
 
 
 async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(

@@ -1,5 +1,6 @@
-"""docs/open-responses.md's examples hold against a live server: the python example runs
-as its own process, and the approval exchange has the shape the server gives."""
+"""docs/open-responses.md's examples hold against a live server: the python examples run
+as their own processes (HTTP with the openai client, and the WebSocket), and the
+approval exchange has the shape the server gives."""
 
 from __future__ import annotations
 
@@ -27,10 +28,27 @@ def after_marker(marker: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", text[start : end if end >= 0 else None], re.S)
 
 
-def example_source() -> str:
-    blocks = after_marker("tested by tests/openresponses/test_open_responses_docs.py", "python")
+def example_source(
+    marker: str = "tested by tests/openresponses/test_open_responses_docs.py",
+) -> str:
+    blocks = after_marker(marker, "python")
     assert blocks, "the tested example is the python block after the marker"
     return blocks[0]
+
+
+async def run_example(source: str, tmp_path: Path, **env: str) -> list[str]:
+    script = tmp_path / "example.py"
+    script.write_text(source)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    return out.decode().splitlines()
 
 
 def sent_mail(live: LiveServer) -> list[Any]:
@@ -40,32 +58,44 @@ def sent_mail(live: LiveServer) -> list[Any]:
 async def test_the_documented_example_holds_a_conversation(
     offline: LiveServer, tmp_path: Path
 ) -> None:
-    script = tmp_path / "open_responses_demo.py"
-    script.write_text(example_source())
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(script),
-        env={**os.environ, "SWITCHBOARD_URL": offline.http},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+    lines = await run_example(example_source(), tmp_path, SWITCHBOARD_URL=offline.http)
     assert lines[0].startswith("tool: search_businesses_at_yelp {")
     assert "sushi" in lines[1].lower()
     assert lines[2] == "approve? send_google_email ['bob@example.com']"
     assert "bob@example.com" in lines[3]  # the streamed answer, once approved
     assert re.fullmatch(r"completed \d+ tokens", lines[4])
+    assert lines[5] == 'you run: get_weather {"location":"Paris"}'
+    assert "18 °C, sunny" in lines[6]  # the answer read the result the client sent
     assert len(sent_mail(offline)) == 1
     async with offline.client() as http:
-        [chat] = (await http.get("/api/chats")).json()["chats"]
-        turns = (await http.get(f"/api/chats/{chat['id']}")).json()["turns"]
-    # The approved turn is the one that paused: two prompts, both answered.
-    assert [(t["prompt"], t["status"]) for t in turns] == [
-        ("find sushi in Boston", "completed"),
-        ("email that list to bob@example.com", "completed"),
+        chats = (await http.get("/api/chats")).json()["chats"]
+        turns = {
+            chat["id"]: (await http.get(f"/api/chats/{chat['id']}")).json()["turns"]
+            for chat in chats
+        }
+    # The approved turn is the one that paused: two prompts, both answered; the weather
+    # chat's second turn goes on from the result.
+    assert sorted([(t["prompt"], t["status"]) for t in chat] for chat in turns.values()) == [
+        [
+            ("What's the weather like in Paris?", "completed"),
+            ("(results of get_weather)", "completed"),
+        ],
+        [
+            ("find sushi in Boston", "completed"),
+            ("email that list to bob@example.com", "completed"),
+        ],
     ]
+
+
+async def test_the_documented_websocket_example_chains_without_storage(
+    offline: LiveServer, tmp_path: Path
+) -> None:
+    source = example_source(
+        "websocket example: run by tests/openresponses/test_open_responses_docs.py"
+    )
+    ws = offline.http.replace("http://", "ws://")
+    lines = await run_example(source, tmp_path, SWITCHBOARD_WS=ws)
+    assert lines == ["OK", "The code word is cobalt."]
 
 
 def shape(body: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -68,8 +68,8 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
                     {"role": "user", "content": "hi"},
                 ],
             },
-            "input[0]",
-            "no function_call",
+            "input[0].call_id",
+            "answers no call",
         ),
         (
             {
@@ -82,12 +82,29 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
             "input",
             "no function_call_output",
         ),
-        ({**OK, "tools": [{"type": "web_search"}]}, "tools[0].type", "its own tools"),
+        ({**OK, "tools": [{"type": "web_search"}]}, "tools[0]", "hosted tools"),
         (
-            {**OK, "tools": [{"type": "function", "name": "get_weather"}]},
+            {**OK, "tools": [{"type": "switchboard:tool", "name": "get_weather"}]},
             "tools[0].name",
-            "no tool named 'get_weather'",
+            "Switchboard has no tool named 'get_weather'",
         ),
+        (
+            {**OK, "tools": [{"type": "function", "name": "search_google"}]},
+            "tools[0].name",
+            "one of Switchboard's own tools",
+        ),
+        (
+            {**OK, "tools": [{"type": "function", "name": "transfer_to_gmail"}]},
+            "tools[0].name",
+            "one of Switchboard's own tools",
+        ),
+        ({**OK, "tools": [{"type": "function", "name": "a b"}]}, "tools[0].name", "pattern"),
+        # Strict types: nothing is coerced.
+        ({**OK, "stream": "yes"}, "stream", "valid boolean"),
+        ({**OK, "temperature": "0.5"}, "temperature", "valid number"),
+        ({**OK, "max_output_tokens": 20.5}, "max_output_tokens", "valid integer"),
+        ({**OK, "store": 0}, "store", "valid boolean"),
+        ({**OK, "metadata": {"n": 1}}, "metadata.n", "valid string"),
         (
             {**OK, "tool_choice": {"type": "function", "name": "nope"}},
             "tool_choice.name",
@@ -122,6 +139,47 @@ async def test_malformed_and_oversized_bodies(offline: LiveServer) -> None:
     assert huge.status_code == 413 and error_of(huge)["type"] == "invalid_request"
     wrong_method = await httpx.AsyncClient(base_url=offline.http).put("/v1/responses")
     assert wrong_method.status_code == 405
+    assert error_of(wrong_method) == {
+        "type": "invalid_request",
+        "code": "method_not_allowed",
+        "param": None,
+        "message": "method PUT not allowed here; allowed: POST",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "kind", "param"),
+    [
+        ("GET", "/v1/models", 404, "not_found", None),
+        ("POST", "/v1/chat/completions", 404, "not_found", None),
+        ("GET", "/v1", 404, "not_found", None),
+        ("DELETE", "/v1/responses/resp_1", 405, "invalid_request", None),
+        # An id, not the endpoint (which is POST only).
+        ("GET", "/v1/responses/compact", 404, "not_found", "response_id"),
+    ],
+)
+async def test_every_answer_under_v1_has_the_spec_error_shape(
+    offline: LiveServer, method: str, path: str, status: int, kind: str, param: str | None
+) -> None:
+    async with httpx.AsyncClient(base_url=offline.http) as http:
+        answer = await http.request(method, path)
+    assert answer.status_code == status
+    error = error_of(answer)
+    assert error["type"] == kind and error["param"] == param
+    # Elsewhere the REST API keeps its own shape.
+    async with httpx.AsyncClient(base_url=offline.http) as http:
+        rest = await http.get("/api/nope")
+    assert rest.status_code == 404 and set(rest.json()["error"]) == {"code", "message"}
+
+
+async def test_a_long_string_input_is_one_message_not_a_list_of_items(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # The cap on input items does not apply to a string's characters.
+    async with serve(make_settings(max_prompt_chars=5000)) as live:
+        answer = await post(live, {**OK, "input": "hello " + "x" * 1500})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "completed"
 
 
 async def test_unknown_previous_response_is_404(offline: LiveServer) -> None:

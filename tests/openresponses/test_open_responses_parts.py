@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agents import Agent, RunContextWrapper
+from agents import Agent, FunctionToolResult, ModelBehaviorError, RunContextWrapper
 from agents.items import (
     HandoffCallItem,
     HandoffOutputItem,
@@ -15,17 +15,23 @@ from agents.items import (
     ToolCallItem,
     ToolCallOutputItem,
 )
+from agents.models._response_terminal import response_terminal_failure_error
 from agents.stream_events import RawResponsesStreamEvent, RunItemStreamEvent
+from cryptography.fernet import Fernet
 from openai.types.responses import (
+    Response,
     ResponseFunctionToolCall,
     ResponseOutputMessage,
+    ResponseOutputRefusal,
     ResponseOutputText,
     ResponseTextDeltaEvent,
 )
 
-from app.openresponses.agents import response_agent, tool_policy
+from app.openresponses.agents import caller_tools, response_agent, tool_policy
+from app.openresponses.compaction import condense, expander, seal
 from app.openresponses.errors import OpenResponsesError
 from app.openresponses.request import (
+    UNFINISHED,
     Decision,
     approval_decisions,
     check_decisions,
@@ -34,14 +40,24 @@ from app.openresponses.request import (
 )
 from app.openresponses.routes import LOST, _stream
 from app.openresponses.service import StartedResponse, paused_context
-from app.openresponses.stream import DecidedCall, ResponseBuilder
+from app.openresponses.stream import DecidedCall, ResponseBuilder, caller_calls
+from app.services import build_fernet
 from app.settings import load_settings
 from connectors.adapters import to_function_call_output
+from connectors.caller_tools import (
+    PENDING,
+    caller_tool,
+    drop_pending,
+    is_caller_tool,
+    stop_at_caller,
+    unanswered_calls,
+)
 from connectors.orchestrator import build_orchestrator
 from connectors.registry import load_connectors
 from connectors.responses import TextResponse
 from storage.approvals import NOT_RUN
 from tests.openresponses.spec import Stream, check_stream
+from websocket.sdk_events import incomplete_reason
 
 AGENT = Agent(name="Yelp")
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "requests": 1}
@@ -185,22 +201,85 @@ def test_allowed_tools_drop_every_other_tool_and_agent(orchestrator: Agent[Any])
 
 
 def test_tools_and_tool_choice_must_agree() -> None:
+    kept = [{"type": "switchboard:tool", "name": "a"}]
     with pytest.raises(OpenResponsesError, match="leaves out"):
+        tool_policy(request(tools=kept, tool_choice={"type": "function", "name": "b"}), ["a", "b"])
+    with pytest.raises(OpenResponsesError, match="no tool named 'c'") as raised:
         tool_policy(
             request(
-                tools=[{"type": "function", "name": "a"}],
-                tool_choice={"type": "function", "name": "b"},
+                tools=kept,
+                tool_choice={"type": "allowed_tools", "tools": [{"type": "function", "name": "c"}]},
             ),
             ["a", "b"],
         )
-    with pytest.raises(OpenResponsesError, match="no tool in common"):
-        tool_policy(
-            request(
-                tools=[{"type": "function", "name": "a"}],
-                tool_choice={"type": "allowed_tools", "tools": [{"type": "function", "name": "b"}]},
-            ),
-            ["a", "b"],
-        )
+    assert raised.value.param == "tool_choice.tools[0].name"
+    with pytest.raises(OpenResponsesError, match="Switchboard has no tool named 'z'") as raised:
+        tool_policy(request(tools=[{"type": "switchboard:tool", "name": "z"}]), ["a"])
+    assert raised.value.param == "tools[0].name"
+    # A function tool of the caller's may not take the name of one of Switchboard's.
+    with pytest.raises(OpenResponsesError, match="one of Switchboard's own tools") as raised:
+        tool_policy(request(tools=[WEATHER, {**WEATHER, "name": "a"}]), ["a"])
+    assert raised.value.param == "tools[1].name"
+    with pytest.raises(OpenResponsesError, match="two tools are named"):
+        request(tools=[WEATHER, WEATHER])
+
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a location",
+    "parameters": {
+        "type": "object",
+        "properties": {"location": {"type": "string"}},
+        "required": ["location"],
+    },
+}
+
+
+def test_the_callers_tools_join_every_agent_and_end_the_run(orchestrator: Agent[Any]) -> None:
+    req = request(tools=[WEATHER])
+    policy = tool_policy(req, ["search_google", "send_google_email"])
+    agent = response_agent(orchestrator, None, policy, caller_tools(req, policy.callers))
+    seen = graph(agent)
+    assert seen["Switchboard"][0] == ["get_weather"]
+    assert all("get_weather" in tools for tools, _, _ in seen.values())
+    assert len(seen) == len(orchestrator.handoffs) + 1  # every agent stays
+    assert agent.tool_use_behavior is stop_at_caller
+    # Forced, a caller's tool is the orchestrator's only move.
+    req = request(tools=[WEATHER], tool_choice={"type": "function", "name": "get_weather"})
+    policy = tool_policy(req, ["search_google"])
+    forced = response_agent(orchestrator, None, policy, caller_tools(req, policy.callers))
+    assert graph(forced) == {"Switchboard": (["get_weather"], [], "get_weather")}
+    # Restricted to it, no connector agent is left.
+    req = request(
+        tools=[WEATHER],
+        tool_choice={
+            "type": "allowed_tools",
+            "tools": [{"type": "function", "name": "get_weather"}],
+        },
+    )
+    policy = tool_policy(req, ["search_google"])
+    only = response_agent(orchestrator, None, policy, caller_tools(req, policy.callers))
+    assert graph(only) == {"Switchboard": (["get_weather"], [], None)}
+
+
+def test_a_callers_tool_call_ends_the_run_and_leaves_no_placeholder() -> None:
+    tool = caller_tool("get_weather", None, None, False)
+    other = caller_tool("other", None, None, False)
+    context = RunContextWrapper(context=None)
+    assert stop_at_caller(context, []).is_final_output is False
+    done = stop_at_caller(context, [FunctionToolResult(tool=other, output=PENDING, run_item=None)])
+    assert done.is_final_output is True
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": PENDING},
+        {"type": "function_call", "call_id": "c2", "name": "search", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": "found"},
+    ]
+    kept = drop_pending(items)
+    assert kept == (items[0], items[2], items[3])
+    assert unanswered_calls(kept) == {"c1": "get_weather"}
+    assert is_caller_tool(tool) and tool.params_json_schema["type"] == "object"
 
 
 async def test_caller_instructions_are_added_to_each_agents_own(orchestrator: Agent[Any]) -> None:
@@ -318,7 +397,7 @@ def test_messages_with_and_without_deltas_and_without_item_ids() -> None:
     assert stream.final["usage"]["total_tokens"] == 15
 
 
-def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
+def test_switchboards_calls_are_vendor_items_with_what_the_model_read() -> None:
     structured = TextResponse("Yelp", "from the adapter").to_dict()
     stream = run(
         [
@@ -333,17 +412,93 @@ def test_tool_calls_become_call_and_output_items_and_handoffs_do_not() -> None:
     )
     items = stream.final["output"]
     assert [(i["type"], i.get("call_id")) for i in items] == [
-        ("function_call", "c1"),
-        ("function_call_output", "c1"),
-        ("function_call", "c2"),
-        ("function_call_output", "c2"),
+        ("switchboard:tool_call", "c1"),
+        ("switchboard:tool_call", "c2"),
         ("message", None),
     ]
     assert items[0]["arguments"] == '{"q":1}' and items[0]["status"] == "completed"
-    assert items[1]["output"] == "what the model read"
+    assert items[0]["output"] == "what the model read"
     # A structured output: the adapter's text.
-    assert items[3]["output"] == to_function_call_output("c2", structured)["output"]
-    assert "from the adapter" in items[3]["output"]
+    assert items[1]["output"] == to_function_call_output("c2", structured)["output"]
+    assert "from the adapter" in items[1]["output"]
+    # Added when called (no output yet), done when it returned.
+    added = [e["item"] for e in stream.events if e["type"] == "response.output_item.added"]
+    assert added[0]["status"] == "in_progress" and added[0]["output"] is None
+
+
+def test_items_stream_one_at_a_time() -> None:
+    # Two calls of one step, the second returning first; then two messages of one model
+    # response, the second streaming before the SDK reports the first whole.
+    stream = run(
+        [
+            called("search", "c1"),
+            called("search", "c2"),
+            output("c2", "x", "second"),
+            output("c1", "x", "first"),
+            delta("One"),
+            delta("Two", "m2"),
+            message("One"),
+            message("Two", "m2"),
+        ]
+    )
+    assert [(i["type"], i.get("output") or i.get("content")) for i in stream.final["output"]] == [
+        ("switchboard:tool_call", "first"),
+        ("switchboard:tool_call", "second"),
+        ("message", [{"type": "output_text", "text": "One", "annotations": [], "logprobs": []}]),
+        ("message", [{"type": "output_text", "text": "Two", "annotations": [], "logprobs": []}]),
+    ]  # check_stream (in run) checked that each item was added once the one before was done
+
+
+def test_the_callers_calls_end_the_response_as_function_calls() -> None:
+    built = ResponseBuilder(
+        id="resp_test",
+        created_at=1,
+        model="m",
+        echo={},
+        callers=frozenset({"get_weather"}),
+    )
+    stream = run(
+        [
+            called("get_weather", "w1"),
+            called("search", "c1"),
+            output("w1", "x", "Pending: …"),  # the placeholder: never shown
+            output("c1", "x", "found"),
+        ],
+        built=built,
+    )
+    items = stream.final["output"]
+    assert [(i["type"], i["call_id"]) for i in items] == [
+        ("switchboard:tool_call", "c1"),
+        ("function_call", "w1"),
+    ]
+    assert items[1] == {
+        "type": "function_call",
+        "id": items[1]["id"],
+        "call_id": "w1",
+        "name": "get_weather",
+        "arguments": '{"q":1}',
+        "status": "completed",
+    }
+    assert caller_calls(stream.final) == {"w1": "get_weather"}
+    assert "response.function_call_arguments.done" in stream.types
+
+
+def test_a_refusal_is_a_refusal_part_of_a_completed_response() -> None:
+    raw = ResponseOutputMessage(
+        id="m1",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputRefusal(type="refusal", refusal="I can't help with that.")],
+    )
+    refused = RunItemStreamEvent(
+        name="message_output_created", item=MessageOutputItem(agent=AGENT, raw_item=raw)
+    )
+    stream = run([refused])
+    [item] = stream.final["output"]
+    assert item["content"] == [{"type": "refusal", "refusal": "I can't help with that."}]
+    assert stream.final["status"] == "completed"
+    assert "response.refusal.done" in stream.types
 
 
 def test_a_failed_turn_closes_its_message_as_incomplete() -> None:
@@ -421,11 +576,9 @@ def test_a_gated_call_is_shown_once_it_ran_with_its_output() -> None:
         ],
         built=builder(SEND),
     )
-    assert [(i["type"], i.get("call_id")) for i in stream.final["output"]] == [
-        ("function_call", "c2"),
-        ("function_call_output", "c2"),
-        ("function_call", "c1"),
-        ("function_call_output", "c1"),
+    assert [(i["type"], i.get("call_id"), i["output"]) for i in stream.final["output"]] == [
+        ("switchboard:tool_call", "c2", "found"),
+        ("switchboard:tool_call", "c1", "sent"),
     ]
 
 
@@ -438,8 +591,7 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
     final = stream.final
     assert final["status"] == "completed"
     assert [i["type"] for i in final["output"]] == [
-        "function_call",
-        "function_call_output",
+        "switchboard:tool_call",
         "switchboard:approval_request",
     ]
     request = final["output"][-1]
@@ -452,6 +604,7 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
         "name": "send",
         "arguments": '{"q":1}',
         "expires_at": "2030-01-01T00:00:00.000Z",
+        "content": [],
     }
     assert stream.types[-3:] == [
         "response.output_item.added",
@@ -469,7 +622,9 @@ def test_a_gated_call_cut_short_is_shown_without_output() -> None:
         built=builder(SEND),
         error={"code": "server_error", "message": "stopped"},
     )
-    assert [(i["type"], i["call_id"]) for i in stream.final["output"]] == [("function_call", "c1")]
+    assert [
+        (i["type"], i["call_id"], i["status"], i["output"]) for i in stream.final["output"]
+    ] == [("switchboard:tool_call", "c1", "incomplete", None)]
 
 
 def test_a_resumed_response_shows_approved_calls_and_hides_declined_ones() -> None:
@@ -486,11 +641,10 @@ def test_a_resumed_response_shows_approved_calls_and_hides_declined_ones() -> No
     )
     items = stream.final["output"]
     assert [(i["type"], i.get("call_id")) for i in items] == [
-        ("function_call", "c1"),
-        ("function_call_output", "c1"),
+        ("switchboard:tool_call", "c1"),
         ("message", None),
     ]
-    assert items[0]["arguments"] == '{"to":["a@x"]}' and items[1]["output"] == "sent"
+    assert items[0]["arguments"] == '{"to":["a@x"]}' and items[0]["output"] == "sent"
 
 
 def test_approval_responses_are_the_whole_input_of_a_chained_request() -> None:
@@ -582,3 +736,124 @@ def test_paused_context_keeps_the_turn_up_to_the_pause() -> None:
     ]
     # Only the input left (a resumed turn that failed keeps no more).
     assert paused_context(items[:1], {"c1"}) == items[:1]
+
+
+# ----------------------------------------------------------------------------- the caller's calls
+
+
+def test_outputs_for_the_previous_responses_calls_come_first() -> None:
+    given = turn_input(
+        request(
+            input=[
+                {"role": "user", "content": "and Rome?"},
+                {"type": "function_call_output", "call_id": "w1", "output": "18 C"},
+            ]
+        ),
+        max_prompt_chars=100,
+        pending={"w1": "get_weather"},
+    )
+    assert given.prompt == "and Rome?"
+    assert given.items == [
+        {"type": "function_call_output", "call_id": "w1", "output": "18 C"},
+        {"type": "message", "role": "user", "content": "and Rome?"},
+    ]
+    only = turn_input(
+        request(input=[{"type": "function_call_output", "call_id": "w1", "output": "18 C"}]),
+        max_prompt_chars=100,
+        pending={"w1": "get_weather"},
+    )
+    assert only.prompt == "(results of get_weather)"
+
+
+def test_switchboards_items_sent_back_are_calls_with_their_outputs() -> None:
+    item = {
+        "type": "switchboard:tool_call",
+        "id": "sbc_c1",
+        "status": "completed",
+        "call_id": "c1",
+        "name": "search_google",
+        "arguments": "{}",
+        "output": "[1] found",
+    }
+    given = turn_input(
+        request(
+            input=[
+                {"role": "user", "content": "q"},
+                item,
+                {**item, "call_id": "c2", "output": None},
+            ]
+        ),
+        max_prompt_chars=100,
+    )
+    assert given.items[1:] == [
+        {"type": "function_call", "call_id": "c1", "name": "search_google", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "[1] found"},
+        {"type": "function_call", "call_id": "c2", "name": "search_google", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": UNFINISHED},
+    ]
+
+
+# ----------------------------------------------------------------------------- compaction
+
+
+def test_compaction_condenses_and_seals_for_one_user() -> None:
+    items = [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "what is this?"},
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+            ],
+        },
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x" * 2000},
+        {"type": "function_call_output", "call_id": "orphan", "output": "dropped"},
+        {"type": "message", "role": "assistant", "content": "It is a cat."},
+    ]
+    condensed = condense(items)
+    assert condensed[0] == {
+        "type": "message",
+        "role": "user",
+        "content": "what is this?\n[an image]",
+    }
+    assert [i["type"] for i in condensed] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert len(condensed[2]["output"]) == 600 and condensed[2]["output"].endswith(" […]")
+    fernet = build_fernet(Fernet.generate_key().decode())
+    sealed = seal(fernet, "ada", condensed)
+    assert expander(fernet, "ada")(sealed, "input[0]") == condensed
+    for user_id, content in (("bob", sealed), ("ada", sealed[:-4] + "AAAA")):
+        with pytest.raises(OpenResponsesError) as raised:
+            expander(fernet, user_id)(content, "input[0]")
+        assert raised.value.code == "invalid_encrypted_content"
+        assert raised.value.param == "input[0].encrypted_content"
+
+
+def test_a_model_out_of_tokens_is_told_from_other_failures() -> None:
+    incomplete = Response.model_validate(
+        {
+            "id": "r",
+            "created_at": 0,
+            "model": "m",
+            "object": "response",
+            "output": [],
+            "tool_choice": "auto",
+            "tools": [],
+            "parallel_tool_calls": True,
+            "status": "incomplete",
+            "incomplete_details": {"reason": "content_filter"},
+        }
+    )
+    assert incomplete_reason(
+        response_terminal_failure_error("response.incomplete", incomplete)
+    ) == ("content_filter")
+    assert incomplete_reason(response_terminal_failure_error("response.failed", None)) is None
+    chat = ModelBehaviorError("Chat Completions response terminated with finish_reason='length'")
+    assert incomplete_reason(chat) == "max_output_tokens"
+    assert incomplete_reason(ValueError("response.incomplete")) is None

@@ -397,15 +397,16 @@ async def test_open_responses_clients_see_remote_tool_calls_and_their_full_text(
     async with rap_stack() as stack:
         stack.tool.on("lookup", Result(text, display_as=[{"type": "text", "content": "3 notes"}]))
         script_call(stack.model, "lookup", {"query": "deploys"}, "There are three notes.")
-        response = await client_for(stack.live).responses.create(
+        raw = await client_for(stack.live).responses.with_raw_response.create(
             model="switchboard", input="ask Notes about deploys"
         )
         async with stack.live.client() as http:
             [chat] = (await http.get("/api/chats")).json()["chats"]
 
-    call, output, answer = response.output
-    assert call.type == "function_call" and call.name == "lookup"
-    assert json.loads(call.arguments) == {"query": "deploys"}
-    assert output.type == "function_call_output" and output.output == fence(text, "remote tool")
-    assert answer.content[0].text == "There are three notes."
+    call, answer = raw.http_response.json()["output"]
+    # A remote tool runs on Switchboard's side: one of its own items, not a function_call.
+    assert call["type"] == "switchboard:tool_call" and call["name"] == "lookup"
+    assert json.loads(call["arguments"]) == {"query": "deploys"}
+    assert call["output"] == fence(text, "remote tool")
+    assert answer["content"][0]["text"] == "There are three notes."
     assert stack.tool.invocations[0]["group_id"] == chat["id"]  # the response's own chat

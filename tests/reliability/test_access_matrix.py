@@ -15,6 +15,7 @@ with a wrong one: 401 / 4401. Each attempt is counted; all must be denied.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+import websockets
 from cryptography.fernet import Fernet
 from starlette.routing import Mount, Route, WebSocketRoute
 from websockets.exceptions import ConnectionClosed
@@ -74,6 +76,8 @@ MATRIX = {
     ("POST", RAP_CALLBACK),
     ("POST", "/v1/responses"),
     ("GET", "/v1/responses/{response_id}"),
+    ("POST", "/v1/responses/compact"),
+    ("WS", "/v1/responses"),
     ("GET", "/api/approvals"),
     ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
     ("POST", "/ag-ui"),
@@ -164,6 +168,43 @@ def ws_as(
     elif token is not None:
         headers["Cookie"] = f"sb_session={token}"
     return live.ws_url(chat_id, **query), headers
+
+
+def ws_at(
+    live: LiveServer, path: str, token: str | None, carrier: str = "header"
+) -> tuple[str, dict[str, str]]:
+    """A WebSocket URL of ``live`` other than a chat's, with ``token`` carried as asked."""
+    headers: dict[str, str] = {}
+    query = ""
+    if token is not None and carrier == "header":
+        headers["Authorization"] = f"Bearer {token}"
+    elif token is not None and carrier == "query":
+        query = f"?token={token}"
+    elif token is not None:
+        headers["Cookie"] = f"sb_session={token}"
+    return live.http.replace("http://", "ws://") + path + query, headers
+
+
+async def socket_exchange(
+    url: str, headers: dict[str, str], message: dict[str, Any], until_close: bool = False
+) -> str:
+    """What an Open Responses WebSocket says to ``message`` (or to nothing, if it closes
+    first): its messages up to an error or a terminal event (``until_close``: up to its
+    close), and its close code."""
+    received: list[str] = []
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        with contextlib.suppress(ConnectionClosed):  # refused at once: read why all the same
+            await ws.send(json.dumps(message))
+        try:
+            while True:
+                text = str(await asyncio.wait_for(ws.recv(), 10))
+                received.append(text)
+                ended = ("error", "response.completed", "response.failed")
+                if not until_close and json.loads(text)["type"] in ended:
+                    break
+        except ConnectionClosed as closed:
+            received.append(f"closed {closed.rcvd.code if closed.rcvd else None}")
+    return " ".join(received)
 
 
 def shown(response: httpx.Response) -> str:
@@ -424,6 +465,12 @@ async def attack_open_responses(
         )
         assert created.status_code == 200, created.text
         response_id = created.json()["id"]
+        compact = await http.post(
+            "/v1/responses/compact",
+            json={"model": "switchboard", "previous_response_id": response_id},
+        )
+        assert compact.status_code == 200, compact.text
+        window = compact.json()["output"]
     for carrier in CARRIERS:
         async with http_as(live, bob.token, carrier) as http:
             read = await http.get(f"/v1/responses/{response_id}")
@@ -442,6 +489,48 @@ async def attack_open_responses(
                 f"{carrier} POST /v1/responses previous_response_id=<alice's>",
                 chained.status_code == 404 and "balances" not in chained.text,
                 shown(chained),
+            )
+            compacted = await http.post(
+                "/v1/responses/compact",
+                json={"model": "switchboard", "previous_response_id": response_id},
+            )
+            ledger.record(
+                f"{carrier} POST /v1/responses/compact previous_response_id=<alice's>",
+                compacted.status_code == 404 and "balances" not in compacted.text,
+                shown(compacted),
+            )
+            # Her compacted conversation, replayed by him: sealed for her alone.
+            replayed = await http.post(
+                "/v1/responses",
+                json={
+                    "model": "switchboard",
+                    "input": [*window, {"role": "user", "content": "what did I ask?"}],
+                },
+            )
+            ledger.record(
+                f"{carrier} POST /v1/responses input=<alice's compaction>",
+                replayed.status_code == 400
+                and replayed.json()["error"]["code"] == "invalid_encrypted_content"
+                and "balances" not in replayed.text,
+                shown(replayed),
+            )
+            url, headers = ws_at(live, "/v1/responses", bob.token, carrier)
+            answer = await socket_exchange(
+                url,
+                headers,
+                {
+                    "type": "response.create",
+                    "model": "switchboard",
+                    "input": "and what did I just ask?",
+                    "previous_response_id": response_id,
+                },
+            )
+            ledger.record(
+                f"{carrier} WS /v1/responses previous_response_id=<alice's>",
+                '"status":404' in answer
+                and "previous_response_not_found" in answer
+                and "balances" not in answer,
+                answer,
             )
 
 
@@ -679,6 +768,7 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("GET", CALLBACK_ROUTE): (CALLBACK, {"state": alice.oauth_state, "code": "x"}),
         ("POST", "/v1/responses"): ("/v1/responses", {}),
         ("GET", "/v1/responses/{response_id}"): ("/v1/responses/resp_unknown", {}),
+        ("POST", "/v1/responses/compact"): ("/v1/responses/compact", {}),
         ("GET", "/api/approvals"): ("/api/approvals", {}),
         ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"): (
             f"/api/chats/{alice.approval_chat}/approvals/{alice.approval_id}",
@@ -686,7 +776,8 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ),
         ("POST", "/ag-ui"): ("/ag-ui", {}),
     }
-    assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - {("WS", "/ws/chats/{chat_id}")}
+    sockets = {("WS", "/ws/chats/{chat_id}"), ("WS", "/v1/responses")}
+    assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - sockets
     for token in (None, "sb_" + "x" * 43, alice.token[:-1], "Bearer", "null"):
         for carrier in CARRIERS:
             async with http_as(live, token, carrier) as http:
@@ -700,6 +791,15 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             url, headers = ws_as(live, chat_id, token, carrier, after_seq=0)
             code, seen = await socket_refusal(url, headers)
             ledger.record(f"{token!r} {carrier} WS {chat_id}", code == 4401, seen)
+            url, headers = ws_at(live, "/v1/responses", token, carrier)
+            said = await socket_exchange(
+                url, headers, {"type": "response.create", "model": "m", "input": "hi"}, True
+            )
+            ledger.record(
+                f"{token!r} {carrier} WS /v1/responses",
+                '"status":401' in said and said.endswith("closed 1008"),
+                said,
+            )
     failures = ledger.failures()
     record_property("unauthenticated_attempts", len(ledger.attempts))
     print(
