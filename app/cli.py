@@ -348,11 +348,24 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
 ]
 
 
+def installed_version() -> str:
+    """The installed distribution's version: pyproject.toml's, the one place it is set."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from connectors.names import DISTRIBUTION
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "(not installed: run it from an installed package or `make run`)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="switchboard",
         description="Real-time WebSocket chat backend. Configure with SWITCHBOARD_* variables.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
         add(sub)

@@ -22,15 +22,29 @@ from alembic import command
 from storage.engine import Database
 from storage.models import Base
 
-ALEMBIC_INI = Path(__file__).resolve().parents[1] / "alembic.ini"
+# Where the migration scripts are: a wheel carries them inside the package (setup.py
+# copies them there); a checkout has them in its top-level alembic/ folder.
+PACKAGED = Path(__file__).resolve().parent / "migrations"
+CHECKOUT = Path(__file__).resolve().parents[1] / "alembic"
+
+
+def script_location() -> Path:
+    for folder in (PACKAGED, CHECKOUT):
+        if (folder / "env.py").is_file():
+            return folder
+    raise RuntimeError(
+        f"Switchboard's migration scripts are missing: neither {PACKAGED} (an installed "
+        f"package) nor {CHECKOUT} (a checkout) holds env.py; reinstall Switchboard"
+    )
 
 
 def alembic_config(url: str) -> Config:
-    """An Alembic ``Config`` for ``url`` that leaves the caller's logging alone."""
-    if not ALEMBIC_INI.is_file():
-        raise RuntimeError(f"alembic.ini not found at {ALEMBIC_INI}; is the checkout complete?")
-    config = Config(str(ALEMBIC_INI))
-    # Passed as an attribute, not through the ini: ConfigParser would treat a "%" in a
+    """An Alembic ``Config`` for ``url``, built in code (no alembic.ini: an installed
+    package has none), that leaves the caller's logging alone."""
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    config.set_main_option("path_separator", "os")
+    # Passed as an attribute, not as an option: ConfigParser would treat a "%" in a
     # URL-encoded password as interpolation.
     config.attributes["url"] = url
     config.attributes["configure_logger"] = False

@@ -34,9 +34,17 @@ def free_port() -> int:
 class ServerProcess(LoopbackUrls):
     """``switchboard serve`` in its own process, as an operator would run it."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, cwd: Path = ROOT) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        cwd: Path = ROOT,
+        command: list[str] | None = None,
+    ) -> None:
         self.env = env
         self.cwd = cwd  # `python -m` imports the app from here
+        # Default: this checkout's app; an installed package's `switchboard serve` otherwise.
+        self.command = command or [sys.executable, "-m", "app.cli", "serve", "--no-migrate"]
         self.port = free_port()
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
@@ -46,7 +54,7 @@ class ServerProcess(LoopbackUrls):
         env = {**os.environ, **self.env, "SWITCHBOARD_PORT": str(self.port)}
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--no-migrate"],
+            self.command,
             cwd=self.cwd,
             env=env,
             stdout=log,
