@@ -1,0 +1,154 @@
+"""Switchboard as a client of another Open Responses server (``responses:MODEL@URL``):
+vendor extensions ignored quietly and never sent to another server, a failure before the
+first token retried, refusals and cut-off answers shown as what they are."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from tests.fakes.model_server import (
+    FakeModelServer,
+    Say,
+    Vendor,
+    reply,
+    running_model_server,
+)
+from tests.support.clients import open_client
+from tests.support.servers import serve
+
+pytestmark = [
+    pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True),
+    pytest.mark.parametrize("provider", ["responses"]),
+]
+
+FAST_RETRY = {"retry-after-ms": "10"}
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events if e["type"] != "llm_response_delta"]
+
+
+def no_suggestions(fake: FakeModelServer) -> None:
+    fake.structured["FollowUps"] = {"prompts": []}
+    fake.structured["ChatTitle"] = {"title": "Hi"}
+
+
+def vendor_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in body.get("input", []) if ":" in str(i.get("type"))]
+
+
+async def test_vendor_items_and_events_are_ignored_quietly_and_go_back_to_their_server_only(
+    model_settings: Callable[..., Settings],
+    fake_model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake_model.script(reply(Vendor(), Say("Hello there.")), Say("Second answer."))
+    no_suggestions(fake_model)
+    chat_id = uuid.uuid4().hex
+    async with serve(model_settings()) as live:
+        async with open_client(live.ws_url(chat_id)) as client:
+            first = await client.turn("hello")
+            second = await client.turn("again")
+    for events, text in ((first, "Hello there."), (second, "Second answer.")):
+        assert types(events) == [
+            "user_prompt",
+            "llm_response",
+            "end_of_stream",
+            "suggested_prompts",
+        ]
+        assert [e["text"] for e in events if e["type"] == "llm_response"] == [text]
+    assert "acme" not in json.dumps(first + second)
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == [], [r.getMessage() for r in loud]
+    # The same server gets its own item back, as it sent it (without Switchboard's mark).
+    turns = fake_model.turn_requests()
+    assert vendor_items(turns[1].body) == [
+        {
+            "id": "acme_0002",
+            "type": "acme:telemetry_chunk",
+            "status": "completed",
+            "chunk": "gpu=0.93",
+        }
+    ]
+
+
+async def test_vendor_items_are_not_sent_to_another_server(
+    model_settings: Callable[..., Settings],
+    fake_model: FakeModelServer,
+) -> None:
+    other = FakeModelServer(api_key=fake_model.api_key)
+    fake_model.script(reply(Vendor(), Say("Hello there.")))
+    no_suggestions(fake_model)
+    chat_id = uuid.uuid4().hex
+    async with serve(model_settings()) as live:
+        async with open_client(live.ws_url(chat_id)) as client:
+            await client.turn("hello")
+    async with running_model_server(other):
+        other.script(Say("From the other server."))
+        no_suggestions(other)
+        settings = model_settings(model=f"responses:other@{other.base_url()}")
+        async with serve(settings) as live, open_client(live.ws_url(chat_id)) as client:
+            events = await client.turn("again")
+    assert events[-2]["status"] == "completed"
+    body = other.turn_requests()[0].body
+    assert vendor_items(body) == []
+    assert "x_switchboard_origin" not in json.dumps(body)
+    assert [i.get("content") for i in body["input"] if i.get("role") == "user"] == [
+        "hello",
+        "again",
+    ]
+
+
+async def test_a_failed_response_before_the_first_token_is_retried(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        reply(Say("never shown"), break_after=0, break_with="failed"),
+        reply(Say("never shown"), break_after=0, break_with="error_event"),
+        Say("Hello! How can I help?"),
+    )
+    no_suggestions(fake_model)
+    async with serve(model_settings(model_max_retries=2)) as live:
+        async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+            events = await client.turn("hello")
+    assert types(events) == ["user_prompt", "llm_response", "end_of_stream", "suggested_prompts"]
+    assert events[-2]["status"] == "completed" and events[-2]["usage"]["requests"] == 3
+    assert len(fake_model.turn_requests()) == 3
+
+
+async def test_a_failed_response_that_lasts_is_reported_after_the_retries(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    failed = reply(Say("never shown"), break_after=0, break_with="failed")
+    fake_model.script(failed, failed, Say("a third try would take this"))
+    async with serve(model_settings(model_max_retries=1)) as live:
+        async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+            events = await client.turn("hello")
+    assert types(events) == ["user_prompt", "error", "end_of_stream"]
+    error = next(e for e in events if e["type"] == "error")
+    assert error["code"] == "model_unavailable" and error["retryable"] is True
+    assert len(fake_model.turn_requests()) == 2 and fake_model.pending == 1
+
+
+async def test_a_failed_response_that_blames_the_request_is_not_retried(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    fake_model.script(
+        reply(Say("never shown"), break_after=0, error_code="invalid_prompt"),
+        Say("a retry would take this"),
+    )
+    async with serve(model_settings(model_max_retries=3)) as live:
+        async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+            events = await client.turn("hello")
+    error = next(e for e in events if e["type"] == "error")
+    assert error["code"] == "model_error" and error["retryable"] is False
+    assert "invalid_prompt" in error["message"]
+    assert len(fake_model.turn_requests()) == 1 and fake_model.pending == 1
