@@ -15,6 +15,7 @@ import pytest
 from app.settings import Settings
 from tests.fakes.model_server import (
     FakeModelServer,
+    Refuse,
     Say,
     Vendor,
     reply,
@@ -23,10 +24,9 @@ from tests.fakes.model_server import (
 from tests.support.clients import open_client
 from tests.support.servers import serve
 
-pytestmark = [
-    pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True),
-    pytest.mark.parametrize("provider", ["responses"]),
-]
+pytestmark = pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=True)
+# Vendor extensions and failed responses are the Responses wire's own.
+RESPONSES = pytest.mark.parametrize("provider", ["responses"])
 
 FAST_RETRY = {"retry-after-ms": "10"}
 
@@ -44,6 +44,7 @@ def vendor_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in body.get("input", []) if ":" in str(i.get("type"))]
 
 
+@RESPONSES
 async def test_vendor_items_and_events_are_ignored_quietly_and_go_back_to_their_server_only(
     model_settings: Callable[..., Settings],
     fake_model: FakeModelServer,
@@ -80,6 +81,7 @@ async def test_vendor_items_and_events_are_ignored_quietly_and_go_back_to_their_
     ]
 
 
+@RESPONSES
 async def test_vendor_items_are_not_sent_to_another_server(
     model_settings: Callable[..., Settings],
     fake_model: FakeModelServer,
@@ -107,6 +109,7 @@ async def test_vendor_items_are_not_sent_to_another_server(
     ]
 
 
+@RESPONSES
 async def test_a_failed_response_before_the_first_token_is_retried(
     model_settings: Callable[..., Settings], fake_model: FakeModelServer
 ) -> None:
@@ -124,6 +127,7 @@ async def test_a_failed_response_before_the_first_token_is_retried(
     assert len(fake_model.turn_requests()) == 3
 
 
+@RESPONSES
 async def test_a_failed_response_that_lasts_is_reported_after_the_retries(
     model_settings: Callable[..., Settings], fake_model: FakeModelServer
 ) -> None:
@@ -138,6 +142,7 @@ async def test_a_failed_response_that_lasts_is_reported_after_the_retries(
     assert len(fake_model.turn_requests()) == 2 and fake_model.pending == 1
 
 
+@RESPONSES
 async def test_a_failed_response_that_blames_the_request_is_not_retried(
     model_settings: Callable[..., Settings], fake_model: FakeModelServer
 ) -> None:
@@ -152,3 +157,63 @@ async def test_a_failed_response_that_blames_the_request_is_not_retried(
     assert error["code"] == "model_error" and error["retryable"] is False
     assert "invalid_prompt" in error["message"]
     assert len(fake_model.turn_requests()) == 1 and fake_model.pending == 1
+
+
+@pytest.mark.parametrize("provider", ["responses", "openai"])
+async def test_a_refusal_is_the_turns_answer_marked_as_a_refusal(
+    model_settings: Callable[..., Settings],
+    fake_model: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refusal = "I can't help with that."
+    fake_model.script(Refuse(refusal), Say("Sure, here is something else."))
+    no_suggestions(fake_model)
+    chat_id = uuid.uuid4().hex
+    async with serve(model_settings()) as live:
+        async with open_client(live.ws_url(chat_id)) as client:
+            events = await client.turn("something I should not ask")
+            await client.turn("then something else")
+        async with live.client() as http:
+            detail = (await http.get(f"/api/chats/{chat_id}")).json()
+    assert types(events) == ["user_prompt", "llm_response", "end_of_stream", "suggested_prompts"]
+    answer = next(e for e in events if e["type"] == "llm_response")
+    assert answer["text"] == refusal and answer["refusal"] is True
+    deltas = "".join(e["delta"] for e in events if e["type"] == "llm_response_delta")
+    assert deltas == refusal  # the deltas still join to the message's text
+    assert events[-2]["status"] == "completed"
+    assert detail["turns"][0]["status"] == "completed"
+    assert detail["turns"][0]["final_text"] == refusal
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # The next turn's model knows it refused.
+    assert refusal in json.dumps(fake_model.turn_requests()[1].body["input"])
+
+
+@pytest.mark.parametrize("provider", ["responses", "openai"])
+async def test_an_answer_cut_off_by_the_token_limit_is_shown_marked_as_cut_off(
+    model_settings: Callable[..., Settings],
+    fake_model: FakeModelServer,
+) -> None:
+    cut = "The answer is long and it was cut"
+    fake_model.script(
+        reply(Say(cut, chunk=5), incomplete="max_output_tokens"), Say("Shorter this time.")
+    )
+    no_suggestions(fake_model)
+    chat_id = uuid.uuid4().hex
+    async with serve(model_settings(model_max_retries=2)) as live:
+        async with open_client(live.ws_url(chat_id)) as client:
+            events = await client.turn("tell me everything")
+            await client.turn("shorter please")
+        async with live.client() as http:
+            detail = (await http.get(f"/api/chats/{chat_id}")).json()
+    assert types(events) == ["user_prompt", "llm_response", "end_of_stream", "suggested_prompts"]
+    answer = next(e for e in events if e["type"] == "llm_response")
+    assert answer["text"] == cut and answer["incomplete_reason"] == "max_output_tokens"
+    assert "refusal" not in answer
+    deltas = "".join(e["delta"] for e in events if e["type"] == "llm_response_delta")
+    assert deltas == cut
+    assert events[-2]["status"] == "completed"
+    assert detail["turns"][0]["final_text"] == cut
+    # Not retried; the next turn's model reads the cut answer as what it said.
+    assert len(fake_model.turn_requests()) == 2 and fake_model.pending == 0
+    second = fake_model.turn_requests()[1].body
+    assert cut in json.dumps(second.get("input") or second.get("messages"))
