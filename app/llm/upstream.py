@@ -9,8 +9,9 @@ stream Switchboard shows, retries and sends back.
   them (``ORIGIN_KEY``), and sent back only to that server, without the mark; every
   other model (another server, another protocol, the offline model) never sees them.
 - **A failure before the first token.** A ``response.failed`` or ``error`` event that
-  comes before anything but ``response.created`` / ``response.in_progress`` is held back,
-  so the SDK's retry sees a call that produced nothing and may retry it
+  comes before any content (after ``response.created``, ``response.in_progress`` and the
+  announcements of an item or part, which are held back until content comes) is not
+  passed on, so the SDK's retry sees a call that produced nothing and may retry it
   (``app.llm.providers.transient_retry_policy`` decides which codes are worth it).
 """
 
@@ -31,6 +32,9 @@ logger = logging.getLogger("switchboard.llm")
 # The mark on a stored vendor item: the base URL of the server that made it.
 ORIGIN_KEY = "x_switchboard_origin"
 _BEFORE_FIRST_TOKEN = frozenset({"response.created", "response.in_progress"})
+# Announcements of an item or part that has no content yet: held back until the first
+# token, so a failure right after them still leaves a call that produced nothing.
+_ANNOUNCEMENTS = frozenset({"response.output_item.added", "response.content_part.added"})
 _FAILURES = frozenset({"response.failed", "error", "response.error"})
 
 
@@ -65,17 +69,25 @@ class UpstreamResponsesModel(OpenAIResponsesModel):
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         started = False
+        held: list[Any] = []
         async for event in super().stream_response(*args, **kwargs):
             kind = getattr(event, "type", None)
             if is_vendor_type(kind):
                 logger.debug("ignored a vendor event of the model server", extra={"event": kind})
                 continue
-            if kind in _FAILURES and not started:
-                # Not passed on: the SDK raises right after it, and an event passed on
-                # would count as output and forbid a retry.
-                continue
-            if kind not in _BEFORE_FIRST_TOKEN:
-                started = True
+            if not started:
+                if kind in _FAILURES:
+                    # Not passed on: the SDK raises right after it, and an event passed
+                    # on would count as output and forbid a retry.
+                    continue
+                if kind in _ANNOUNCEMENTS:
+                    held.append(event)
+                    continue
+                if kind not in _BEFORE_FIRST_TOKEN:
+                    started = True
+                    for announced in held:
+                        yield announced
+                    held.clear()
             response = getattr(event, "response", None)
             if kind in ("response.completed", "response.incomplete") and response is not None:
                 self._mark(list(response.output or []))

@@ -94,6 +94,9 @@ class Reply:
     delay: float = 0.0  # seconds between streamed events
     break_after: int | None = None
     break_with: Break = "failed"
+    # Responses only: break right before the first event of this type instead (e.g.
+    # ``response.output_text.delta``: after the message was announced, before its text).
+    break_before: str | None = None
     error_code: str = "server_error"
     # Set: the response ends ``incomplete`` for this reason (``max_output_tokens``) after
     # its items, the last of them cut there.
@@ -587,7 +590,10 @@ class _ResponsesWriter:
     async def stream(self) -> AsyncIterator[str]:
         deltas = 0
         for is_delta, text in self._events():
-            if self.step.break_after is not None and deltas >= self.step.break_after:
+            at_break = self.step.break_before is not None and text.startswith(
+                f"event: {self.step.break_before}\n"
+            )
+            if at_break or (self.step.break_after is not None and deltas >= self.step.break_after):
                 async for chunk in _finish_broken(self.step, list(self._break())):
                     yield chunk
                 return

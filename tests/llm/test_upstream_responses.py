@@ -114,7 +114,9 @@ async def test_a_failed_response_before_the_first_token_is_retried(
     model_settings: Callable[..., Settings], fake_model: FakeModelServer
 ) -> None:
     fake_model.script(
-        reply(Say("never shown"), break_after=0, break_with="failed"),
+        # After the message was announced, before its first token.
+        reply(Say("never shown"), break_before="response.output_text.delta"),
+        # As the first event.
         reply(Say("never shown"), break_after=0, break_with="error_event"),
         Say("Hello! How can I help?"),
     )
@@ -131,7 +133,7 @@ async def test_a_failed_response_before_the_first_token_is_retried(
 async def test_a_failed_response_that_lasts_is_reported_after_the_retries(
     model_settings: Callable[..., Settings], fake_model: FakeModelServer
 ) -> None:
-    failed = reply(Say("never shown"), break_after=0, break_with="failed")
+    failed = reply(Say("never shown"), break_before="response.output_text.delta")
     fake_model.script(failed, failed, Say("a third try would take this"))
     async with serve(model_settings(model_max_retries=1)) as live:
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
