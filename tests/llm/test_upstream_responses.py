@@ -14,6 +14,7 @@ import pytest
 
 from app.settings import Settings
 from tests.fakes.model_server import (
+    Call,
     FakeModelServer,
     Refuse,
     Say,
@@ -219,3 +220,28 @@ async def test_an_answer_cut_off_by_the_token_limit_is_shown_marked_as_cut_off(
     assert len(fake_model.turn_requests()) == 2 and fake_model.pending == 0
     second = fake_model.turn_requests()[1].body
     assert cut in json.dumps(second.get("input") or second.get("messages"))
+
+
+@RESPONSES
+@pytest.mark.parametrize("connector_kind", ["chat", "responses"])
+async def test_a_connector_agent_on_another_server_never_gets_the_vendor_items(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer, connector_kind: str
+) -> None:
+    # The orchestrator's server adds a vendor item to the response that hands off; the
+    # connector agent runs on another server (SWITCHBOARD_CONNECTOR_MODEL), in the same turn.
+    fake_model.script(reply(Vendor(), Call("transfer_to_yelp", {})))
+    no_suggestions(fake_model)
+    async with running_model_server(FakeModelServer(api_key=fake_model.api_key)) as other:
+        other.script(Say("Yelp here: which city?"))
+        no_suggestions(other)
+        settings = model_settings(connector_model=f"{connector_kind}:small@{other.base_url()}")
+        async with serve(settings) as live:
+            async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+                events = await client.turn("find sushi")
+    assert events[-2]["status"] == "completed"
+    assert (
+        next(e for e in events if e["type"] == "llm_response")["text"] == "Yelp here: which city?"
+    )
+    [sent] = other.turn_requests()
+    assert "acme" not in sent.text and "x_switchboard_origin" not in sent.text
+    assert "find sushi" in sent.text  # the history did go along
