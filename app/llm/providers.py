@@ -36,7 +36,7 @@ from app.llm.errors import is_transient_failure_event
 from app.llm.offline import OfflineModelProvider
 from app.llm.offline_knowledge import OfflineKnowledge
 from app.llm.spec import OPENAI_BASE_URL, ModelSpec, parse_model_spec, parse_optional_spec
-from app.llm.upstream import UpstreamResponsesModel, VendorItemFilter
+from app.llm.upstream import UpstreamResponsesModel, drop_vendor_items
 from app.settings import Settings, SettingsError
 from connectors.registry import Connector
 
@@ -173,7 +173,7 @@ class ModelFactory:
         client = self.client_for(spec)
         if spec.kind == "chat":
             return OpenAIChatCompletionsModel(model=spec.model, openai_client=client)
-        return UpstreamResponsesModel(spec.model, client, self.base_url_of(spec))
+        return UpstreamResponsesModel(model=spec.model, openai_client=client)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -231,8 +231,8 @@ class ConfiguredModels:
             model_provider=self.provider,
             model_settings=self.suggest_settings if suggest else self.model_settings,
             tracing_disabled=not self.tracing,
-            # Vendor items of a model server go back to that server only (app.llm.upstream).
-            call_model_input_filter=VendorItemFilter(self.provider.get_model),
+            # No model is sent a model server's vendor items (app.llm.upstream).
+            call_model_input_filter=drop_vendor_items,
         )
 
     async def aclose(self, grace: float = BACKGROUND_GRACE) -> None:

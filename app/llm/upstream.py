@@ -1,13 +1,17 @@
 """Another Open Responses server as the model (``responses:MODEL@BASE_URL``): what of its
-stream Switchboard shows, retries and sends back.
+stream Switchboard shows, retries and keeps.
 
 - **Vendor extensions.** The spec lets a server add items and events of its own, their
-  ``type`` prefixed with its name (``acme:telemetry_chunk``). Switchboard does not know
-  what they mean, so their events are dropped from the stream (a debug line, nothing
-  else) and their items are never shown. Items can carry the server's own state, so
-  they are kept in the chat's history, marked with the base URL of the server that made
-  them (``ORIGIN_KEY``), and sent back only to that server, without the mark; every
-  other model (another server, another protocol, the offline model) never sees them.
+  ``type`` prefixed with its name (``acme:telemetry_chunk``). Switchboard cannot know
+  what they mean, so it drops them where they come in: their events from the stream and
+  their items from the response's output (a debug line each, nothing else). They are
+  never shown, never kept in the chat's history and so never sent to any model again,
+  the server that made them included. Sending them back only to their own server was
+  considered and rejected: a turn that pauses for approval stores its run, which the
+  Agents SDK cannot restore with an item it does not know, and "the same server" is not
+  a stable identity (a base URL moves, a model changes behind it). A model's input is
+  filtered as well (``drop_vendor_items``), for histories stored before this and for any
+  other way such an item could get there.
 - **A failure before the first token.** A ``response.failed`` or ``error`` event that
   comes before any content (after ``response.created``, ``response.in_progress`` and the
   announcements of an item or part, which are held back until content comes) is not
@@ -18,19 +22,15 @@ stream Switchboard shows, retries and sends back.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from agents import OpenAIResponsesModel
 from agents.items import ModelResponse, TResponseInputItem
-from agents.models.interface import Model
 from agents.run_config import CallModelData, ModelInputData
-from openai import AsyncOpenAI
 
 logger = logging.getLogger("switchboard.llm")
 
-# The mark on a stored vendor item: the base URL of the server that made it.
-ORIGIN_KEY = "x_switchboard_origin"
 _BEFORE_FIRST_TOKEN = frozenset({"response.created", "response.in_progress"})
 # Announcements of an item or part that has no content yet: held back until the first
 # token, so a failure right after them still leaves a call that produced nothing.
@@ -43,28 +43,26 @@ def is_vendor_type(kind: object) -> bool:
     return isinstance(kind, str) and ":" in kind
 
 
-def _field(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+def _type_of(obj: Any) -> Any:
+    return obj.get("type") if isinstance(obj, Mapping) else getattr(obj, "type", None)
+
+
+def _drop_vendor_output(output: list[Any]) -> None:
+    """Remove vendor items from a response's ``output``, in place (the SDK reads it)."""
+    kept = [item for item in output if not is_vendor_type(_type_of(item))]
+    if len(kept) != len(output):
+        logger.debug(
+            "ignored vendor items of the model server", extra={"ignored": len(output) - len(kept)}
+        )
+        output[:] = kept
 
 
 class UpstreamResponsesModel(OpenAIResponsesModel):
-    """The SDK's Responses model, for a server at ``origin`` that may speak extensions."""
-
-    def __init__(self, model: str, openai_client: AsyncOpenAI, origin: str) -> None:
-        super().__init__(model=model, openai_client=openai_client)
-        self.origin = origin
-
-    def _mark(self, output: list[Any]) -> None:
-        for item in output:
-            if is_vendor_type(_field(item, "type")):
-                if isinstance(item, dict):
-                    item[ORIGIN_KEY] = self.origin
-                else:  # the client's models keep unknown fields, and dump them back
-                    setattr(item, ORIGIN_KEY, self.origin)
+    """The SDK's Responses model, for a server that may speak extensions."""
 
     async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
         response = await super().get_response(*args, **kwargs)
-        self._mark(response.output)
+        _drop_vendor_output(response.output)
         return response
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -72,7 +70,8 @@ class UpstreamResponsesModel(OpenAIResponsesModel):
         held: list[Any] = []
         async for event in super().stream_response(*args, **kwargs):
             kind = getattr(event, "type", None)
-            if is_vendor_type(kind):
+            if is_vendor_type(kind) or is_vendor_type(_type_of(getattr(event, "item", None))):
+                # A vendor event, or the announcement of a vendor item.
                 logger.debug("ignored a vendor event of the model server", extra={"event": kind})
                 continue
             if not started:
@@ -90,49 +89,16 @@ class UpstreamResponsesModel(OpenAIResponsesModel):
                     held.clear()
             response = getattr(event, "response", None)
             if kind in ("response.completed", "response.incomplete") and response is not None:
-                self._mark(list(response.output or []))
+                _drop_vendor_output(response.output)
             yield event
 
 
-ModelOf = Callable[[Any], Model]
-
-
-def origin_of(model: Model) -> str | None:
-    """The server whose vendor items ``model`` may be sent (None: no server's)."""
-    origin = getattr(model, "origin", None)
-    return origin if isinstance(origin, str) else None
-
-
-def keep_for(items: list[TResponseInputItem], origin: str | None) -> list[TResponseInputItem]:
-    """``items`` as a model at ``origin`` may read them: vendor items of that server
-    without their mark, no vendor item of any other."""
-    kept: list[TResponseInputItem] = []
-    dropped = 0
-    for item in items:
-        if not is_vendor_type(_field(item, "type")):
-            kept.append(item)
-        elif isinstance(item, Mapping) and origin is not None and item.get(ORIGIN_KEY) == origin:
-            unmarked = {k: v for k, v in item.items() if k != ORIGIN_KEY}
-            kept.append(cast("TResponseInputItem", unmarked))
-        else:
-            dropped += 1
-    if dropped:
-        logger.debug("vendor items not sent to another model", extra={"dropped": dropped})
-    return kept
-
-
-class VendorItemFilter:
-    """``RunConfig.call_model_input_filter``: each model call gets the vendor items of its
-    own server only. ``model_of`` resolves an agent's ``model`` (a name or None) the way
-    the run's model provider does."""
-
-    def __init__(self, model_of: ModelOf) -> None:
-        self._model_of = model_of
-
-    def __call__(self, data: CallModelData[Any]) -> ModelInputData:
-        chosen = data.agent.model
-        model = chosen if isinstance(chosen, Model) else self._model_of(chosen)
-        return ModelInputData(
-            input=keep_for(data.model_data.input, origin_of(model)),
-            instructions=data.model_data.instructions,
+def drop_vendor_items(data: CallModelData[Any]) -> ModelInputData:
+    """``RunConfig.call_model_input_filter``: no model is ever sent a vendor item."""
+    items: list[TResponseInputItem] = data.model_data.input
+    kept = [item for item in items if not is_vendor_type(_type_of(item))]
+    if len(kept) != len(items):
+        logger.debug(
+            "vendor items not sent to the model", extra={"dropped": len(items) - len(kept)}
         )
+    return ModelInputData(input=kept, instructions=data.model_data.instructions)

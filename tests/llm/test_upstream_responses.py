@@ -46,7 +46,7 @@ def vendor_items(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @RESPONSES
-async def test_vendor_items_and_events_are_ignored_quietly_and_go_back_to_their_server_only(
+async def test_vendor_items_and_events_are_ignored_quietly_and_never_sent_back(
     model_settings: Callable[..., Settings],
     fake_model: FakeModelServer,
     caplog: pytest.LogCaptureFixture,
@@ -70,15 +70,13 @@ async def test_vendor_items_and_events_are_ignored_quietly_and_go_back_to_their_
     assert "acme" not in json.dumps(first + second)
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert loud == [], [r.getMessage() for r in loud]
-    # The same server gets its own item back, as it sent it (without Switchboard's mark).
-    turns = fake_model.turn_requests()
-    assert vendor_items(turns[1].body) == [
-        {
-            "id": "acme_0002",
-            "type": "acme:telemetry_chunk",
-            "status": "completed",
-            "chunk": "gpu=0.93",
-        }
+    assert any(r.getMessage().startswith("ignored a vendor event") for r in caplog.records)
+    # Not kept in the chat's history: not even their own server gets them back.
+    body = fake_model.turn_requests()[1].body
+    assert vendor_items(body) == [] and "acme" not in json.dumps(body)
+    assert [i.get("content") for i in body["input"] if i.get("role") == "user"] == [
+        "hello",
+        "again",
     ]
 
 
@@ -102,8 +100,7 @@ async def test_vendor_items_are_not_sent_to_another_server(
             events = await client.turn("again")
     assert events[-2]["status"] == "completed"
     body = other.turn_requests()[0].body
-    assert vendor_items(body) == []
-    assert "x_switchboard_origin" not in json.dumps(body)
+    assert vendor_items(body) == [] and "acme" not in json.dumps(body)
     assert [i.get("content") for i in body["input"] if i.get("role") == "user"] == [
         "hello",
         "again",
@@ -243,5 +240,26 @@ async def test_a_connector_agent_on_another_server_never_gets_the_vendor_items(
         next(e for e in events if e["type"] == "llm_response")["text"] == "Yelp here: which city?"
     )
     [sent] = other.turn_requests()
-    assert "acme" not in sent.text and "x_switchboard_origin" not in sent.text
+    assert "acme" not in sent.text
     assert "find sushi" in sent.text  # the history did go along
+
+
+@RESPONSES
+async def test_a_turn_paused_for_approval_with_a_vendor_item_resumes(
+    model_settings: Callable[..., Settings], fake_model: FakeModelServer
+) -> None:
+    # The paused run (with the vendor item among its items) is stored and restored.
+    email = {"to": ["bob@example.com"], "subject": "Hi", "body": "Hello Bob."}
+    fake_model.script(
+        reply(Vendor(), Call("transfer_to_gmail", {})),
+        reply(Vendor(data={"chunk": "second"}), Call("send_google_email", email)),
+        Say("Sent."),
+    )
+    no_suggestions(fake_model)
+    async with serve(model_settings()) as live:
+        async with open_client(live.ws_url(uuid.uuid4().hex), auto_approve=True) as client:
+            events = await client.turn("email bob hello")
+    assert "approval_resolved" in types(events)
+    assert events[-2]["status"] == "completed"
+    assert [e["text"] for e in events if e["type"] == "llm_response"] == ["Sent."]
+    assert not any("acme" in r.text for r in fake_model.turn_requests())
