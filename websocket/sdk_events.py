@@ -100,6 +100,10 @@ def read(event: object) -> Fact | None:
         return None
     item = event.item
     if event.name == "message_output_created" and isinstance(item, MessageOutputItem):
+        if get(item.raw_item, "type") != "message":
+            # A model server's own item type (``acme:telemetry_chunk``), which the SDK
+            # files as a message: nothing any front end can show (app.llm.upstream).
+            return None
         text = ItemHelpers.text_message_output(item)
         refusal = ItemHelpers.extract_refusal(item.raw_item) or None
         return MessageDone(str(get(item.raw_item, "id") or ""), text, refusal)

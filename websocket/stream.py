@@ -12,7 +12,9 @@ Known limits of the SDK's event order, documented rather than patched over:
 - Model items are emitted after the model response completes, in output order, so a
   response with text then a tool call gives ``delta* llm_response tool_call``. A response
   with two messages (rare) streams both messages' deltas before either ``llm_response``.
-- Refusal parts are not text: a refusal-only message gives ``llm_response`` with ``""``.
+- Refusal parts are not text (nor streamed as text deltas): a refusal-only message gives
+  one ``llm_response_delta`` with the refusal, then ``llm_response`` with it and
+  ``refusal: true``, so the deltas still join to the message's text.
 """
 
 from __future__ import annotations
@@ -147,7 +149,23 @@ class StreamTranslator:
         key = fact.item_id if fact.item_id in self._pending else next(iter(self._pending), None)
         if key is not None:
             del self._pending[key]
-        return [LlmResponseEvent(text=fact.text, current_agent=self._current_agent)]
+        agent = self._current_agent
+        if fact.refusal and not fact.text and key is None:
+            # The model declined: that is its answer, shown as the message it is.
+            return [
+                LlmResponseDeltaEvent(delta=fact.refusal, current_agent=agent),
+                LlmResponseEvent(text=fact.refusal, current_agent=agent, refusal=True),
+            ]
+        return [LlmResponseEvent(text=fact.text, current_agent=agent)]
+
+    def cut_off(self, reason: str) -> LlmResponseEvent:
+        """The message being streamed when the model stopped at its limit (``reason``),
+        as the answer it is, marked as cut off; the deltas sent join to its text."""
+        text = self.current_text
+        self._pending.clear()
+        return LlmResponseEvent(
+            text=text, current_agent=self._current_agent, incomplete_reason=reason
+        )
 
     def _tool_called(self, fact: ToolCalled) -> list[Event]:
         if fact.call_id in self._called:

@@ -50,7 +50,7 @@ class TurnOutcome:
     # A paused turn's approvals (``approval_required`` payloads), in order.
     approvals: tuple[dict[str, Any], ...] = ()
     # Why the model stopped before it finished its answer (``max_output_tokens``,
-    # ``content_filter``), for a failed turn whose model ran out of its budget.
+    # ``content_filter``): a completed turn whose answer was cut off there.
     incomplete: str | None = None
 
 
@@ -64,7 +64,7 @@ class TurnPlan:
     once the turn's end (or pause) is committed and before another turn of the chat can
     start here. No suggested prompts are made for such turns. A turn resumed after its
     approvals runs the orchestrator unless a plan gives its ``agent`` again.
-    ``error_handlers`` go to the SDK's runner (the socket's turns have none).
+    ``error_handlers`` go to the SDK's runner (default: a refusal is the turn's answer).
     """
 
     agent: Agent[ChatContext] | None = None

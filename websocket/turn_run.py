@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agents import Runner, RunState
+from agents import (
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+    RunErrorHandlers,
+    Runner,
+    RunState,
+)
 from agents.result import RunResultStreaming
 
 from connectors.caller_tools import drop_pending
@@ -174,7 +180,7 @@ class TurnRun:
                 run_config=plan.run_config or engine.run_config,
                 max_turns=engine.max_model_turns,
                 session=self.session,
-                error_handlers=plan.error_handlers,
+                error_handlers=self._error_handlers(),
             )
         state = await self._restore(self.resume)
         return Runner.run_streamed(
@@ -183,8 +189,12 @@ class TurnRun:
             run_config=plan.run_config or engine.run_config,
             max_turns=engine.max_model_turns,
             session=self.session,
-            error_handlers=plan.error_handlers,
+            error_handlers=self._error_handlers(),
         )
+
+    def _error_handlers(self) -> RunErrorHandlers[Any]:
+        handlers = self.plan.error_handlers
+        return handlers if handlers is not None else REFUSAL_AS_ANSWER
 
     async def _restore(self, resume: PausedRun) -> RunState[Any]:
         """§3a: the person has decided every call the turn paused on."""
@@ -249,13 +259,28 @@ class TurnRun:
     def _run_failed(self, exc: Exception) -> None:
         self.status = "cancelled" if self.active.cancel_requested else "failed"
         self.incomplete = incomplete_reason(exc)
-        if self.status == "failed":
+        if self.status == "failed" and self.incomplete is not None:
+            self._cut_off(self.incomplete)
+        elif self.status == "failed":
             # Logged server-side by the app's reporter; the event says only what is safe.
             error = self.failed_with = self.engine.report_failure(exc, self.log_extra)
             self.services.metrics.model_errors.labels(error.code).inc()
             self.writer.put(error)
         if self.active.result is not None:
             self.usage = usage_of(self.active.result.context_wrapper.usage)
+
+    def _cut_off(self, reason: str) -> None:
+        """The model stopped at its limit (``reason``): not a failure but an answer cut
+        short, which the person sees as the turn's answer, marked as such."""
+        self.status = "completed"
+        answer = self.translator.cut_off(reason)
+        self.text.message(answer.text)
+        self.writer.put(answer)
+        if answer.text:
+            # The next turn's model reads the cut answer as what it said (the SDK kept
+            # nothing of the step that stopped).
+            self.session.pending.append({"role": "assistant", "content": answer.text})
+        logger.info("turn's answer cut off", extra={**self.log_extra, "reason": reason})
 
     # -- the pause or the end ---------------------------------------------------------
 
@@ -423,6 +448,17 @@ class _Text:
     @property
     def partial(self) -> str:
         return "".join(self._parts)
+
+
+def _refusal_as_answer(data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
+    # A refusal is the model's answer, not a failure: the turn completes with it (its
+    # message, with the refusal part, is already in the run's items).
+    return RunErrorHandlerResult(
+        final_output=getattr(data.error, "refusal", ""), include_in_history=False
+    )
+
+
+REFUSAL_AS_ANSWER: RunErrorHandlers[Any] = {"model_refusal": _refusal_as_answer}
 
 
 def new_approval_id() -> str:

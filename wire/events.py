@@ -167,6 +167,15 @@ class LlmResponseEvent(Event):
     type = "llm_response"
     text: str
     current_agent: str
+    # Project fields after the shared contract (docs/protocol.md, "Refusals and cut-off
+    # answers"), absent unless set, so a v1 client sees the event it knows: ``refusal``
+    # when the text is the model's refusal, ``incomplete_reason`` when the answer was cut
+    # off (``max_output_tokens``, ``content_filter``).
+    refusal: Literal[True] | None = None
+    incomplete_reason: str | None = Field(default=None, max_length=40)
+
+    def payload(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
 
 
 class ErrorEvent(Event):

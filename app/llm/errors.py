@@ -28,6 +28,34 @@ _TERMINAL = "Responses stream ended with terminal event"
 _TERMINAL_CODE = re.compile(r"\bcode=['\"]?([A-Za-z0-9_.\-]+)")
 _RATE_CODES = ("rate_limit", "too_many_requests", "rate_limited", "quota")
 _UNAVAILABLE_CODES = ("server_error", "overloaded", "unavailable", "timeout", "server_busy")
+# Codes of a failed response that blame the request itself: the same request would fail
+# again, so it is neither retried nor reported as retryable. Any other failure of a
+# response is the server's, like a 5xx.
+_REQUEST_FAULT_CODES = (
+    "invalid",
+    "context_length",
+    "content_filter",
+    "not_found",
+    "unsupported",
+    "policy",
+)
+
+
+def _blames_request(code: str | None) -> bool:
+    lowered = (code or "").lower()
+    return any(word in lowered for word in _REQUEST_FAULT_CODES)
+
+
+def is_transient_failure_event(exc: BaseException) -> bool:
+    """``exc`` is a streamed ``response.failed`` / ``error`` event (not ``incomplete``)
+    whose code, if any, does not blame the request: worth another try."""
+    if not isinstance(exc, ModelBehaviorError):
+        return False
+    text = str(exc)
+    if not text.startswith(_TERMINAL) or "response.incomplete" in text:
+        return False
+    match = _TERMINAL_CODE.search(text)
+    return not _blames_request(match.group(1) if match else None)
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,16 @@ def _by_code(
             "model_unavailable",
             "The model service failed while answering. Please try again.",
             True,
+            status,
+            code,
+            request_id,
+        )
+    if _blames_request(code):
+        return ModelFailure(
+            "model_error",
+            "The model could not answer this request (its service reported "
+            f"{code}); trying again will not help.",
+            False,
             status,
             code,
             request_id,

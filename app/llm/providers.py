@@ -24,7 +24,6 @@ from typing import Any
 from agents import (
     ModelSettings,
     OpenAIChatCompletionsModel,
-    OpenAIResponsesModel,
     RunConfig,
     set_tracing_disabled,
     set_tracing_export_api_key,
@@ -33,9 +32,11 @@ from agents.models.interface import Model, ModelProvider
 from agents.retry import ModelRetrySettings, RetryDecision, RetryPolicyContext
 from openai import AsyncOpenAI, Timeout
 
+from app.llm.errors import is_transient_failure_event
 from app.llm.offline import OfflineModelProvider
 from app.llm.offline_knowledge import OfflineKnowledge
 from app.llm.spec import OPENAI_BASE_URL, ModelSpec, parse_model_spec, parse_optional_spec
+from app.llm.upstream import UpstreamResponsesModel, drop_vendor_items
 from app.settings import Settings, SettingsError
 from connectors.registry import Connector
 
@@ -65,7 +66,9 @@ def resolve_api_key(settings: Settings, environ: Mapping[str, str] = os.environ)
 
 
 def is_transient(context: RetryPolicyContext) -> bool:
-    """Worth another try: rate limits, server errors, timeouts and broken connections."""
+    """Worth another try: rate limits, server errors, timeouts and broken connections, and
+    a streamed ``response.failed`` / ``error`` whose code does not blame the request (it
+    reaches the policy only when it came before the first token: app.llm.upstream)."""
     error = context.normalized
     status = error.status_code
     return (
@@ -73,6 +76,7 @@ def is_transient(context: RetryPolicyContext) -> bool:
         or error.is_timeout
         or status in (408, 429)
         or (status is not None and status >= 500)
+        or is_transient_failure_event(context.error)
     )
 
 
@@ -169,7 +173,7 @@ class ModelFactory:
         client = self.client_for(spec)
         if spec.kind == "chat":
             return OpenAIChatCompletionsModel(model=spec.model, openai_client=client)
-        return OpenAIResponsesModel(model=spec.model, openai_client=client)
+        return UpstreamResponsesModel(model=spec.model, openai_client=client)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -227,6 +231,8 @@ class ConfiguredModels:
             model_provider=self.provider,
             model_settings=self.suggest_settings if suggest else self.model_settings,
             tracing_disabled=not self.tracing,
+            # No model is sent a model server's vendor items (app.llm.upstream).
+            call_model_input_filter=drop_vendor_items,
         )
 
     async def aclose(self, grace: float = BACKGROUND_GRACE) -> None:

@@ -393,7 +393,7 @@ class _Response:
         # asks for the decisions (its approval request items). A model that ran out of
         # its token budget leaves an incomplete one, its answer cut off.
         status = "completed" if outcome.status in ("completed", "paused") else "failed"
-        if status == "failed" and outcome.incomplete is not None:
+        if outcome.incomplete is not None:  # the turn completed with its answer cut off
             status = "incomplete"
         closing = self.builder.finish(
             status,

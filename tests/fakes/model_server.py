@@ -69,6 +69,16 @@ class Refuse:
     refusal: str
 
 
+@dataclass(frozen=True)
+class Vendor:
+    """A vendor's own output item (``type`` prefixed with its name, as the spec asks for
+    extensions), announced by ``output_item.added``, followed by a vendor event of the
+    same type carrying ``data``, and kept in the response's output. Responses only."""
+
+    kind: str = "acme:telemetry_chunk"
+    data: dict[str, Any] = field(default_factory=lambda: {"chunk": "gpu=0.93"})
+
+
 Break = Literal["failed", "error_event", "disconnect", "stall"]
 
 
@@ -78,12 +88,15 @@ class Reply:
     a ``response.failed`` event (Responses) / an error chunk (Chat), a ``type: error``
     event, a dropped connection, or silence."""
 
-    items: tuple[Say | Call | Refuse, ...]
+    items: tuple[Say | Call | Refuse | Vendor, ...]
     input_tokens: int = 100
     output_tokens: int = 10
     delay: float = 0.0  # seconds between streamed events
     break_after: int | None = None
     break_with: Break = "failed"
+    # Responses only: break right before the first event of this type instead (e.g.
+    # ``response.output_text.delta``: after the message was announced, before its text).
+    break_before: str | None = None
     error_code: str = "server_error"
     # Set: the response ends ``incomplete`` for this reason (``max_output_tokens``) after
     # its items, the last of them cut there.
@@ -111,7 +124,7 @@ class Stall:
 Step = Reply | Fail | Stall
 
 
-def reply(*items: Say | Call | Refuse, **options: Any) -> Reply:
+def reply(*items: Say | Call | Refuse | Vendor, **options: Any) -> Reply:
     return Reply(tuple(items), **options)
 
 
@@ -157,9 +170,10 @@ class FakeModelServer:
 
     # -- scripting -------------------------------------------------------------------
 
-    def script(self, *steps: Step | Say | Call | Refuse) -> None:
+    def script(self, *steps: Step | Say | Call | Refuse | Vendor) -> None:
         for step in steps:
-            self._script.append(reply(step) if isinstance(step, Say | Call | Refuse) else step)
+            single = isinstance(step, Say | Call | Refuse | Vendor)
+            self._script.append(reply(step) if single else step)
 
     @property
     def pending(self) -> int:
@@ -296,6 +310,11 @@ class _ResponsesWriter:
                         "content": [part],
                     }
                 )
+            elif isinstance(item, Vendor):
+                self.items.append(
+                    {"id": server.new_id("acme"), "type": item.kind, "status": "completed"}
+                    | item.data
+                )
             else:
                 self.items.append(
                     {
@@ -382,6 +401,8 @@ class _ResponsesWriter:
         for index, (item, source) in enumerate(zip(self.items, self.step.items, strict=True)):
             if isinstance(source, Refuse):
                 yield from self._refusal_events(index, item, source)
+            elif isinstance(source, Vendor):
+                yield from self._vendor_events(index, item, source)
             elif item["type"] == "message":
                 yield from self._message_events(index, item, source)
             else:
@@ -435,8 +456,18 @@ class _ResponsesWriter:
         ):
             yield (False, self._event(payload))
 
+    def _vendor_events(
+        self, index: int, item: dict[str, Any], source: Vendor
+    ) -> Iterator[tuple[bool, str]]:
+        for payload in (
+            {"type": "response.output_item.added", "output_index": index, "item": item},
+            {"type": source.kind, "item_id": item["id"], "output_index": index, **source.data},
+            {"type": "response.output_item.done", "output_index": index, "item": item},
+        ):
+            yield (False, self._event(payload))
+
     def _message_events(
-        self, index: int, item: dict[str, Any], source: Say | Call
+        self, index: int, item: dict[str, Any], source: Say | Call | Refuse | Vendor
     ) -> Iterator[tuple[bool, str]]:
         assert isinstance(source, Say)
         where = {"item_id": item["id"], "output_index": index}
@@ -559,7 +590,10 @@ class _ResponsesWriter:
     async def stream(self) -> AsyncIterator[str]:
         deltas = 0
         for is_delta, text in self._events():
-            if self.step.break_after is not None and deltas >= self.step.break_after:
+            at_break = self.step.break_before is not None and text.startswith(
+                f"event: {self.step.break_before}\n"
+            )
+            if at_break or (self.step.break_after is not None and deltas >= self.step.break_after):
                 async for chunk in _finish_broken(self.step, list(self._break())):
                     yield chunk
                 return

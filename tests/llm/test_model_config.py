@@ -268,7 +268,15 @@ def _status(
                 "code=invalid_prompt; message=x."
             ),
             "model_error",
-            True,
+            False,  # the request is at fault: neither retried nor worth retrying
+        ),
+        (
+            ModelBehaviorError(
+                "Responses stream ended with terminal event `response.failed`. "
+                "status=failed; error=ResponseError(code='something_new', message='x')."
+            ),
+            "model_error",
+            True,  # any other failure of a response is the server's, like a 5xx
         ),
         (
             ModelBehaviorError("Responses stream ended with terminal event `response.incomplete`."),

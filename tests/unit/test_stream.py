@@ -313,7 +313,7 @@ def test_item_text_wins_when_deltas_differ() -> None:
     assert t.translate(message(ORCH, "final"))[0].payload()["text"] == "final"
 
 
-def test_refusal_is_not_text() -> None:
+def test_a_refusal_is_the_message_marked_as_a_refusal() -> None:
     t = new_translator()
     refusal = RawResponsesStreamEvent(
         data=ResponseRefusalDeltaEvent(
@@ -325,8 +325,30 @@ def test_refusal_is_not_text() -> None:
             sequence_number=1,
         )
     )
-    assert t.translate(refusal) == []
-    assert t.translate(message(ORCH, refusal="no"))[0].payload()["text"] == ""
+    assert t.translate(refusal) == []  # refusal deltas are not text deltas
+    delta_event, done = t.translate(message(ORCH, refusal="no"))
+    # One delta with the refusal, so the message's deltas still join to its text.
+    assert delta_event.payload() == {"delta": "no", "current_agent": "Switchboard"}
+    assert done.payload() == {"text": "no", "current_agent": "Switchboard", "refusal": True}
+
+
+def test_text_beside_a_refusal_wins_and_is_not_marked() -> None:
+    t = new_translator()
+    run(t, [delta("partly")])
+    [done] = t.translate(message(ORCH, "partly", refusal="no"))
+    assert done.payload() == {"text": "partly", "current_agent": "Switchboard"}
+
+
+def test_a_cut_off_message_is_the_text_streamed_so_far() -> None:
+    t = new_translator()
+    run(t, [delta("The answer is "), delta("cut")])
+    cut = t.cut_off("max_output_tokens")
+    assert cut.payload() == {
+        "text": "The answer is cut",
+        "current_agent": "Switchboard",
+        "incomplete_reason": "max_output_tokens",
+    }
+    assert t.current_text == ""
 
 
 def test_empty_delta_is_not_sent() -> None:

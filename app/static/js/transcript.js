@@ -9,6 +9,12 @@ import { icon } from "./icons.js";
 import { renderCard } from "./cards.js";
 import { renderMarkdown } from "./markdown.js";
 
+const CUT_OFF_NOTES = {
+  max_output_tokens: "Cut off: the answer reached the model's length limit.",
+  content_filter: "Cut off by the model's content filter.",
+  other: "Cut off before the model finished.",
+};
+
 const ERROR_TITLES = {
   model_error: "The model failed",
   model_unavailable: "The model is unavailable",
@@ -289,6 +295,17 @@ export class Transcript {
     const message = view.message || this.openMessage(view);
     message.text = asText(event.text);
     this.finishMessage(view, message);
+    // Project fields (docs/protocol.md, "Refusals and cut-off answers"): the model
+    // declined, or its answer was cut off at a limit. The text is shown either way.
+    const note = event.refusal === true
+      ? { kind: "refusal", text: "The model declined to answer this." }
+      : event.incomplete_reason
+        ? { kind: "cut-off", text: CUT_OFF_NOTES[event.incomplete_reason] || CUT_OFF_NOTES.other }
+        : null;
+    if (note) {
+      message.el.classList.add(note.kind);
+      message.el.append(h("p", { class: `message-note ${note.kind}`, role: "note", text: note.text }));
+    }
   }
 
   on_error(event) {
