@@ -14,9 +14,12 @@ const base = process.env.SWITCHBOARD_URL;
 const apiKey = process.env.SWITCHBOARD_TOKEN ?? "local";
 const openai = createOpenAI({ baseURL: `${base}/v1`, apiKey });
 const openResponses = createOpenResponses({ url: `${base}/v1/responses`, name: "switchboard", apiKey });
+// Each provider with the options its calls take. `@ai-sdk/openai` stores responses by
+// default and then sends earlier output back as `item_reference` items, which Switchboard
+// does not resolve: `store: false` makes it send the items themselves.
 const providers = {
-  openai: () => openai.responses("switchboard"),
-  "open-responses": () => openResponses("switchboard"),
+  openai: { model: () => openai.responses("switchboard"), options: { openai: { store: false } } },
+  "open-responses": { model: () => openResponses("switchboard"), options: {} },
 };
 
 // A Switchboard tool (Yelp) and the client's own tool in one prompt, then a second turn
@@ -54,20 +57,21 @@ function summary(steps, text, finishReason, messages, errors) {
   return { steps: steps.length, toolParts, text, finishReason, messages, errors };
 }
 
-async function generate(model, messages, tools, loop) {
+async function generate({ model, options }, messages, tools, loop) {
   try {
-    const result = await generateText({ model, messages, tools, ...(loop ? { stopWhen: stepCountIs(5) } : {}) });
+    const result = await generateText({ model: model(), providerOptions: options, messages, tools, ...(loop ? { stopWhen: stepCountIs(5) } : {}) });
     return summary(result.steps, result.text, result.finishReason, result.response.messages, []);
   } catch (error) {
     return summary([], "", null, [], [describe(error)]);
   }
 }
 
-async function stream(model, messages, tools, loop) {
+async function stream({ model, options }, messages, tools, loop) {
   const errors = [];
   const parts = [];
   const result = streamText({
-    model,
+    model: model(),
+    providerOptions: options,
     messages,
     tools,
     ...(loop ? { stopWhen: stepCountIs(5) } : {}),
@@ -87,25 +91,25 @@ async function stream(model, messages, tools, loop) {
 
 // Two turns: the first prompt, then the second with the first's messages as history, as
 // an AI SDK chat keeps it.
-async function conversation(call, model, loop) {
+async function conversation(call, provider, loop) {
   const ran = [];
   const tools = clientTools(ran);
   const opening = [{ role: "user", content: FIRST }];
-  const first = await call(model, opening, tools, loop);
-  const second = await call(model, [...opening, ...first.messages, { role: "user", content: SECOND }], tools, loop);
+  const first = await call(provider, opening, tools, loop);
+  const second = await call(provider, [...opening, ...first.messages, { role: "user", content: SECOND }], tools, loop);
   return { first, second, ran };
 }
 
 const report = {};
-for (const [name, make] of Object.entries(providers)) {
+for (const [name, provider] of Object.entries(providers)) {
   const ran = [];
   report[name] = {
-    generate: await conversation(generate, make(), false),
-    generateLoop: await conversation(generate, make(), true),
-    stream: await conversation(stream, make(), false),
-    streamLoop: await conversation(stream, make(), true),
+    generate: await conversation(generate, provider, false),
+    generateLoop: await conversation(generate, provider, true),
+    stream: await conversation(stream, provider, false),
+    streamLoop: await conversation(stream, provider, true),
     generateClientToolOnly: {
-      ...(await generate(make(), [{ role: "user", content: WEATHER_ONLY }], clientTools(ran), true)),
+      ...(await generate(provider, [{ role: "user", content: WEATHER_ONLY }], clientTools(ran), true)),
       ran,
     },
   };
