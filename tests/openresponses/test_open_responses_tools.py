@@ -441,7 +441,7 @@ async def test_the_agents_sdk_runs_its_own_tool_beside_switchboards(
             == follow_up
         ]
     [chat] = latest
-    items = await ChatSession(offline.services.db, chat["id"]).get_items()
+    items = [dict(i) for i in await ChatSession(offline.services.db, chat["id"]).get_items()]
     ran_there = [(i["type"], i.get("name")) for i in items if i.get("type") == "function_call"]
     assert ran_there == [
         ("function_call", "search_businesses_at_yelp"),
