@@ -12,15 +12,30 @@ import { z } from "zod";
 
 const base = process.env.SWITCHBOARD_URL;
 const apiKey = process.env.SWITCHBOARD_TOKEN ?? "local";
-const openai = createOpenAI({ baseURL: `${base}/v1`, apiKey });
-const openResponses = createOpenResponses({ url: `${base}/v1/responses`, name: "switchboard", apiKey });
+// The input item types each provider sent, to show what the server had to read.
+const sent = { openai: new Set(), "open-responses": new Set() };
+function recording(name) {
+  return async (url, init) => {
+    const body = JSON.parse(init?.body ?? "{}");
+    for (const item of Array.isArray(body.input) ? body.input : []) sent[name].add(item.type ?? "message");
+    return fetch(url, init);
+  };
+}
+const openai = createOpenAI({ baseURL: `${base}/v1`, apiKey, fetch: recording("openai") });
+const openResponses = createOpenResponses({
+  url: `${base}/v1/responses`,
+  name: "switchboard",
+  apiKey,
+  fetch: recording("open-responses"),
+});
 // Each provider with the options its calls take. `@ai-sdk/openai` stores responses by
-// default and then sends earlier output back as `item_reference` items, which Switchboard
-// does not resolve: `store: false` makes it send the items themselves.
+// default and then sends its earlier output back as `item_reference` items; with
+// `store: false` (the "Unstored" conversation) it sends the items themselves.
 const providers = {
-  openai: { model: () => openai.responses("switchboard"), options: { openai: { store: false } } },
+  openai: { model: () => openai.responses("switchboard"), options: {} },
   "open-responses": { model: () => openResponses("switchboard"), options: {} },
 };
+const UNSTORED = { openai: { store: false } };
 
 // A Switchboard tool (Yelp) and the client's own tool in one prompt, then a second turn
 // that runs another Switchboard tool (the bank's).
@@ -113,5 +128,9 @@ for (const [name, provider] of Object.entries(providers)) {
       ran,
     },
   };
+  if (name === "openai") {
+    report[name].streamLoopUnstored = await conversation(stream, { ...provider, options: UNSTORED }, true);
+  }
 }
+for (const [name, types] of Object.entries(sent)) report[name].sentTypes = [...types].sort();
 process.stdout.write(JSON.stringify(report));

@@ -5,7 +5,9 @@ conversations with Switchboard: ``generateText`` and ``streamText``, with and wi
 ``get_weather`` (node script: tests/node/ai_sdk_client.mjs).
 
 Switchboard's own tool calls are ``switchboard:tool_call`` items, which the SDK skips:
-it only ever sees, and runs, the tool it defined.
+it only ever sees, and runs, the tool it defined. ``@ai-sdk/openai`` sends its earlier
+output back as ``item_reference`` items (it stores responses by default), which
+Switchboard resolves; with ``store: false`` it sends the items themselves.
 """
 
 from __future__ import annotations
@@ -65,8 +67,11 @@ async def test_open_responses_provider_holds_conversations_with_tools(
 
 async def test_openai_provider_streams_conversations_with_tools(report: dict[str, Any]) -> None:
     provider = report["openai"]
-    for name in ("stream", "streamLoop"):
-        check_conversation(provider[name], loop=name == "streamLoop")
+    for name in ("stream", "streamLoop", "streamLoopUnstored"):
+        check_conversation(provider[name], loop=name.startswith("streamLoop"))
+    # Its later requests named earlier output by reference, and the server found it.
+    assert "item_reference" in provider["sentTypes"]
+    assert "item_reference" not in report["open-responses"]["sentTypes"]
     only = provider["generateClientToolOnly"]
     assert only["errors"] == [] and only["ran"] == ["Paris"]
     assert "18 C and sunny in Paris" in only["text"]
