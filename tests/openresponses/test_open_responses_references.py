@@ -4,10 +4,12 @@ found nowhere (or only in another user's responses) is a 400 naming the referenc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import websockets
 
 from storage.session import ChatSession
 from storage.users import UserRepository
@@ -19,6 +21,31 @@ async def post(live: LiveServer, body: dict[str, Any], token: str | None = None)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(base_url=live.http, timeout=30, headers=headers) as http:
         return await http.post("/v1/responses", json={"model": "switchboard", **body})
+
+
+async def conversation_with(live: LiveServer, text: str) -> list[dict[str, Any]]:
+    """The conversation items of the one chat that has a user message ``text``."""
+    async with live.client() as http:
+        chats = (await http.get("/api/chats")).json()["chats"]
+    found = []
+    for chat in chats:
+        items = [dict(i) for i in await ChatSession(live.services.db, chat["id"]).get_items()]
+        if any(i.get("role") == "user" and i.get("content") == text for i in items):
+            found.append(items)
+    [items] = found
+    return items
+
+
+def read_before(items: list[dict[str, Any]], text: str) -> list[Any]:
+    """What the model read before the user message ``text``: (role or type, content)."""
+    end = [i.get("content") for i in items].index(text)
+    return [(i.get("role") or i.get("type"), text_of(i.get("content"))) for i in items[:end]]
+
+
+def text_of(content: Any) -> Any:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return content
 
 
 async def test_a_reference_is_read_as_the_item_it_names(offline: LiveServer) -> None:
@@ -40,6 +67,12 @@ async def test_a_reference_is_read_as_the_item_it_names(offline: LiveServer) -> 
     assert second.status_code == 200, second.text
     body = check_resource(second.json())
     assert "cobalt" in body.output_text
+    # The model read the referenced answer itself, in its place.
+    read = read_before(
+        await conversation_with(offline, "What is the code word?"), "What is the code word?"
+    )
+    assert read[-1][0] == "assistant"
+    assert read[-1][1] == message["content"][0]["text"]
 
 
 async def test_a_reference_to_a_switchboard_tool_call_replays_the_call(
@@ -113,3 +146,38 @@ async def test_unknown_and_malformed_references_are_refused(
         for token, count in ((ada, 1), (bob, 0)):
             async with live.client(token=token) as http:
                 assert len((await http.get("/api/chats")).json()["chats"]) == count
+
+
+async def test_a_socket_resolves_references_to_its_unstored_responses(
+    offline: LiveServer,
+) -> None:
+    url = offline.http.replace("http://", "ws://") + "/v1/responses"
+
+    async def respond(ws: Any, **body: Any) -> dict[str, Any]:
+        await ws.send(json.dumps({"type": "response.create", "model": "switchboard", **body}))
+        while True:
+            event = json.loads(await ws.recv())
+            if event["type"] in ("error", "response.completed", "response.failed"):
+                return dict(event)
+
+    remember = "Remember the code word: cobalt. Reply with OK."
+    async with websockets.connect(url) as ws:
+        first = await respond(ws, store=False, input=remember)
+        [message] = first["response"]["output"]
+        history = [
+            {"role": "user", "content": remember},
+            {"type": "item_reference", "id": message["id"]},
+            {"role": "user", "content": "What is the code word?"},
+        ]
+        second = await respond(ws, store=False, input=history)
+        assert second["type"] == "response.completed"
+        assert "cobalt" in second["response"]["output"][-1]["content"][0]["text"]
+    read = read_before(
+        await conversation_with(offline, "What is the code word?"), "What is the code word?"
+    )
+    assert read[-1][0] == "assistant"
+    assert read[-1][1] == message["content"][0]["text"]
+    # Not stored: another connection cannot name it.
+    async with websockets.connect(url) as other:
+        refused = await respond(other, input=history)
+    assert refused["status"] == 400 and refused["error"]["code"] == "item_not_found"
