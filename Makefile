@@ -35,7 +35,7 @@ test: lint browser-deps node-deps
 browser-deps:
 	@if [ ! -x /usr/bin/chromium ]; then apt-get update && apt-get install -y chromium; fi
 
-# The node clients the tests drive (tests/node: @ag-ui/client), exactly as its
+# The node clients the tests drive (tests/node: @ag-ui/client, the AI SDK), exactly as its
 # package-lock.json pins them; again only when the lock file changes. Without npm the node
 # tests skip (outside CI) and say why.
 NODE_TESTS := tests/node

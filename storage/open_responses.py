@@ -69,6 +69,20 @@ class ResponseRepository:
             row = (await session.execute(query)).one_or_none()
         return _record(row) if row is not None else None
 
+    async def recent_bodies(self, limit: int) -> list[dict[str, Any] | None]:
+        """The response objects of the user's ``limit`` most recent stored responses,
+        newest first (what ``item_reference`` items are looked up in)."""
+        table = open_responses
+        query = (
+            select(table.c.body)
+            .join(chats, chats.c.id == table.c.chat_id)
+            .where(chats.c.user_id == self.user_id)
+            .order_by(table.c.created_at.desc())
+            .limit(limit)
+        )
+        async with self._db.session() as session:
+            return list((await session.scalars(query)).all())
+
     async def save(
         self,
         response_id: str,

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from app.api_auth import UsersUnavailable, needs_user, signed_in
 from app.errors import DATABASE_UNAVAILABLE, ApiError
 from app.openresponses.errors import OpenResponsesError, invalid
+from app.openresponses.references import resolve_references
 from app.openresponses.request import MAX_BODY_BYTES, parse_compact, parse_request
 from app.openresponses.service import (
     LOST,
@@ -122,7 +123,8 @@ async def create_response(request: Request) -> Response:
     services = services_of(request)
     try:
         user = _user(request)
-        parsed = parse_request(await _json_body(request))
+        body = await resolve_references(await _json_body(request), services.db, user.id)
+        parsed = parse_request(body)
         started = await start_response(services, user, parsed)
     except OpenResponsesError as exc:
         return exc.response()

@@ -33,6 +33,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from app.auth import ORIGIN_REFUSED, check_origin
 from app.errors import DATABASE_UNAVAILABLE
 from app.openresponses.errors import OpenResponsesError, invalid
+from app.openresponses.references import resolve_references
 from app.openresponses.request import MAX_BODY_BYTES, parse_request
 from app.openresponses.service import LOST, StartedResponse, start_response
 from app.request_input import JsonTooDeep, load_json
@@ -194,6 +195,9 @@ class _Connection:
                 raise invalid("the message is not valid JSON", code="invalid_json") from None
             if isinstance(message, dict) and isinstance(message.get("previous_response_id"), str):
                 previous = message["previous_response_id"]
+            message = await resolve_references(
+                message, self.services.db, self.user.id, self.remembered
+            )
             request = create_request(message)
             started = await start_response(self.services, self.user, request, self.remembered)
         except OpenResponsesError as exc:

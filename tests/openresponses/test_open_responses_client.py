@@ -368,3 +368,116 @@ async def test_a_response_is_a_chat_turn_that_sockets_watch_and_can_stop(
     assert (
         final["output"][-1]["type"] == "message" and final["output"][-1]["status"] == "incomplete"
     )
+
+
+# ----------------------------------------------------------------------------- a conversation
+
+WEATHER: Any = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a location",
+    "parameters": {
+        "type": "object",
+        "properties": {"location": {"type": "string"}},
+        "required": ["location"],
+    },
+}
+
+
+# The stream helper warns about the unknown items it keeps (see above).
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+async def test_the_openai_client_holds_a_conversation_with_every_kind_of_tool(
+    offline: LiveServer,
+) -> None:
+    from tests.openresponses.test_open_responses_approvals import sent_mail
+
+    client = client_for(offline)
+
+    # 1. Streamed: Switchboard searches Yelp, and the client's own tool is called; the
+    # client runs it (its standard tool loop) and sends the result back.
+    async with client.responses.stream(
+        model="switchboard",
+        input="find sushi in Boston and get the weather in Boston",
+        tools=[WEATHER],
+    ) as stream:
+        asking = await stream.get_final_response()
+    assert [(i.type, getattr(i, "name", None)) for i in asking.output] == [
+        ("switchboard:tool_call", "search_businesses_at_yelp"),
+        ("function_call", "get_weather"),
+    ]
+    call = asking.output[-1]
+    assert call.type == "function_call" and json.loads(call.arguments) == {"location": "Boston"}
+    answered = await client.responses.create(
+        model="switchboard",
+        previous_response_id=asking.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "55 and rainy"}],
+        tools=[WEATHER],
+    )
+    assert [i.type for i in answered.output] == ["message"]
+    assert "sushi" in answered.output_text and "55 and rainy" in answered.output_text
+
+    # 2. An email needs approval; rejected, nothing is sent and the answer says why.
+    def approval_of(response: Any) -> dict[str, Any]:
+        [asked] = [i.model_extra or {} for i in response.output if i.type.endswith("request")]
+        return asked
+
+    emailing = await client.responses.create(
+        model="switchboard",
+        previous_response_id=answered.id,
+        input="email that list to bob@example.com",
+    )
+    asked = approval_of(emailing)
+    assert asked["name"] == "send_google_email"
+    declined = await client.responses.create(
+        model="switchboard",
+        previous_response_id=emailing.id,
+        input=[
+            {
+                "type": "switchboard:approval_response",  # type: ignore[list-item, misc]
+                "approval_id": asked["approval_id"],
+                "approve": False,
+                "reason": "not Bob, Alice",
+            }
+        ],
+    )
+    assert [i.type for i in declined.output] == ["message"]
+    assert "not Bob, Alice" in declined.output_text and sent_mail(offline) == []
+
+    # 3. Asked again and approved, streamed: the email is sent once, and the answer follows.
+    again = await client.responses.create(
+        model="switchboard",
+        previous_response_id=declined.id,
+        input="email that list to bob@example.com",
+    )
+    asked = approval_of(again)
+    async with client.responses.stream(
+        model="switchboard",
+        previous_response_id=again.id,
+        input=[
+            {
+                "type": "switchboard:approval_response",  # type: ignore[list-item, misc]
+                "approval_id": asked["approval_id"],
+                "approve": True,
+            }
+        ],
+    ) as stream:
+        deltas = [
+            event.delta async for event in stream if event.type == "response.output_text.delta"
+        ]
+        sent = await stream.get_final_response()
+    assert [i.type for i in sent.output] == ["switchboard:tool_call", "message"]
+    assert (sent.output[0].model_extra or {})["name"] == "send_google_email"
+    assert "".join(deltas) == sent.output_text and "bob@example.com" in sent.output_text
+    [mail] = sent_mail(offline)
+    assert mail["to"] == "bob@example.com"
+
+    # One conversation on the server: every turn in one chat, in order (the tool's result
+    # goes on as a turn of its own).
+    chat = await only_chat(offline)
+    assert [(t["prompt"], t["status"]) for t in chat["turns"]] == [
+        ("find sushi in Boston and get the weather in Boston", "completed"),
+        ("(results of get_weather)", "completed"),
+        ("email that list to bob@example.com", "completed"),
+        ("email that list to bob@example.com", "completed"),
+    ]
+    assert [a["status"] for a in chat["approvals"]] == ["rejected", "approved"]

@@ -1,6 +1,7 @@
 """docs/open-responses.md's examples hold against a live server: the python examples run
-as their own processes (HTTP with the openai client, and the WebSocket), and the
-approval exchange has the shape the server gives."""
+as their own processes (HTTP with the openai client, and the WebSocket), the JavaScript
+one with the AI SDK from tests/node, and the approval exchange has the shape the server
+gives."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.openresponses.spec import check_resource
+from tests.support.node import NODE_DIR, node_ready, run_node
 from tests.support.servers import LiveServer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "open-responses.md"
@@ -141,3 +144,22 @@ async def test_the_documented_approval_exchange_matches_the_server(offline: Live
     assert json.loads(asked["arguments"])["to"] == json.loads(asked_doc["arguments"])["to"]
     assert "bob@example.com" in resumed["output"][-1]["content"][0]["text"]
     assert len(sent_mail(offline)) == 1
+
+
+@pytest.fixture
+def node() -> str:
+    return node_ready()  # before the server's event loop: an install blocks
+
+
+async def test_the_documented_ai_sdk_example_runs_both_kinds_of_tool(
+    offline: LiveServer, node: str, tmp_path: Path
+) -> None:
+    [source] = after_marker("AI SDK example", "js")
+    script = tmp_path / "open_responses_ai_sdk.mjs"
+    script.write_text(source)
+    # "npm install ai @ai-sdk/open-responses zod": the tests' own install.
+    (tmp_path / "node_modules").symlink_to(NODE_DIR / "node_modules")
+    out = await run_node(node, script, {"SWITCHBOARD_URL": offline.http})
+    answer, ran = out.splitlines()
+    assert "18 °C and sunny in Boston" in answer and "sushi" in answer
+    assert ran == "tools the SDK ran: [ 'get_weather' ]"

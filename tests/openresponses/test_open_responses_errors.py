@@ -56,8 +56,8 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
         ),
         (
             {**OK, "input": [{"type": "item_reference", "id": "msg_1"}]},
-            "input[0]",
-            "item_reference",
+            "input[0].id",
+            "no output item 'msg_1'",
         ),
         ({**OK, "input": [{"role": "assistant", "content": "only me"}]}, "input", "user message"),
         (

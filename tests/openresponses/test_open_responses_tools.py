@@ -384,9 +384,20 @@ async def test_a_compacted_conversation_starts_a_new_chain(offline: LiveServer) 
 # ----------------------------------------------------------------------------- the Agents SDK
 
 
+async def run_agent(agent: Agent[Any], streamed: bool, input: Any, **options: Any) -> Any:
+    config = RunConfig(tracing_disabled=True)
+    if not streamed:
+        return await Runner.run(agent, input, run_config=config, **options)
+    result = Runner.run_streamed(agent, input, run_config=config, **options)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+@pytest.mark.parametrize("history", ["input_list", "previous_response_id"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
 async def test_the_agents_sdk_runs_its_own_tool_beside_switchboards(
-    offline: LiveServer, streamed: bool
+    offline: LiveServer, streamed: bool, history: str
 ) -> None:
     ran: list[str] = []
 
@@ -398,14 +409,46 @@ async def test_the_agents_sdk_runs_its_own_tool_beside_switchboards(
 
     model = OpenAIResponsesModel("switchboard", client_for(offline))
     agent = Agent(name="Assistant", instructions="Help.", tools=[get_weather], model=model)
-    prompt = "find sushi in Boston and get the weather in Boston"
-    config = RunConfig(tracing_disabled=True)
-    if streamed:
-        result: Any = Runner.run_streamed(agent, prompt, run_config=config)
-        async for _ in result.stream_events():
-            pass
-    else:
-        result = await Runner.run(agent, prompt, run_config=config)
+    # A Switchboard tool (Yelp) and the agent's own in one prompt. The SDK would raise
+    # ModelBehaviorError on any tool call it did not define.
+    first = await run_agent(agent, streamed, "find sushi in Boston and get the weather in Boston")
     # Switchboard's search ran on the server; the SDK ran its own tool, once.
     assert ran == ["Boston"]
-    assert "sushi" in result.final_output and "18 C and sunny in Boston" in result.final_output
+    assert "sushi" in first.final_output and "18 C and sunny in Boston" in first.final_output
+
+    # The second turn runs another of Switchboard's tools (the bank's), the conversation
+    # carried as the SDK's own input list (Switchboard's items sent back as they came) or
+    # chained on the server.
+    follow_up = "what is my checking balance?"
+    if history == "input_list":
+        second = await run_agent(
+            agent, streamed, [*first.to_input_list(), {"role": "user", "content": follow_up}]
+        )
+    else:
+        second = await run_agent(
+            agent, streamed, follow_up, previous_response_id=first.last_response_id
+        )
+    assert ran == ["Boston"]
+    assert "$56,842.74" in second.final_output
+    # The second turn's conversation on the server holds the first, Switchboard's search
+    # and the agent's own call with their outputs, then the bank's call.
+    async with offline.client() as http:
+        chats = (await http.get("/api/chats")).json()["chats"]
+        latest = [
+            chat
+            for chat in chats
+            if (await http.get(f"/api/chats/{chat['id']}")).json()["turns"][-1]["prompt"]
+            == follow_up
+        ]
+    [chat] = latest
+    items = [dict(i) for i in await ChatSession(offline.services.db, chat["id"]).get_items()]
+    ran_there = [(i["type"], i.get("name")) for i in items if i.get("type") == "function_call"]
+    assert ran_there == [
+        ("function_call", "search_businesses_at_yelp"),
+        ("function_call", "get_weather"),
+        ("function_call", "transfer_to_plaid"),
+        ("function_call", "get_accounts_at_plaid"),
+    ]
+    outputs = {i["call_id"]: i["output"] for i in items if i.get("type") == "function_call_output"}
+    assert [i for i in items if i.get("name") == "get_weather"][0]["call_id"] in outputs
+    assert "18 C and sunny in Boston" in outputs.values()
