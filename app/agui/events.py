@@ -139,22 +139,29 @@ class RunEvents:
         key = fact.item_id if fact.item_id in self._open else next(iter(self._open), None)
         if key is not None:
             return [TextMessageEndEvent(message_id=self._open.pop(key))]
-        if not fact.text:
-            return []  # a refusal or an empty message: nothing to show
-        message_id = new_id("msg")  # a model that did not stream: the whole text at once
+        # A model that did not stream: the whole text at once. A refusal is the model's
+        # answer too, shown as the message it is (marked, as the chat socket marks it).
+        refused = bool(fact.refusal) and not fact.text
+        text = fact.refusal if refused else fact.text
+        if not text:
+            return []  # an empty message: nothing to show
+        message_id = new_id("msg")
         return [
-            self._text_start(message_id),
-            TextMessageContentEvent(message_id=message_id, delta=fact.text),
+            self._text_start(message_id, refusal=refused),
+            TextMessageContentEvent(message_id=message_id, delta=text),
             TextMessageEndEvent(message_id=message_id),
         ]
 
-    def _text_start(self, message_id: str) -> TextMessageStartEvent:
+    def _text_start(self, message_id: str, *, refusal: bool = False) -> TextMessageStartEvent:
         agent = self._tools.current_agent
+        about: dict[str, object] = {"agent": agent}
+        if refusal:
+            about["refusal"] = True
         return TextMessageStartEvent(
             message_id=message_id,
             role="assistant",
             name=self._display_names.get(agent, agent),
-            metadata={META: {"agent": agent}},
+            metadata={META: about},
         )
 
     def _tool_event(self, event: object) -> list[BaseEvent]:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.agui.routes import MAX_BODY_BYTES
-from tests.fakes.model_server import Fail, FakeModelServer, Say, Stall, reply
+from tests.fakes.model_server import Fail, FakeModelServer, Refuse, Say, Stall, reply
 from tests.support.agui import (
     MULTI,
     approve,
@@ -92,6 +92,26 @@ async def test_a_body_too_big_is_413_and_a_get_is_405(offline: LiveServer) -> No
     assert got.status_code == 405 and got.headers["allow"] == "POST"
     assert got.json()["error"]["code"] == "invalid_request"
     assert await chat_ids(offline) == []
+
+
+async def test_a_refusal_is_the_run_s_answer_marked_as_a_refusal(
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    refusal = "I can't help with that."
+    fake_model.script(Refuse(refusal))
+    thread = new_thread()
+    async with scripted() as live:
+        run = await post(live, prompt_input(thread, "something I should not ask"))
+    assert run.types == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    start, content = run.events[1], run.events[2]
+    assert start["metadata"]["switchboard"]["refusal"] is True
+    assert content["delta"] == refusal
 
 
 async def test_a_model_that_fails_ends_the_run_with_run_error(
