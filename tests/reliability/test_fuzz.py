@@ -237,6 +237,11 @@ class FuzzSocket:
         events = [await self.recv()]
         while events[-1]["type"] != "end_of_stream":
             events.append(await self.recv())
+            if events[-1]["type"] == "approval_required":
+                # Words may ask for a write ("reply-to" is one Hypothesis finds): the person
+                # declines it, as a person would, and the turn goes on to its end.
+                decision = {"decision": "reject", "approval_id": events[-1]["approval_id"]}
+                await self.client.send(json.dumps({"type": "approval", **decision}))
         assert events[-1]["status"] == "completed", events  # whatever the words
         events.append(await self.recv())
         assert events[-1]["type"] == "suggested_prompts"
