@@ -15,6 +15,13 @@ async def open_ui(page: Page, base: str, path: str = "/") -> None:
     await page.wait_for_function("() => document.getElementById('whoami').textContent !== ''")
 
 
+async def cards_loaded(page: Page) -> None:
+    """Wait until every connector's card module has loaded (or failed): the page draws
+    without them after a while, and a live approval built before its module came uses the
+    generic words."""
+    await page.wait_for_function("() => document.documentElement.dataset.cards === 'loaded'")
+
+
 async def send(page: Page, text: str) -> None:
     await page.fill("#prompt", text)
     await page.press("#prompt", "Enter")

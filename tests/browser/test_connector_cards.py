@@ -21,7 +21,15 @@ from connectors.approvals import side_effect_of
 from connectors.responses import ToolResponse
 from connectors.scaffold import write_package
 from connectors.tooling import connector_tool
-from tests.browser.pages import approval_card, approve, body_items, open_ui, send, wait_turns_ended
+from tests.browser.pages import (
+    approval_card,
+    approve,
+    body_items,
+    cards_loaded,
+    open_ui,
+    send,
+    wait_turns_ended,
+)
 from tests.support.browser import DESKTOP, WAIT_MS
 from tests.support.card_plugin import CardPlugin, forget, install_card_plugin
 from tests.support.models import scripted
@@ -140,6 +148,7 @@ async def test_a_plugin_renders_its_own_card_and_approval(
     warnings = warnings_of(page)
     async with serve(ui_settings(), hooks=(scripted(model, gated(desk.tools())),)) as live:
         await open_ui(page, live.http)
+        await cards_loaded(page)  # the approval below must be built with the module's words
         await send(page, "close my printer ticket")
 
         card = page.locator("#transcript .card-desk_ticket")
@@ -340,6 +349,7 @@ async def test_a_new_connector_from_the_scaffold_shows_its_own_cards(
 ) -> None:
     # In the offline demo, as a new connector's author first tries it.
     await open_ui(page, live.http)
+    await cards_loaded(page)
     await send(page, "add an item 'renew passport' to the Home project")
     card = approval_card(page, "pending")
     await card.wait_for()

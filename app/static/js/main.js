@@ -102,6 +102,9 @@ class App {
     this.chats.refresh();
     // The cards before the chat: history is drawn with its connectors' own cards.
     const cards = this.connectionsReady.then(() => loadCardModules(this.connections.connectors));
+    // Said on the page once every card module has loaded or failed (not when the wait
+    // below gave up): what a test waits for before it relies on a module's words.
+    cards.then(() => { document.documentElement.dataset.cards = "loaded"; });
     await Promise.race([cards, new Promise((resolve) => setTimeout(resolve, CARDS_WAIT_MS))]);
     this.pendingApprovals.refresh();
     window.addEventListener("hashchange", () => this.route());
