@@ -60,14 +60,25 @@ async def test_sockets_on_both_instances_get_every_event_in_order(pair: Any) -> 
     assert len([e for e in stored if e["type"] == "end_of_stream"]) == 2
 
 
-async def test_resume_on_the_other_instance_mid_turn_misses_nothing(pair: Any) -> None:
-    first, second = pair
+@pytest.fixture
+def slow_pair(servers: Any, database_url: str, redis_url: str) -> tuple[Any, Any]:
+    """A pair whose offline model writes a word every quarter second: a resume that starts
+    after the first word lands while the answer is still being written, with seconds to
+    spare on a loaded machine (at 10 ms a word the answer could end before the second
+    socket had opened, and nothing would be left to resume mid-message)."""
+    first = servers(database_url, redis_url=redis_url, offline_delta_delay=0.25)
+    second = servers(database_url, redis_url=redis_url, offline_delta_delay=0.25)
+    first.start()
+    second.start()
+    return first, second
+
+
+async def test_resume_on_the_other_instance_mid_turn_misses_nothing(slow_pair: Any) -> None:
+    first, second = slow_pair
     chat_id = uuid.uuid4().hex
     async with open_client(first.ws_url(chat_id), auto_approve=True) as client:
         await client.send({"type": "prompt", "text": MULTI_AGENT})
         before = await client.until("llm_response_delta")
-        for _ in range(4):
-            before.append(await client.recv())
     last_seq = max(e["seq"] for e in before if e["seq"] is not None)
     async with open_client(second.ws_url(chat_id, after_seq=last_seq), auto_approve=True) as client:
         after = await client.until("end_of_stream")
