@@ -56,6 +56,8 @@ const FIRST = "find sushi in Boston and get the weather in Boston";
 const SECOND = "what is my checking balance?";
 // Only the client's tool.
 const WEATHER_ONLY = "What's the weather like in Paris?";
+// A tool that waits for the person's approval (sending an email): the response asks.
+const NEEDS_APPROVAL = "find sushi in Boston and email the list to bob@example.com";
 
 function clientTools(ran) {
   return {
@@ -158,5 +160,10 @@ for (const [name, provider] of Object.entries(providers)) {
     ran,
   };
 }
+// A response that asks for approval, to `@ai-sdk/openai` with the header: approval
+// requests stay switchboard:approval_request items (documented).
+const asking = [{ role: "user", content: NEEDS_APPROVAL }];
+report.openai.approvalGenerate = await generate(providers.openai, asking, clientTools([]), false);
+report.openai.approvalStream = await stream(providers.openai, asking, clientTools([]), false);
 for (const [name, types] of Object.entries(sent)) report[name].sentTypes = [...types].sort();
 process.stdout.write(JSON.stringify(report));

@@ -144,3 +144,17 @@ async def test_openai_provider_without_the_header_streams_but_cannot_generate(
         {"name": "AI_APICallError", "message": "Invalid JSON response"}
     ]
     assert generate["ran"] == []
+
+
+async def test_openai_provider_with_the_mcp_view_does_not_read_approval_requests(
+    report: dict[str, Any],
+) -> None:
+    # Documented (docs/open-responses.md, Clients): approval requests stay
+    # switchboard:approval_request items in the mcp view, which generateText cannot parse
+    # and streamText skips, ending with the calls it could show. If this changes, update
+    # the docs.
+    generate, stream = report["openai"]["approvalGenerate"], report["openai"]["approvalStream"]
+    assert generate["errors"] == [{"name": "AI_APICallError", "message": "Invalid JSON response"}]
+    assert stream["errors"] == [] and stream["finishReason"] == "stop"
+    provider_ran(stream, FIRST_TOOL)  # Yelp ran; the email waits, unseen
+    assert not any(part["toolName"].endswith("send_google_email") for part in stream["toolParts"])
