@@ -26,13 +26,17 @@ FROM ${PYTHON_IMAGE} AS runtime
 # tini is PID 1: it passes SIGTERM to switchboard (whose drain lets running turns
 # finish, then closes sockets with 1001 so clients resume elsewhere) and reaps the
 # children an MCP stdio server may leave behind.
+# Not pinned to a version: Debian stable's package only ever gets fixes, and the exact
+# version differs between architectures (0.19.0-1+b3 on amd64 today), so a pin would
+# break the build somewhere.
+# hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends tini=0.19.0-1 \
+    && apt-get install -y --no-install-recommends tini \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/switchboard \
         --create-home --shell /usr/sbin/nologin switchboard
 COPY --from=builder /opt/switchboard /opt/switchboard
-COPY deploy/docker-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
+COPY --chmod=0755 deploy/docker-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
 ENV PATH=/opt/switchboard/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SWITCHBOARD_HOST=0.0.0.0 \

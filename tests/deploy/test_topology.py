@@ -6,6 +6,9 @@ drains, and the pair survives one instance's restart.
 No container runtime runs here, so the image's own start-up is reproduced instead: the
 secrets reach the servers as files through deploy/docker-entrypoint.sh, migrations run
 once (compose's ``migrate`` service), then the instances start.
+
+One test, not several: each server process takes seconds to start on a loaded machine,
+and the steps build on each other (the restart needs an instance stopped by the drain).
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from storage.engine import Database
+from storage.migrate import upgrade
 from storage.models import Turn
 from storage.users import UserRepository
 from tests.deploy.topology import (
     Caddy,
     caddy_binary,
     entrypoint_command,
+    healthcheck_passes,
     refuses_connections,
-    run_cli,
     start_all,
 )
 from tests.support.clients import Client
@@ -168,7 +172,8 @@ class Topology:
         live instance (lb_try_duration); a 502 after that is retried until the deadline."""
         params = "&".join(f"{key}={value}" for key, value in query.items())
         url = f"{self.proxy.ws}/ws/chats/{chat_id}" + (f"?{params}" if params else "")
-        headers = {"Authorization": f"Bearer {self.token}"}
+        # A browser's Origin: accepted because the proxy keeps the Host it was addressed by.
+        headers = {"Authorization": f"Bearer {self.token}", "Origin": self.proxy.http}
 
         async def opened() -> Any:
             try:
@@ -204,8 +209,9 @@ async def topology(
 ) -> AsyncIterator[Topology]:
     topology = Topology(tmp_path, postgres_url, redis_url)
     try:
-        # compose: `migrate` once, then the instances and the proxy.
-        await run_cli(topology.env, "migrate")
+        # compose: `migrate` once, then the instances and the proxy. In-process: the same
+        # code as `switchboard migrate`, without another interpreter's start-up.
+        await asyncio.to_thread(upgrade, postgres_url)
         db = Database(postgres_url)
         try:
             _, topology.token = await UserRepository(db).create_user("operator")
@@ -247,6 +253,8 @@ async def test_a_turn_through_the_proxy_resumes_on_the_other_instance_and_surviv
         # The socket on the draining instance got its turn to the end too.
         drained = await first_socket.until("end_of_stream", within=60)
     await stopped_cleanly(first)
+    # The image's HEALTHCHECK tells the two apart.
+    assert await healthcheck_passes(second.port) and not await healthcheck_passes(first.port)
 
     stored = await topology.stored_events(chat_id)
     seen = persisted(before) + persisted(after)
@@ -288,6 +296,8 @@ async def sse_streams_through(topology: Topology) -> None:
             if kinds[-1] == "response.output_text.delta" and kinds.count(kinds[-1]) == 1:
                 assert await topology.running_turns() == 1, "the answer had already ended"
     assert "response.output_text.delta" in kinds and kinds[-1] == "response.completed"
+    async with httpx.AsyncClient(base_url=topology.proxy.http, headers=headers) as http:
+        assert (await http.get("/metrics")).status_code == 404  # only on the inside
 
 
 async def stopped_cleanly(server: ServerProcess) -> None:

@@ -6,6 +6,7 @@ environment)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -102,20 +103,6 @@ class Caddy:
                 self.process.wait(5)
 
 
-async def run_cli(env: dict[str, str], *args: str) -> str:
-    """``switchboard ARGS`` through the entrypoint; its stdout, or an error with both."""
-    process = await asyncio.create_subprocess_exec(
-        *entrypoint_command(*args),
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, f"switchboard {' '.join(args)}: {out!r} {err!r}"
-    return out.decode()
-
-
 async def refuses_connections(port: int) -> bool:
     """True once nothing accepts a connection on ``port`` (a stopped or draining server:
     the drain closes the listening socket first)."""
@@ -130,3 +117,24 @@ async def refuses_connections(port: int) -> bool:
 async def start_all(servers: list[ServerProcess]) -> None:
     """Start servers side by side (each ``start`` polls its ``/readyz``)."""
     await asyncio.gather(*(asyncio.to_thread(server.start) for server in servers))
+
+
+def dockerfile_healthcheck() -> list[str]:
+    """The exec-form command of the Dockerfile's HEALTHCHECK, as Docker would run it."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    [line] = [line for line in text.splitlines() if line.startswith("HEALTHCHECK ")]
+    command: list[str] = json.loads(line[line.index(" CMD ") + len(" CMD ") :])
+    return command
+
+
+async def healthcheck_passes(port: int) -> bool:
+    """Whether the image's health check, run here, calls the instance on ``port`` healthy."""
+    command = dockerfile_healthcheck()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable if command[0] == "python" else command[0],
+        *command[1:],
+        env={**os.environ, "SWITCHBOARD_PORT": str(port)},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    return await asyncio.wait_for(process.wait(), 30) == 0
