@@ -147,6 +147,25 @@ def _parameters(item: Documented) -> list[dict[str, Any]]:
     return parameters
 
 
+# One Server-Sent Event, as OpenAPI tools read a stream: its fields after parsing. The
+# data is one JSON event of the stream's protocol (AG-UI's, or the Open Responses spec's).
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+}
+
+
+def _text_schema(media_type: str) -> dict[str, Any]:
+    if media_type == "text/event-stream":
+        return dict(SSE_EVENT)
+    return {"type": "string"}
+
+
 def _security(auth_mode: str) -> list[dict[str, list[str]]]:
     if auth_mode == "local":
         return [{}]  # the single local user: no credentials (loopback only)
@@ -192,7 +211,7 @@ class _Builder:
             out["content"] = {}
             text_media.insert(0, answer.media_type)
         for media in text_media:
-            out.setdefault("content", {})[media] = {"schema": {"type": "string"}}
+            out.setdefault("content", {})[media] = {"schema": _text_schema(media)}
         if answer.headers:
             out["headers"] = {
                 name: {"description": words, "schema": {"type": "string"}}
