@@ -299,13 +299,14 @@ def build_document(
 
 # ----------------------------------------------------------------------------- endpoints
 
-# Swagger UI styles parts of the page with style attributes; nothing else is loosened:
-# scripts stay 'self' only (its start-up is /static/docs.js, not an inline script).
+# As strict as the UI's page: Swagger UI runs from 'self' (its start-up is /static/docs.js,
+# not an inline script), sets styles through the DOM (which style-src does not govern),
+# and calls only this server ("Try it out"). tests/browser/test_api_docs.py enforces it.
 DOCS_POLICY = "; ".join(
     (
         "default-src 'self'",
         "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
+        "style-src 'self'",
         "img-src 'self' data:",
         "connect-src 'self'",
         "object-src 'none'",
