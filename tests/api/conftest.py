@@ -15,9 +15,15 @@ from cryptography.fernet import Fernet
 from storage.engine import Database
 from storage.migrate import upgrade
 from storage.users import UserRepository
+from tests.support.clients import open_client
 from tests.support.processes import ServerProcess
 
 AUTH_MODES = ["local", "token"]
+# Data for the generated calls to find (schemathesis follows GET /api/chats to the chat
+# ids): a finished turn, and one paused for the person's approval of an email.
+FINISHED_CHAT = "seeded-finished"
+PAUSED_CHAT = "seeded-paused"
+EMAIL = "find sushi in Boston and email the list to bob@example.com"
 
 
 @dataclass
@@ -43,6 +49,15 @@ async def _user_token(url: str) -> str:
     return token
 
 
+async def seed(server: ApiServer, token: str | None) -> None:
+    query = {"token": token} if token else {}
+    async with open_client(server.process.ws_url(FINISHED_CHAT, **query)) as client:
+        await client.turn("hello")
+    async with open_client(server.process.ws_url(PAUSED_CHAT, **query)) as client:
+        await client.send({"type": "prompt", "text": EMAIL})
+        await client.until("approval_required", within=60)
+
+
 def start_api_server(mode: str, root: Path) -> ApiServer:
     url = f"sqlite+aiosqlite:///{root / 'switchboard.db'}"
     upgrade(url)
@@ -55,11 +70,11 @@ def start_api_server(mode: str, root: Path) -> ApiServer:
         "SWITCHBOARD_LOG_LEVEL": "WARNING",
     }
     process = ServerProcess(env, root / "server.log")
-    headers = {}
-    if mode == "token":
-        headers["Authorization"] = f"Bearer {asyncio.run(_user_token(url))}"
+    token = asyncio.run(_user_token(url)) if mode == "token" else None
     process.start()
-    return ApiServer(mode, process, headers)
+    server = ApiServer(mode, process, {"Authorization": f"Bearer {token}"} if token else {})
+    asyncio.run(seed(server, token))
+    return server
 
 
 @pytest.fixture(scope="module", params=AUTH_MODES)
