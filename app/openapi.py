@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from app.api_docs import Answer, Operation, documented, operations_of
 from app.api_models import SERVER_EVENT, ErrorBody, OpenResponsesErrorBody
 from app.services import services_of
+from connectors.names import DISTRIBUTION
 from connectors.registry import Connector
 from wire.events import CHAT_ID_PATTERN, MAX_APPROVAL_ID, server_event_adapter
 
@@ -55,7 +56,7 @@ _SIGNED_IN_ERRORS = {
 
 def _package_version() -> str:
     try:
-        return version("switchboard")
+        return version(DISTRIBUTION)  # pyproject.toml's, as `switchboard --version` says
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "0+unknown"
 

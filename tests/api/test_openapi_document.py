@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
 from app.api_docs import Answer, Operation, documented
+from app.cli import installed_version
 from app.main import create_app
 from app.openapi import build_document, undocumented
 from app.settings import Settings
@@ -160,6 +161,7 @@ def test_the_document_builds_without_a_server() -> None:
     # Every schema pydantic makes must be a valid JSON Schema 2020-12 (OpenAPI 3.1's).
     app = create_app(Settings(database_url="sqlite+aiosqlite:///:memory:", auth_mode="token"))
     document = build_document(app.routes, auth_mode="token")
+    assert document["info"]["version"] == installed_version()  # as `switchboard --version`
     assert len(document["components"]["schemas"]) > 20
     for schema in document["components"]["schemas"].values():
         Draft202012Validator.check_schema(schema)
