@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from app.api_docs import Answer, Operation, documented
 from app.connector_assets import connector_asset_routes
 from app.services import services_of
 from connectors.registry import Connector
@@ -84,6 +85,16 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
     if missing:  # an edit lost them: the page would count against the wrong limit
         raise RuntimeError(f"app/static/index.html lacks {', '.join(missing)}")
 
+    @documented(
+        "GET",
+        Operation(
+            summary="The bundled browser UI",
+            tag="ui",
+            signed_in=False,
+            errors="html",
+            answers={200: Answer("The page (it holds no data)", media_type="text/html")},
+        ),
+    )
     async def index(request: Request) -> Response:
         services = services_of(request)
         settings = services.settings

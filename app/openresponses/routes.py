@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.authentication import AuthenticationError
 from starlette.requests import HTTPConnection, Request
@@ -19,10 +20,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from app.api_auth import UsersUnavailable, needs_user, signed_in
+from app.api_docs import Answer, Operation, documented
+from app.api_models import OpenResponsesErrorBody, ResponseObject
 from app.errors import DATABASE_UNAVAILABLE, ApiError
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.references import resolve_references
-from app.openresponses.request import MAX_BODY_BYTES, parse_compact, parse_request
+from app.openresponses.request import (
+    MAX_BODY_BYTES,
+    CompactRequest,
+    CreateResponse,
+    parse_compact,
+    parse_request,
+)
 from app.openresponses.service import (
     LOST,
     StartedResponse,
@@ -120,6 +129,35 @@ def _unexpected(exc: Exception, request: HTTPConnection) -> Response:
     return OpenResponsesError("server_error", "internal server error").response()
 
 
+def _refused(words: str) -> Answer:
+    return Answer(words, OpenResponsesErrorBody)
+
+
+@documented(
+    "POST",
+    Operation(
+        summary="Create a response (Open Responses; docs/open-responses.md)",
+        tag="open-responses",
+        description="With stream: true the answer is Server-Sent Events (the spec's "
+        "streaming events, then data: [DONE]).",
+        errors="open_responses",
+        body=CreateResponse,
+        answers={
+            200: Answer(
+                "The response object (completed, incomplete, or waiting for an approval), or "
+                "its event stream",
+                ResponseObject,
+                also=("text/event-stream",),
+            ),
+            400: _refused("A request the spec or this server does not take"),
+            404: _refused("A referenced response or conversation that does not exist"),
+            409: _refused("The conversation is busy with another turn"),
+            413: _refused("The body is too large"),
+            429: _refused("Rate limited"),
+            500: _refused("The model failed"),
+        },
+    ),
+)
 async def create_response(request: Request) -> Response:
     services = services_of(request)
     try:
@@ -159,6 +197,21 @@ async def create_response(request: Request) -> Response:
     return JSONResponse(render_body(body, view))
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="Compact a conversation's input (Open Responses)",
+        tag="open-responses",
+        errors="open_responses",
+        body=CompactRequest,
+        answers={
+            200: Answer("The compacted input", dict[str, Any]),
+            400: _refused("A request the spec or this server does not take"),
+            404: _refused("A referenced response that does not exist"),
+            413: _refused("The body is too large"),
+        },
+    ),
+)
 async def compact(request: Request) -> Response:
     try:
         user = _user(request)
@@ -170,6 +223,19 @@ async def compact(request: Request) -> Response:
         return _unexpected(exc, request)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="A stored response (Open Responses)",
+        tag="open-responses",
+        errors="open_responses",
+        answers={
+            200: Answer("The response object", ResponseObject),
+            400: _refused("An id the database cannot hold"),
+            404: _refused("No such response of this user's"),
+        },
+    ),
+)
 async def get_response(request: Request) -> Response:
     try:
         user = _user(request)

@@ -57,6 +57,10 @@ PUBLIC = {
     # Each connector's card module and stylesheet: code, like /static, never data
     # (tests/app/test_connector_assets.py checks that nothing else is served there).
     ("GET", "/connectors/{name}/{file}"),
+    # The API's description and its Swagger UI page: the routes and schemas, no data
+    # (tests/api/test_openapi_document.py).
+    ("GET", "/openapi.json"),
+    ("GET", "/docs"),
 }
 # Every other route, each attacked by ``attack_*`` below.
 MATRIX = {
