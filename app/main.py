@@ -18,6 +18,8 @@ from starlette.routing import BaseRoute, Route
 from app.agui.routes import agui_routes
 from app.approvals_api import approval_routes
 from app.auth import HostGuard, trusted_hosts
+from app.auth_challenge import BearerChallenge
+from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
@@ -95,6 +97,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),
         *connector_routes(),
@@ -106,6 +109,7 @@ def create_app(
     ]
     hosts = trusted_hosts(settings)  # local mode: the DNS-rebinding defence
     middleware = [Middleware(HostGuard, allowed_hosts=hosts)] if hosts is not None else []
+    middleware.append(Middleware(BearerChallenge))  # 401s say how; /metrics not public
     return Starlette(
         routes=routes,
         middleware=middleware,

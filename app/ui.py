@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -18,6 +19,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from app.connector_assets import connector_asset_routes
+from app.oidc import OidcVerifier, ProviderUnreachable
 from app.services import services_of
 from connectors.registry import Connector
 from connectors.ui_card import csp_sources
@@ -44,13 +46,15 @@ BASE_POLICY: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def content_security_policy(connectors: Iterable[Connector]) -> str:
-    """The page's policy: the base one, plus each connector's declared sources.
+def content_security_policy(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> str:
+    """The page's policy: the base one, plus each connector's declared sources, plus
+    ``connect`` (the identity provider's origins, whose token endpoint the page calls).
 
     A directive the base leaves empty appears only when a connector adds to it (else
     ``default-src 'self'`` governs it).
     """
-    extra = csp_sources(connectors)
+    extra = {key: list(values) for key, values in csp_sources(connectors).items()}
+    extra["connect-src"] = [*extra.get("connect-src", ()), *connect]
     directives = []
     for directive, base in BASE_POLICY:
         sources = [*base, *(s for s in extra.get(directive, ()) if s not in base)]
@@ -59,9 +63,9 @@ def content_security_policy(connectors: Iterable[Connector]) -> str:
     return "; ".join(directives)
 
 
-def page_headers(connectors: Iterable[Connector]) -> dict[str, str]:
+def page_headers(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(connectors),
+        "Content-Security-Policy": content_security_policy(connectors, connect),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         # The page is tiny and changes with every release: always revalidate.
@@ -77,6 +81,28 @@ LIMIT_PLACEHOLDERS = {
 }
 
 
+def _origin(url: str | None) -> str | None:
+    parts = urlsplit(url) if url else None
+    return f"{parts.scheme}://{parts.netloc}" if parts and parts.scheme and parts.netloc else None
+
+
+async def provider_origins(oidc: OidcVerifier | None) -> list[str]:
+    """The origins the page calls to sign in (oidc mode): the issuer's and the token
+    endpoint's (the discovery document, when it can be had, names it)."""
+    if oidc is None:
+        return []
+    urls: list[str | None] = [oidc.issuer]
+    try:
+        urls.append((await oidc.metadata()).token_endpoint)
+    except ProviderUnreachable:
+        pass  # the page will say that sign-in is unavailable
+    origins: list[str] = []
+    for origin in map(_origin, urls):
+        if origin is not None and origin not in origins:
+            origins.append(origin)
+    return origins
+
+
 def page_renderer() -> Callable[[Request], Awaitable[Response]]:
     """The ``/`` endpoint: index.html, read once, with this server's limits filled in."""
     template = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
@@ -90,7 +116,8 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
         page = template
         for placeholder, setting in LIMIT_PLACEHOLDERS.items():
             page = page.replace(placeholder, str(int(getattr(settings, setting))))
-        return HTMLResponse(page, headers=page_headers(services.connectors))
+        connect = await provider_origins(services.auth.oidc)
+        return HTMLResponse(page, headers=page_headers(services.connectors, connect))
 
     return index
 
