@@ -101,6 +101,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             port=settings.port,
             log_config=None,  # keep our JSON logging
             ws_max_size=settings.max_frame_bytes,
+            # Header mode trusts the TCP peer's address (the authenticating proxy's):
+            # uvicorn must not replace it with an X-Forwarded-For a client wrote.
+            proxy_headers=settings.resolved_auth_mode != "header",
         )
         GracefulServer(config).run(sockets=[listening])
     finally:
