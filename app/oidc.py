@@ -102,6 +102,7 @@ class OidcVerifier:
         self._keys: dict[str, dict[str, Any]] = {}
         self._built: dict[tuple[str, str], PyJWK] = {}
         self._fetched_at: float | None = None
+        self._attempted_at: float | None = None
         self._lock = asyncio.Lock()
 
     # --- the provider --------------------------------------------------------------------
@@ -188,9 +189,12 @@ class OidcVerifier:
         if kid in self._keys and not stale:
             return True
         async with self._lock:
-            fetched_at = self._fetched_at
-            may_refetch = fetched_at is None or self._clock() - fetched_at >= self._refresh_interval
+            # Rate-limited by the last attempt, not the last success: a provider that is
+            # down must not be asked (and waited for) on every request.
+            attempted = self._attempted_at
+            may_refetch = attempted is None or self._clock() - attempted >= self._refresh_interval
             if may_refetch and (kid not in self._keys or stale):
+                self._attempted_at = self._clock()
                 try:
                     await self._fetch_keys()
                 except ProviderUnreachable:
