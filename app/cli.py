@@ -91,6 +91,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     # The port first: a second server started by mistake must stop before it touches the
     # database (whose running turns belong to the first).
     listening = bind_port(settings.host, settings.port)
+    sockets = [listening]
+    if settings.metrics_address:
+        from app.settings import split_address
+
+        try:
+            sockets.append(bind_port(*split_address(settings.metrics_address)))
+        except CommandError:
+            listening.close()
+            raise
     try:
         if not args.no_migrate:
             _migrate(settings)
@@ -109,9 +118,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # uvicorn must not replace it with an X-Forwarded-For a client wrote.
             proxy_headers=settings.resolved_auth_mode != "header",
         )
-        GracefulServer(config).run(sockets=[listening])
+        GracefulServer(config).run(sockets=sockets)
     finally:
-        listening.close()
+        for bound in sockets:
+            bound.close()
     return 0
 
 

@@ -63,6 +63,9 @@ class Settings(ConnectorSettings):
     auth_user_header: str = Field("X-Forwarded-User", min_length=1, max_length=100)
     auth_email_header: str = Field("X-Forwarded-Email", min_length=1, max_length=100)
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # host:port of a second listener serving only /metrics, without a credential (bind it
+    # where only the scraper reaches); /metrics on the main address still needs one.
+    metrics_address: str | None = None
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     secret_key: str | None = None
     model: str = "offline"
@@ -125,6 +128,14 @@ class Settings(ConnectorSettings):
                     f"{item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)"
                 ) from None
         return value
+
+    @field_validator("metrics_address")
+    @classmethod
+    def _check_metrics_address(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        split_address(value.strip())  # ValueError says what was expected
+        return value.strip()
 
     @field_validator("oidc_issuer")
     @classmethod
@@ -299,6 +310,19 @@ def _load_or_create_key(path: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(key)
     return key
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) as (host, port); ValueError if it is not."""
+    host, sep, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r} is not host:port, e.g. 127.0.0.1:9100 or [::1]:9100")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"{host!r} is not an IP address (bind to an address)") from None
+    return host, int(port)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -3,10 +3,16 @@ and ``/metrics`` needs a credential outside local mode."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from pathlib import Path
+
+import httpx
 
 from app.settings import Settings
+from storage.migrate import upgrade
 from storage.users import UserRepository
+from tests.support.processes import ServerProcess, free_port
 from tests.support.servers import serve
 
 # One route of each API that needs a user.
@@ -60,3 +66,35 @@ async def test_metrics_stay_open_in_local_mode(make_settings: Callable[..., Sett
         response = await anonymous.get("/metrics")
     assert response.status_code == 200
     assert "switchboard_sockets_open" in response.text
+
+
+async def test_metrics_on_their_own_address_need_no_token_and_serve_nothing_else(
+    tmp_path: Path,
+) -> None:
+    database_url = f"sqlite+aiosqlite:///{tmp_path}/metrics.db"
+    await asyncio.to_thread(upgrade, database_url)
+    metrics_port = free_port()
+    server = ServerProcess(
+        {
+            "SWITCHBOARD_DATABASE_URL": database_url,
+            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+            "SWITCHBOARD_HOST": "127.0.0.1",
+            "SWITCHBOARD_AUTH_MODE": "token",
+            "SWITCHBOARD_METRICS_ADDRESS": f"127.0.0.1:{metrics_port}",
+        },
+        tmp_path / "server.log",
+    )
+    await asyncio.to_thread(server.start)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{metrics_port}") as scraper:
+            scraped = await scraper.get("/metrics")
+            other = await scraper.get("/api/chats")
+        async with httpx.AsyncClient(base_url=server.http) as anonymous:
+            main_metrics = await anonymous.get("/metrics")
+    finally:
+        server.stop()
+    assert scraped.status_code == 200
+    assert "switchboard_sockets_open" in scraped.text
+    assert other.status_code == 404
+    assert main_metrics.status_code == 401
+    assert main_metrics.headers["www-authenticate"] == 'Bearer realm="switchboard"'
