@@ -15,6 +15,7 @@ from app.settings import Settings
 from tests.browser.pages import open_ui, send, wait_turns_ended
 from tests.support.oidc_provider import FakeProvider, running_provider, s256
 from tests.support.servers import LiveServer, serve
+from tests.support.waiting import wait_until
 
 AUDIENCE = "switchboard-api"
 TOKENS = "switchboard.oidc.tokens"
@@ -129,4 +130,34 @@ async def test_a_refused_sign_in_is_shown_not_looped(
         text = await page.text_content("#signin-text") or ""
     assert "did not accept the sign-in" in text
     assert "not meant for this server" in text
+    assert len(provider.authorize_requests) == 1
+
+
+async def test_a_short_lived_token_is_refreshed_while_the_page_stays_open(
+    ui_settings: Callable[..., Settings], provider: FakeProvider, page: Page
+) -> None:
+    # Tokens for 65 s: the page refreshes a minute before expiry, so within seconds.
+    provider.access_ttl = 65
+    settings = ui_settings(
+        offline_delta_delay=0.002,
+        auth_mode="oidc",
+        oidc_issuer=provider.issuer,
+        oidc_audience=AUDIENCE,
+        oidc_client_id=provider.client_id,
+    )
+    async with serve(settings) as server:
+        await open_ui(page, server.http)
+        first = await stored_tokens(page)
+        assert first is not None
+        await wait_until(
+            lambda: any(r["grant_type"] == "refresh_token" for r in provider.token_requests),
+            what="the page to refresh its access token",
+        )
+        await page.wait_for_function(
+            f"""() => JSON.parse(sessionStorage.getItem('{TOKENS}')).access_token
+                 !== {json.dumps(first["access_token"])}"""
+        )
+        # The refreshed token is the one the page uses: a turn runs on a new socket.
+        await send(page, "What are my account balances?")
+        await wait_turns_ended(page, 1)
     assert len(provider.authorize_requests) == 1
