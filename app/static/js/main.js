@@ -45,6 +45,7 @@ class App {
     // The identity provider's session in oidc mode, null in the others (undefined until
     // the server has said which: GET /api/auth/config).
     this.oidc = undefined;
+    this.serverMode = null; // the server's auth mode, from GET /api/auth/config
     this.api = new Api(() => this.token);
     this.chatId = null;
     this.fresh = true; // the open chat has no events on the server yet
@@ -130,6 +131,12 @@ class App {
           continue;
         }
       }
+      if (this.serverMode === "header") {
+        // The proxy in front signs people in; this page has nothing to ask for.
+        this.showBanner("The sign-in proxy in front of this server did not sign you in. "
+          + "Reload the page to sign in again.", () => location.reload(), "Reload");
+        return new Promise(() => {});
+      }
       this.token = null;
       tokenStore.clear();
       const { token, user } = await askForToken($("token-dialog"), (candidate) => {
@@ -156,6 +163,7 @@ class App {
         await new Promise((resolve) => setTimeout(resolve, 3000));
         continue;
       }
+      this.serverMode = config?.mode;
       if (config?.mode !== "oidc") return null;
       const settings = config.oidc || {};
       if (!settings.client_id || !settings.authorization_endpoint || !settings.token_endpoint) {
@@ -220,7 +228,8 @@ class App {
   showUser(me) {
     const tokenMode = this.authMode !== "local";
     $("whoami").textContent = tokenMode ? `Signed in as ${me?.name ?? "?"}` : "Local mode: no sign-in needed";
-    $("sign-out").hidden = !tokenMode;
+    // In header mode signing out is the proxy's business, not this page's.
+    $("sign-out").hidden = !(this.authMode === "token" || this.authMode === "oidc");
     this.hideBanner();
   }
 
