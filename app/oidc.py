@@ -177,13 +177,14 @@ class OidcVerifier:
             raise InvalidToken("the token's algorithm does not match its key")
         try:
             built = PyJWK.from_dict(entry, algorithm=algorithm)
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, ValueError, KeyError, TypeError):  # wrong type, or malformed
             raise InvalidToken("the token's algorithm does not match its key") from None
         self._built[(kid, algorithm)] = built
         return built
 
     async def _has_key(self, kid: str) -> bool:
-        """The key named ``kid``; refetches the JWKS when it is unknown or old, rate-limited."""
+        """Whether a key named ``kid`` is known; refetches the JWKS when it is unknown or
+        old, at most once per ``refresh_interval``."""
         now = self._clock()
         stale = self._fetched_at is None or now - self._fetched_at >= MAX_KEYS_AGE
         if kid in self._keys and not stale:

@@ -141,6 +141,11 @@ REFUSALS: dict[str, tuple[Callable[[FakeProvider], str], str]] = {
         _hs256_with_public_key,
         "the token's signing algorithm is not accepted",
     ),
+    # The provider publishes its key for RS256; a PS256 token under that kid is refused.
+    "another algorithm for the key": (
+        lambda p: p.issue(algorithm="PS256"),
+        "the token's algorithm does not match its key",
+    ),
     "no sub": (lambda p: p.issue(sub=None), "the token lacks the 'sub' claim"),
     "not a JWT": (lambda p: "not-a-jwt", "the token is not a well-formed JWT"),
 }

@@ -104,6 +104,7 @@ class FakeProvider:
         kid: str | None = None,
         headers: dict[str, Any] | None = None,
         ttl: int | None = None,
+        algorithm: str = "RS256",
         **claims: Any,
     ) -> str:
         """A signed access token for ``user``; any claim may be overridden (None drops it)."""
@@ -122,7 +123,7 @@ class FakeProvider:
         return jwt.encode(
             body,
             key if key is not None else current_key,
-            algorithm="RS256",
+            algorithm=algorithm,
             headers={"kid": kid if kid is not None else current_kid, **(headers or {})},
         )
 
