@@ -182,14 +182,18 @@ class OidcVerifier:
         self._built[(kid, algorithm)] = built
         return built
 
+    def _knows(self, kid: str) -> bool:
+        """Whether ``kid`` is in a cache young enough to use without asking the provider."""
+        fetched = self._fetched_at
+        return kid in self._keys and fetched is not None and self._clock() - fetched < MAX_KEYS_AGE
+
     async def _has_key(self, kid: str) -> bool:
         """Whether a key named ``kid`` is known; refetches the JWKS when it is unknown or
         old, at most once per ``refresh_interval``."""
-        now = self._clock()
-        stale = self._fetched_at is None or now - self._fetched_at >= MAX_KEYS_AGE
-        if kid in self._keys and not stale:
+        if self._knows(kid):
             return True
         async with self._lock:
+            stale = self._fetched_at is None or self._clock() - self._fetched_at >= MAX_KEYS_AGE
             # Rate-limited by the last attempt, not the last success: a provider that is
             # down must not be asked (and waited for) on every request.
             attempted = self._attempted_at
@@ -211,7 +215,6 @@ class OidcVerifier:
         """The identity a valid token carries; ``InvalidToken`` says why one is not."""
         try:
             header = jwt.get_unverified_header(token)
-            unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
             raise InvalidToken("the token is not a well-formed JWT") from None
         algorithm = header.get("alg")
@@ -221,14 +224,21 @@ class OidcVerifier:
                 + ", ".join(sorted(ALGORITHMS))
                 + ")"
             )
-        # Checked before any key is fetched: a token of another issuer needs no lookup.
-        issuer = unverified.get("iss")
-        if not isinstance(issuer, str) or issuer.rstrip("/") != self.issuer:
-            raise InvalidToken("the token was issued by another issuer")
         kid = header.get("kid")
         kid = kid if isinstance(kid, str) else ""
-        if not await self._has_key(kid):
-            raise InvalidToken("the token is signed by a key this server does not know")
+        if not self._knows(kid):
+            # Before a key is fetched for it, the token must at least claim our issuer:
+            # a token of another provider must not make us refetch keys. (A known key's
+            # tokens skip this second parse: the verified decode checks the issuer too.)
+            try:
+                unverified = jwt.decode(token, options={"verify_signature": False})
+            except jwt.PyJWTError:
+                raise InvalidToken("the token is not a well-formed JWT") from None
+            issuer = unverified.get("iss")
+            if not isinstance(issuer, str) or issuer.rstrip("/") != self.issuer:
+                raise InvalidToken("the token was issued by another issuer")
+            if not await self._has_key(kid):
+                raise InvalidToken("the token is signed by a key this server does not know")
         key = self._build(kid, algorithm)
         try:
             claims = jwt.decode(
@@ -236,7 +246,8 @@ class OidcVerifier:
                 key=key.key,
                 algorithms=[algorithm],
                 audience=self.audience,
-                issuer=issuer,  # equal to ours but for a trailing slash, checked above
+                # Some providers (Auth0) write the issuer with a trailing slash.
+                issuer=[self.issuer, self.issuer + "/"],
                 leeway=self._leeway,
                 options={"require": ["exp", "iss", "aud", "sub"]},
             )
