@@ -91,3 +91,15 @@ async def test_a_provider_never_reached_is_unreachable_not_an_invalid_token(
     provider = FakeProvider(issuer="http://127.0.0.1:9", audience="api", client_id="ui")
     with pytest.raises(ProviderUnreachable, match="could not be fetched"):
         await checker.verify(provider.issue())
+
+
+async def test_an_issuer_written_with_a_trailing_slash_is_the_same_issuer(
+    provider: FakeProvider, http: httpx.AsyncClient
+) -> None:
+    # Auth0 writes "https://tenant.auth0.com/" in its tokens; the setting may have it or not.
+    for configured in (provider.issuer, provider.issuer + "/"):
+        checker = OidcVerifier(configured, provider.audience, http)
+        identity = await checker.verify(provider.issue(iss=provider.issuer + "/"))
+        assert identity.issuer == provider.issuer
+    with pytest.raises(InvalidToken, match="another issuer"):
+        await checker.verify(provider.issue(iss=provider.issuer + "/other"))
