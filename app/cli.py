@@ -1,5 +1,6 @@
-"""The ``switchboard`` command: ``serve``, ``migrate``, ``users create|token|list|delete|
-export``, ``tokens list|revoke|rotate``, ``connectors list|new``.
+"""The ``switchboard`` command: ``serve``, ``migrate``, ``rekey``,
+``users create|token|list|delete|export``, ``tokens list|revoke|rotate``,
+``connectors list|new``.
 
 Exit codes: 0 success, 1 the command failed (message on stderr), 2 bad usage or invalid
 configuration (argparse's convention), never a traceback for an expected problem.
@@ -387,6 +388,34 @@ def _add_tokens(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     rotate.set_defaults(handler=cmd_tokens_rotate)
 
 
+# --- rekey -------------------------------------------------------------------------------
+
+
+def cmd_rekey(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-encrypt stored credentials with the first key of SWITCHBOARD_SECRET_KEY."""
+    from app.services import build_fernet
+    from storage.rekey import RekeyResult, rekey_credentials
+
+    secret = settings.resolved_secret_key
+    fernet = build_fernet(secret)  # a bad key: exit 2
+    newest = build_fernet(next(key for key in secret.split(",") if key.strip()))
+
+    async def work(db: Database) -> RekeyResult:
+        return await rekey_credentials(db, fernet, newest)
+
+    result = run_db(settings, work)
+    print(
+        f"re-encrypted {result.reencrypted} stored credential(s) with the first key; "
+        f"{result.current} already used it"
+    )
+    if result.undecryptable:
+        print(
+            f"{result.undecryptable} could not be decrypted with any configured key and were "
+            "left unchanged (their users must connect those accounts again)"
+        )
+    return 0
+
+
 # --- parser ------------------------------------------------------------------------------
 
 
@@ -401,6 +430,15 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _add_migrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
     migrate.set_defaults(handler=cmd_migrate)
+
+
+def _add_rekey(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rekey = sub.add_parser(
+        "rekey",
+        help="re-encrypt stored credentials with the first key of SWITCHBOARD_SECRET_KEY "
+        "(after putting a new key first; docs/deploy.md)",
+    )
+    rekey.set_defaults(handler=cmd_rekey)
 
 
 def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -494,6 +532,7 @@ def _add_connectors(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
     _add_migrate,
+    _add_rekey,
     _add_users,
     _add_tokens,
     _add_connectors,

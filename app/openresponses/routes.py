@@ -32,6 +32,7 @@ from app.openresponses.service import (
 )
 from app.openresponses.socket import responses_socket
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
+from app.openresponses.views import View, render_body, render_event, view_of
 from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
 from storage.errors import TurnInProgress
@@ -88,7 +89,7 @@ async def _json_body(request: Request) -> object:
 
 
 async def _stream(
-    started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
+    started: StartedResponse, view: View = "switchboard", keepalive: float = KEEPALIVE_SECONDS
 ) -> AsyncIterator[str]:
     while True:
         try:
@@ -103,7 +104,7 @@ async def _stream(
         if event is None:
             yield SSE_DONE
             return
-        yield sse(event)
+        yield sse(render_event(event, view))
 
 
 def _unexpected(exc: Exception, request: HTTPConnection) -> Response:
@@ -123,6 +124,7 @@ async def create_response(request: Request) -> Response:
     services = services_of(request)
     try:
         user = _user(request)
+        view = view_of(request.headers)
         body = await resolve_references(await _json_body(request), services.db, user.id)
         parsed = parse_request(body)
         started = await start_response(services, user, parsed)
@@ -139,7 +141,7 @@ async def create_response(request: Request) -> Response:
         return _unexpected(exc, request)
     if parsed.stream:
         return StreamingResponse(
-            _stream(started),
+            _stream(started, view),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -154,7 +156,7 @@ async def create_response(request: Request) -> Response:
     # the token budget) is the object itself; a failure is the spec's error.
     if body.get("status") not in ("completed", "incomplete"):
         return http_error(started.id, outcome).response()
-    return JSONResponse(body)
+    return JSONResponse(render_body(body, view))
 
 
 async def compact(request: Request) -> Response:
@@ -171,6 +173,7 @@ async def compact(request: Request) -> Response:
 async def get_response(request: Request) -> Response:
     try:
         user = _user(request)
+        view = view_of(request.headers)
     except OpenResponsesError as exc:
         return exc.response()
     response_id = request.path_params["response_id"]
@@ -185,7 +188,7 @@ async def get_response(request: Request) -> Response:
         return OpenResponsesError(
             "not_found", f"no response {response_id!r}", param="response_id"
         ).response()
-    return JSONResponse(stored.body)
+    return JSONResponse(render_body(stored.body, view))
 
 
 def open_responses_routes() -> list[BaseRoute]:
