@@ -21,6 +21,8 @@ from app.api_docs import Answer, Operation, documented
 from app.api_models import Health, Readiness, json_answer
 from app.approvals_api import approval_routes
 from app.auth import HostGuard, trusted_hosts
+from app.auth_challenge import BearerChallenge
+from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
@@ -125,6 +127,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),
         *connector_routes(),
@@ -137,6 +140,7 @@ def create_app(
     ]
     hosts = trusted_hosts(settings)  # local mode: the DNS-rebinding defence
     middleware = [Middleware(HostGuard, allowed_hosts=hosts)] if hosts is not None else []
+    middleware.append(Middleware(BearerChallenge))  # 401s say how; /metrics not public
     return Starlette(
         routes=routes,
         middleware=middleware,

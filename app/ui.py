@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -19,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from app.api_docs import Answer, Operation, documented
 from app.connector_assets import connector_asset_routes
+from app.oidc import OidcVerifier, ProviderUnreachable
 from app.services import services_of
 from connectors.registry import Connector
 from connectors.ui_card import csp_sources
@@ -45,13 +47,15 @@ BASE_POLICY: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def content_security_policy(connectors: Iterable[Connector]) -> str:
-    """The page's policy: the base one, plus each connector's declared sources.
+def content_security_policy(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> str:
+    """The page's policy: the base one, plus each connector's declared sources, plus
+    ``connect`` (the identity provider's origins, whose token endpoint the page calls).
 
     A directive the base leaves empty appears only when a connector adds to it (else
     ``default-src 'self'`` governs it).
     """
-    extra = csp_sources(connectors)
+    extra = {key: list(values) for key, values in csp_sources(connectors).items()}
+    extra["connect-src"] = [*extra.get("connect-src", ()), *connect]
     directives = []
     for directive, base in BASE_POLICY:
         sources = [*base, *(s for s in extra.get(directive, ()) if s not in base)]
@@ -60,9 +64,9 @@ def content_security_policy(connectors: Iterable[Connector]) -> str:
     return "; ".join(directives)
 
 
-def page_headers(connectors: Iterable[Connector]) -> dict[str, str]:
+def page_headers(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(connectors),
+        "Content-Security-Policy": content_security_policy(connectors, connect),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         # The page is tiny and changes with every release: always revalidate.
@@ -76,6 +80,28 @@ LIMIT_PLACEHOLDERS = {
     "__MAX_PROMPT_CHARS__": "max_prompt_chars",
     "__MAX_FRAME_BYTES__": "max_frame_bytes",
 }
+
+
+def _origin(url: str | None) -> str | None:
+    parts = urlsplit(url) if url else None
+    return f"{parts.scheme}://{parts.netloc}" if parts and parts.scheme and parts.netloc else None
+
+
+async def provider_origins(oidc: OidcVerifier | None) -> list[str]:
+    """The origins the page calls to sign in (oidc mode): the issuer's and the token
+    endpoint's (the discovery document, when it can be had, names it)."""
+    if oidc is None:
+        return []
+    urls: list[str | None] = [oidc.issuer]
+    try:
+        urls.append((await oidc.metadata()).token_endpoint)
+    except ProviderUnreachable:
+        pass  # the page will say that sign-in is unavailable
+    origins: list[str] = []
+    for origin in map(_origin, urls):
+        if origin is not None and origin not in origins:
+            origins.append(origin)
+    return origins
 
 
 def page_renderer() -> Callable[[Request], Awaitable[Response]]:
@@ -101,7 +127,8 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
         page = template
         for placeholder, setting in LIMIT_PLACEHOLDERS.items():
             page = page.replace(placeholder, str(int(getattr(settings, setting))))
-        return HTMLResponse(page, headers=page_headers(services.connectors))
+        connect = await provider_origins(services.auth.oidc)
+        return HTMLResponse(page, headers=page_headers(services.connectors, connect))
 
     return index
 
