@@ -80,6 +80,30 @@ class OpenResponsesErrorBody(ApiModel):
 # ----------------------------------------------------------------------------- service
 
 
+class OidcClientConfig(ApiModel):
+    """What the bundled page needs to run the authorization-code flow with PKCE itself
+    (a public client: nothing here is secret)."""
+
+    issuer: str
+    client_id: str | None
+    scopes: str = Field(examples=["openid profile email"])
+    audience: str | None
+    authorization_endpoint: str
+    token_endpoint: str
+    end_session_endpoint: str | None
+
+
+class AuthConfig(ApiModel):
+    """How to sign in on this server (``docs/auth.md``); ``oidc`` only in that mode."""
+
+    mode: Literal["local", "token", "oidc", "header"]
+    oidc: OidcClientConfig | None = None
+
+    def dump(self) -> dict[str, Any]:
+        # The page tells "not in oidc mode" by the key's absence, as before the model.
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 class Health(ApiModel):
     status: Literal["ok"]
 

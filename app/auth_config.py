@@ -9,9 +9,11 @@ request of its own. Nothing here is secret: a public client has no secret.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from app.api_docs import Answer, Operation, documented
+from app.api_models import AuthConfig, ErrorBody, OidcClientConfig, json_answer
 from app.errors import api_error
 from app.oidc import ProviderUnreachable
 from app.services import services_of
@@ -19,27 +21,38 @@ from app.services import services_of
 PATH = "/api/auth/config"
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="How the bundled UI signs in on this server",
+        tag="service",
+        signed_in=False,
+        answers={
+            200: Answer("The auth mode, and the provider's endpoints in oidc mode", AuthConfig),
+            503: Answer("The identity provider cannot be reached", ErrorBody),
+        },
+    ),
+)
 async def auth_config(request: Request) -> Response:
     services = services_of(request)
     settings = services.settings
-    mode = settings.resolved_auth_mode
-    body: dict[str, object] = {"mode": mode}
+    config = AuthConfig(mode=settings.resolved_auth_mode)
     verifier = services.auth.oidc
-    if mode == "oidc" and verifier is not None:
+    if config.mode == "oidc" and verifier is not None:
         try:
             metadata = await verifier.metadata()
         except ProviderUnreachable as exc:
             return api_error(503, "server_error", str(exc), headers={"Retry-After": "5"})
-        body["oidc"] = {
-            "issuer": metadata.issuer,
-            "client_id": settings.oidc_client_id,
-            "scopes": settings.oidc_scopes,
-            "audience": settings.oidc_audience,
-            "authorization_endpoint": metadata.authorization_endpoint,
-            "token_endpoint": metadata.token_endpoint,
-            "end_session_endpoint": metadata.end_session_endpoint,
-        }
-    return JSONResponse(body, headers={"Cache-Control": "no-store"})
+        config.oidc = OidcClientConfig(
+            issuer=metadata.issuer,
+            client_id=settings.oidc_client_id,
+            scopes=settings.oidc_scopes,
+            audience=settings.oidc_audience,
+            authorization_endpoint=metadata.authorization_endpoint,
+            token_endpoint=metadata.token_endpoint,
+            end_session_endpoint=metadata.end_session_endpoint,
+        )
+    return json_answer(config, headers={"Cache-Control": "no-store"})
 
 
 def auth_config_routes() -> list[Route]:

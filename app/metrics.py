@@ -17,8 +17,9 @@ def metrics_route() -> Route:
         Operation(
             summary="Prometheus metrics (text exposition format)",
             tag="service",
-            signed_in=False,
-            errors="text",
+            # Outside local mode it needs the API's credential (app.auth_challenge), or
+            # is scraped on its own listener (SWITCHBOARD_METRICS_ADDRESS).
+            signed_in=True,
             answers={200: Answer("The metrics", media_type="text/plain")},
         ),
     )
