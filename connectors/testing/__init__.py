@@ -1,7 +1,7 @@
 """The connector contract kit (``ConnectorContract``), the pieces it is built from, and a
 scripted model for testing multi-step flows offline (``run_script``).
 
-Install with ``pip install 'switchboard[testing]'``: the kit needs pytest,
+Install with ``pip install 'switchboard-server[testing]'``: the kit needs pytest,
 pytest-asyncio, hypothesis and hypothesis-jsonschema, which the server does not.
 """
 

@@ -10,7 +10,7 @@ A connector author subclasses it in a test module::
         sample_arguments = {"get_weather_forecast": {"city": "Boston", "days": 3}}
         live_settings = {"connector_options": {"weather": {"base_url": "{base_url}"}}}
 
-and runs ``pytest`` (with ``pytest-asyncio``; ``pip install 'switchboard[testing]'``). The
+and runs ``pytest`` (with ``pytest-asyncio``; ``pip install 'switchboard-server[testing]'``). The
 inherited tests check that:
 
 - the connector's metadata is whole: the agent has its declared name, every tool of its

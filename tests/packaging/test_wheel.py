@@ -26,7 +26,7 @@ def run(command: list[str], cwd: Path) -> str:
 def build_wheel(out: Path) -> Path:
     out.mkdir()
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)], out)
-    [wheel] = out.glob("switchboard-*.whl")
+    [wheel] = out.glob("switchboard_server-*.whl")
     return wheel
 
 
