@@ -37,12 +37,14 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md", "alembic")
 PACKAGES = ("app", "connectors", "websocket", "storage", "wire")
 # Fast tests: the unit tests (what they import covers every runtime package), and the few
 # others that found a floor too low (starlette's host check, pytest-asyncio's loop, uvicorn's
-# WebSocket implementation, SQLAlchemy and aiosqlite at the engine), on SQLite only.
+# WebSocket implementation and its slow readers), plus the storage engine's (SQLAlchemy,
+# aiosqlite); on SQLite only.
 FAST_TESTS = [
     "tests/unit",
     "tests/app/test_origin_tokens.py",
     "tests/app/test_cli_commands.py",
     "tests/ws/test_invalid_utf8.py",
+    "tests/ws/test_slow_readers.py",
     "tests/storage/test_storage_engine.py",
     "-k",
     "not postgresql",
