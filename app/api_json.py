@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from app.api_models import Approval
 from storage.records import ApprovalRecord
 
 
@@ -15,8 +16,17 @@ def rfc3339(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def approval_json(approval: ApprovalRecord) -> dict[str, Any]:
+def approval_model(approval: ApprovalRecord) -> Approval:
     """An approval as REST shows it: what was asked, and the record of its decision."""
+    return Approval.model_validate(approval_fields(approval))
+
+
+def approval_json(approval: ApprovalRecord) -> dict[str, Any]:
+    """``approval_model`` as JSON (the AG-UI interrupts carry it too)."""
+    return approval_model(approval).dump()
+
+
+def approval_fields(approval: ApprovalRecord) -> dict[str, Any]:
     return {
         "approval_id": approval.id,
         "chat_id": approval.chat_id,

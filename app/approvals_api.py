@@ -13,11 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
-from app.api_json import approval_json
+from app.api_docs import Answer, Operation, documented
+from app.api_json import approval_model
+from app.api_models import ApprovalList, Decided, ErrorBody, json_answer
 from app.errors import ApiError
 from app.request_input import chat_id_param, json_body
 from app.services import services_of
@@ -36,12 +38,34 @@ class DecisionBody(BaseModel):
     reason: str | None = Field(default=None, max_length=MAX_APPROVAL_REASON)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="The user's pending approvals across chats",
+        tag="approvals",
+        answers={200: Answer("Pending approvals", ApprovalList)},
+    ),
+)
 async def pending_approvals(request: Request) -> Response:
     user = signed_in(request)
     pending = await services_of(request).turns.approvals.pending_for_user(user.id)
-    return JSONResponse({"approvals": [approval_json(approval) for approval in pending]})
+    return json_answer(ApprovalList(approvals=[approval_model(a) for a in pending]))
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="Approve or reject a pending approval (the first decision wins)",
+        tag="approvals",
+        body=DecisionBody,
+        answers={
+            200: Answer("Decided: the approval's record", Decided),
+            400: Answer("A body that is not a decision", ErrorBody),
+            404: Answer("Not an approval of this chat (whoever's it is)", ErrorBody),
+            409: Answer("Already decided, or past its expires_at", ErrorBody),
+        },
+    ),
+)
 async def decide(request: Request) -> Response:
     user = signed_in(request)
     chat_id = chat_id_param(request)
@@ -65,7 +89,7 @@ async def decide(request: Request) -> Response:
     if decided.expired:
         raise ApiError(409, "invalid_request", expired_refusal(approval_id))
     record = await turns.approvals.get(chat_id, approval_id)
-    return JSONResponse({"approval": approval_json(record) if record else None})
+    return json_answer(Decided(approval=approval_model(record) if record else None))
 
 
 def approval_routes() -> list[BaseRoute]:

@@ -2,8 +2,11 @@
 
 ``local`` mode: every request is the single local user. ``token`` mode: an API token from
 ``Authorization: Bearer``, else the ``token`` query parameter (browsers cannot set headers
-on a WebSocket), else the ``sb_session`` cookie of the bundled UI. In local mode only
-loopback ``Host`` names reach the app at all (``HostGuard``, against DNS rebinding).
+on a WebSocket), else the ``sb_session`` cookie of the bundled UI. ``oidc`` mode: the same
+places carry an identity provider's JWT (``app.oidc``) or an API token. ``header`` mode:
+the user an authenticating proxy names, from the proxy's addresses only. In local mode
+only loopback ``Host`` names reach the app at all (``HostGuard``, against DNS rebinding);
+in the others every 401 says how to authenticate (``BearerChallenge``).
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Literal
+from dataclasses import dataclass
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from urllib.parse import urlsplit
 
+import httpx
 from starlette.datastructures import Headers
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import HTTPConnection
@@ -22,10 +27,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from app.errors import api_error
-from app.settings import Settings
+from app.oidc import InvalidToken, OidcVerifier
+from app.settings import AuthMode, Settings
 from storage.engine import Database
 from storage.records import UserRecord
-from storage.users import UserRepository
+from storage.users import TOKEN_PREFIX, UserRepository
 from websocket.handler import CLOSE_FORBIDDEN
 
 SESSION_COOKIE = "sb_session"
@@ -92,42 +98,159 @@ def token_from(conn: HTTPConnection) -> str | None:
     return conn.query_params.get("token") or conn.cookies.get(SESSION_COOKIE) or None
 
 
+# Where ``user_for`` leaves why a credential was refused, for the 401's
+# ``WWW-Authenticate`` (``BearerChallenge``) and its message (``app.api_auth``).
+AUTH_ERROR_KEY = "switchboard.auth_error"
+# The ``issuer`` of identities vouched for by the authenticating proxy (header mode).
+PROXY_ISSUER = "proxy"
+
+
+def auth_error_of(conn: HTTPConnection) -> str | None:
+    error = conn.scope.get(AUTH_ERROR_KEY)
+    return error if isinstance(error, str) else None
+
+
+def _refuse(conn: HTTPConnection, description: str) -> None:
+    conn.scope[AUTH_ERROR_KEY] = description
+
+
+@dataclass(frozen=True)
+class ProxyTrust:
+    """Header mode: which peers are the authenticating proxy, and its headers."""
+
+    networks: tuple[IPv4Network | IPv6Network, ...]
+    user_header: str
+    email_header: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ProxyTrust:
+        return cls(
+            networks=tuple(ip_network(item, strict=False) for item in settings.trusted_proxies),
+            user_header=settings.auth_user_header,
+            email_header=settings.auth_email_header,
+        )
+
+    def trusts(self, conn: HTTPConnection) -> bool:
+        """Whether the peer is the proxy. The TCP peer: ``switchboard serve`` turns off
+        uvicorn's ``X-Forwarded-For`` rewriting in header mode (``app.cli``)."""
+        host = conn.client.host if conn.client is not None else None
+        try:
+            address = ip_address(host) if host else None
+        except ValueError:
+            return False
+        return address is not None and any(address in network for network in self.networks)
+
+
 class Authenticator:
     """The user behind a request or socket (``user_for``); built once at start-up.
 
-    Local mode: the local user, ensured before the app serves (``app.services``), so a
-    request never writes. Token mode: the token's user, recent lookups kept in
-    ``token_cache``.
+    ``local``: the local user, ensured before the app serves (``app.services``), so a
+    request never writes. ``token``: the API token's user, recent lookups kept in
+    ``token_cache``. ``oidc``: a JWT of the provider (``app.oidc``), the user found by
+    its ``sub`` (created at first sign-in); API tokens (``sb_…``) work too, for scripts
+    and scrapers. ``header``: the user the authenticating proxy names in its header, from
+    the proxy's addresses only.
     """
 
     def __init__(
         self,
-        mode: Literal["local", "token"],
+        mode: AuthMode,
         db: Database,
         local_user: UserRecord | None = None,
         token_cache: TokenCache | None = None,
+        *,
+        oidc: OidcVerifier | None = None,
+        proxy: ProxyTrust | None = None,
     ) -> None:
         if mode == "local" and local_user is None:
             raise ValueError(
                 "local auth mode needs the local user (UserRepository.ensure_local_user)"
             )
+        if mode == "oidc" and oidc is None:
+            raise ValueError("oidc auth mode needs its verifier (app.oidc.OidcVerifier)")
+        if mode == "header" and proxy is None:
+            raise ValueError("header auth mode needs the proxy's addresses (ProxyTrust)")
         self.mode = mode
         self.db = db
         self.local_user = local_user
         self.token_cache = token_cache if token_cache is not None else TokenCache()
+        self.oidc = oidc
+        self.proxy = proxy
+        # (issuer, subject) -> user: a signed-in identity needs no DB round trip.
+        self.identity_cache = TokenCache()
+
+    @classmethod
+    def for_settings(
+        cls,
+        settings: Settings,
+        db: Database,
+        local_user: UserRecord | None,
+        http: httpx.AsyncClient,
+    ) -> Authenticator:
+        mode = settings.resolved_auth_mode
+        oidc = None
+        if mode == "oidc":
+            assert settings.oidc_issuer and settings.oidc_audience  # Settings checked both
+            oidc = OidcVerifier(
+                settings.oidc_issuer,
+                settings.oidc_audience,
+                http,
+                timeout=settings.oidc_timeout,
+                leeway=settings.oidc_leeway_seconds,
+                refresh_interval=settings.oidc_jwks_refresh_seconds,
+            )
+        proxy = ProxyTrust.from_settings(settings) if mode == "header" else None
+        return cls(mode, db, local_user, oidc=oidc, proxy=proxy)
 
     async def user_for(self, conn: HTTPConnection) -> UserRecord | None:
-        """The user, or None when the request or socket is not authenticated."""
+        """The user, or None when the request or socket is not authenticated (the reason
+        is then in ``auth_error_of(conn)``, when there is more to say than "no token")."""
         if self.mode == "local":
             return self.local_user
+        if self.mode == "header":
+            return await self._proxy_user(conn)
         token = token_from(conn)
         if token is None:
             return None
+        if self.oidc is not None and not token.startswith(TOKEN_PREFIX):
+            return await self._oidc_user(conn, self.oidc, token)
         user = self.token_cache.get(token)
         if user is None:
             user = await UserRepository(self.db).user_for_token(token)
             if user is not None:
                 self.token_cache.put(token, user)
+            else:
+                _refuse(conn, "the token is unknown or was revoked")
+        return user
+
+    async def _oidc_user(
+        self, conn: HTTPConnection, oidc: OidcVerifier, token: str
+    ) -> UserRecord | None:
+        try:
+            identity = await oidc.verify(token)
+        except InvalidToken as exc:
+            _refuse(conn, exc.description)
+            return None
+        return await self._identity_user(identity.issuer, identity.subject, identity.display)
+
+    async def _proxy_user(self, conn: HTTPConnection) -> UserRecord | None:
+        assert self.proxy is not None
+        if not self.proxy.trusts(conn):
+            _refuse(conn, "this server is reached only through its authenticating proxy")
+            return None
+        subject = (conn.headers.get(self.proxy.user_header) or "").strip()
+        if not subject:
+            _refuse(conn, f"the authenticating proxy sent no {self.proxy.user_header}")
+            return None
+        email = (conn.headers.get(self.proxy.email_header) or "").strip()
+        return await self._identity_user(PROXY_ISSUER, subject, email or subject)
+
+    async def _identity_user(self, issuer: str, subject: str, display: str) -> UserRecord:
+        key = f"{issuer}\0{subject}"
+        user = self.identity_cache.get(key)
+        if user is None:
+            user = await UserRepository(self.db).user_for_identity(issuer, subject, display)
+            self.identity_cache.put(key, user)
         return user
 
 

@@ -1,4 +1,6 @@
-"""The ``switchboard`` command: ``serve``, ``migrate``, ``users create|token|list``.
+"""The ``switchboard`` command: ``serve``, ``migrate``, ``rekey``,
+``users create|token|list|delete|export``, ``tokens list|revoke|rotate``,
+``connectors list|new``.
 
 Exit codes: 0 success, 1 the command failed (message on stderr), 2 bad usage or invalid
 configuration (argparse's convention), never a traceback for an expected problem.
@@ -19,7 +21,10 @@ from typing import TYPE_CHECKING, TypeVar
 from app.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from storage.engine import Database
+    from storage.users import TokenInfo
 
 T = TypeVar("T")
 Handler = Callable[[argparse.Namespace, Settings], int]
@@ -87,6 +92,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     # The port first: a second server started by mistake must stop before it touches the
     # database (whose running turns belong to the first).
     listening = bind_port(settings.host, settings.port)
+    sockets = [listening]
+    if settings.metrics_address:
+        from app.settings import split_address
+
+        try:
+            sockets.append(bind_port(*split_address(settings.metrics_address)))
+        except CommandError:
+            listening.close()
+            raise
     try:
         if not args.no_migrate:
             _migrate(settings)
@@ -101,10 +115,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             port=settings.port,
             log_config=None,  # keep our JSON logging
             ws_max_size=settings.max_frame_bytes,
+            # Header mode trusts the TCP peer's address (the authenticating proxy's):
+            # uvicorn must not replace it with an X-Forwarded-For a client wrote.
+            proxy_headers=settings.resolved_auth_mode != "header",
         )
-        GracefulServer(config).run(sockets=[listening])
+        GracefulServer(config).run(sockets=sockets)
     finally:
-        listening.close()
+        for bound in sockets:
+            bound.close()
     return 0
 
 
@@ -244,6 +262,160 @@ def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_users_delete(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.user_data import count_rows, delete_user
+
+    async def work(db: Database) -> dict[str, int] | None:
+        if not args.yes:
+            counts = await count_rows(db, args.name)
+            return counts if counts["users"] else None
+        return await delete_user(db, args.name)
+
+    counts = run_db(settings, work)
+    if counts is None:
+        raise CommandError(f"no user named {args.name!r}; see `switchboard users list`")
+    summary = ", ".join(f"{table} {count}" for table, count in counts.items() if count)
+    if not args.yes:
+        raise CommandError(
+            f"this deletes user {args.name!r} and all their data ({summary}) for good; "
+            f"run `switchboard users delete {args.name} --yes` to do it"
+        )
+    print(f"deleted user {args.name!r}: {summary}")
+    print(
+        "a running server may accept their token or sign-in for up to 30 s more (its cache)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_users_export(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from storage.user_data import export_user
+
+    data = run_db(settings, lambda db: export_user(db, args.name))
+    if data is None:
+        raise CommandError(f"no user named {args.name!r}; see `switchboard users list`")
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    try:
+        # 0600: the export is the person's whole history.
+        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.output}: {exc.strerror}") from None
+    print(f"exported user {args.name!r} to {args.output}", file=sys.stderr)
+    return 0
+
+
+# --- tokens ------------------------------------------------------------------------------
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "never"
+
+
+def cmd_tokens_list(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.users import UserRepository
+
+    async def work(db: Database) -> list[TokenInfo] | None:
+        users = UserRepository(db)
+        if args.user is not None and await users.get_by_name(args.user) is None:
+            return None
+        return await users.list_tokens(args.user)
+
+    tokens = run_db(settings, work)
+    if tokens is None:
+        raise CommandError(f"no user named {args.user!r}; see `switchboard users list`")
+    if not tokens:
+        print("no tokens; issue one with `switchboard users token NAME`", file=sys.stderr)
+        return 0
+    print("ID\tUSER\tLABEL\tCREATED\tLAST USED")
+    for token in tokens:
+        print(
+            f"{token.id}\t{token.user_name}\t{token.label}\t"
+            f"{_when(token.created_at)}\t{_when(token.last_used_at)}"
+        )
+    return 0
+
+
+def cmd_tokens_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.users import UserRepository
+
+    if not run_db(settings, lambda db: UserRepository(db).revoke_token(args.id)):
+        raise CommandError(f"no token with id {args.id}; see `switchboard tokens list`")
+    print(f"revoked token {args.id}")
+    print("a running server may accept it for up to 30 s more (its token cache)", file=sys.stderr)
+    return 0
+
+
+def cmd_tokens_rotate(args: argparse.Namespace, settings: Settings) -> int:
+    from storage.users import UserRepository
+
+    rotated = run_db(settings, lambda db: UserRepository(db).rotate_token(args.id))
+    if rotated is None:
+        raise CommandError(f"no token with id {args.id}; see `switchboard tokens list`")
+    info, token = rotated
+    print(f"token {args.id} of {info.user_name!r} replaced by token {info.id} ({info.label!r})")
+    print(_usage_hint(settings, token))
+    return 0
+
+
+def _positive_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a token id (a number)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a token id (ids start at 1)")
+    return value
+
+
+def _add_tokens(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tokens = sub.add_parser("tokens", help="list, revoke or rotate API tokens")
+    actions = tokens.add_subparsers(dest="tokens_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="every token (never the token itself)")
+    listing.add_argument("--user", help="only this user's tokens")
+    listing.set_defaults(handler=cmd_tokens_list)
+    revoke = actions.add_parser("revoke", help="delete a token: it stops working")
+    revoke.add_argument("id", type=_positive_id, help="the token's id (`tokens list`)")
+    revoke.set_defaults(handler=cmd_tokens_revoke)
+    rotate = actions.add_parser("rotate", help="replace a token by a new one, same label")
+    rotate.add_argument("id", type=_positive_id, help="the token's id (`tokens list`)")
+    rotate.set_defaults(handler=cmd_tokens_rotate)
+
+
+# --- rekey -------------------------------------------------------------------------------
+
+
+def cmd_rekey(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-encrypt stored credentials with the first key of SWITCHBOARD_SECRET_KEY."""
+    from app.services import build_fernet
+    from storage.rekey import RekeyResult, rekey_credentials
+
+    secret = settings.resolved_secret_key
+    fernet = build_fernet(secret)  # a bad key: exit 2
+    newest = build_fernet(next(key for key in secret.split(",") if key.strip()))
+
+    async def work(db: Database) -> RekeyResult:
+        return await rekey_credentials(db, fernet, newest)
+
+    result = run_db(settings, work)
+    print(
+        f"re-encrypted {result.reencrypted} stored credential(s) with the first key; "
+        f"{result.current} already used it"
+    )
+    if result.undecryptable:
+        print(
+            f"{result.undecryptable} could not be decrypted with any configured key and were "
+            "left unchanged (their users must connect those accounts again)"
+        )
+    return 0
+
+
 # --- parser ------------------------------------------------------------------------------
 
 
@@ -260,6 +432,15 @@ def _add_migrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     migrate.set_defaults(handler=cmd_migrate)
 
 
+def _add_rekey(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rekey = sub.add_parser(
+        "rekey",
+        help="re-encrypt stored credentials with the first key of SWITCHBOARD_SECRET_KEY "
+        "(after putting a new key first; docs/deploy.md)",
+    )
+    rekey.set_defaults(handler=cmd_rekey)
+
+
 def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     users = sub.add_parser("users", help="manage users and their API tokens")
     users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
@@ -272,6 +453,14 @@ def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     token.set_defaults(handler=cmd_users_token)
     listing = users_sub.add_parser("list", help="list users")
     listing.set_defaults(handler=cmd_users_list)
+    delete = users_sub.add_parser("delete", help="delete a user and all their data")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="really delete (else: what would go)")
+    delete.set_defaults(handler=cmd_users_delete)
+    export = users_sub.add_parser("export", help="a user's data as JSON")
+    export.add_argument("name")
+    export.add_argument("--output", "-o", help="write to this file (mode 0600), not stdout")
+    export.set_defaults(handler=cmd_users_export)
 
 
 # --- connectors --------------------------------------------------------------------------
@@ -343,7 +532,9 @@ def _add_connectors(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
     _add_migrate,
+    _add_rekey,
     _add_users,
+    _add_tokens,
     _add_connectors,
 ]
 

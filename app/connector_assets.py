@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from app.api_docs import Answer, Operation, Query, documented
 from app.services import Services, services_of
 from connectors.registry import Connector
 from connectors.ui_card import CardFile, card_files
@@ -74,6 +75,21 @@ async def card_assets(services: Services) -> CardAssets:
     return cached
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="A connector's UI card module (card.js) or stylesheet (card.css)",
+        tag="ui",
+        signed_in=False,
+        errors="text",
+        query=(Query("v", {"type": "string"}, "The file's digest: cached for good when current"),),
+        answers={
+            200: Answer("The file", media_type="text/javascript", also=("text/css",)),
+            304: Answer("Not modified (If-None-Match)"),
+            404: Answer("No such file of a served connector", media_type="text/plain"),
+        },
+    ),
+)
 async def connector_asset(request: Request) -> Response:
     assets = await card_assets(services_of(request))
     connector = request.path_params["name"]

@@ -21,15 +21,31 @@ from __future__ import annotations
 import html
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
+from app.api_docs import Answer, Operation, documented
 from app.api_json import rfc3339
+from app.api_models import (
+    ApiKeyAnswer,
+    ClientStepAnswer,
+    ConnectAnswer,
+    ConnectedAnswer,
+    ConnectorInfo,
+    ConnectorList,
+    ConnectorTool,
+    DisconnectedAnswer,
+    ErrorBody,
+    FailedConnector,
+    RedirectAnswer,
+    ServerState,
+    json_answer,
+)
 from app.auth import own_origin
 from app.connector_assets import CardAssets, card_assets
 from app.errors import ApiError
@@ -62,6 +78,8 @@ logger = logging.getLogger("switchboard.connectors")
 
 T = TypeVar("T")
 _CODES = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
+UNKNOWN = Answer("No connector of that name", ErrorBody)
+PROVIDER_FAILED = Answer("The provider failed (server_error)", ErrorBody)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -80,33 +98,33 @@ def _accounts(services: Services, user_id: str) -> AccountRepository:
 
 def describe(
     services: Services, connector: Connector, row: ConnectedAccount | None, cards: CardAssets
-) -> dict[str, Any]:
+) -> ConnectorInfo:
     mode = connector.mode_in(services.settings)
     state = connection_state(connector, mode, row.meta if row else None)
     health = connector.health() if connector.health is not None else None
-    return {
-        "name": connector.name,
-        "display_name": connector.display_name,
-        "agent_name": connector.agent_name,
-        "mode": mode,
-        "needs_account": connector.needs_account,
-        "connected": state.connected,
-        "account": state.account,
-        "connected_at": rfc3339(row.connected_at) if row and state.connected else None,
-        "tools": [
-            {"name": name, "description": description}
+    return ConnectorInfo(
+        name=connector.name,
+        display_name=connector.display_name,
+        agent_name=connector.agent_name,
+        mode=mode,
+        needs_account=connector.needs_account,
+        connected=state.connected,
+        account=state.account,
+        connected_at=rfc3339(row.connected_at) if row and state.connected else None,
+        tools=[
+            ConnectorTool(name=name, description=description)
             for name, description in connector.tool_descriptions.items()
         ],
         # A remote server's connection (MCP): "connected", "reconnecting" and why, …
-        "server": None if health is None else {"state": health.state, "reason": health.reason},
+        server=None if health is None else ServerState(state=health.state, reason=health.reason),
         # Its UI (app.connector_assets): an icon name, its card module and stylesheet.
-        "icon": connector.icon,
-        "card": cards.url(connector.name, "card.js"),
-        "card_css": cards.url(connector.name, "card.css"),
-    }
+        icon=connector.icon,
+        card=cards.url(connector.name, "card.js"),
+        card_css=cards.url(connector.name, "card.css"),
+    )
 
 
-async def _described(services: Services, user: UserRecord, connector: Connector) -> dict[str, Any]:
+async def _described(services: Services, user: UserRecord, connector: Connector) -> ConnectorInfo:
     rows = {row.connector: row for row in await _accounts(services, user.id).list()}
     return describe(services, connector, rows.get(connector.name), await card_assets(services))
 
@@ -197,24 +215,31 @@ def _owner(done: Connected, user_id: str | None) -> str | None:
 # ----------------------------------------------------------------------------- GET
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="Every connector, its tools and mode, and this user's connection to it",
+        tag="connectors",
+        answers={200: Answer("The connectors, and those installed but not served", ConnectorList)},
+    ),
+)
 async def list_connectors(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
     rows = {row.connector: row for row in await _accounts(services, user.id).list()}
     cards = await card_assets(services)
-    return JSONResponse(
-        {
-            "connectors": [
-                describe(services, connector, rows.get(connector.name), cards)
-                for connector in services.connectors
-            ],
-            # Installed but not served (a broken plug-in), and why: no secrets in a reason.
-            "failed": [
-                {"name": failed.name, "origin": failed.origin, "reason": failed.reason}
-                for failed in services.failed_connectors
-            ],
-        }
+    listed = ConnectorList(
+        connectors=[
+            describe(services, connector, rows.get(connector.name), cards)
+            for connector in services.connectors
+        ],
+        # Installed but not served (a broken plug-in), and why: no secrets in a reason.
+        failed=[
+            FailedConnector(name=failed.name, origin=failed.origin, reason=failed.reason)
+            for failed in services.failed_connectors
+        ],
     )
+    return json_answer(listed)
 
 
 # ----------------------------------------------------------------------------- connect
@@ -222,27 +247,43 @@ async def list_connectors(request: Request) -> Response:
 
 async def _started(
     services: Services, user: UserRecord, connector: Connector, started: StartResult
-) -> dict[str, Any]:
+) -> ConnectAnswer:
     """The connect answer: what the browser does next."""
     finish = f"/api/connectors/{connector.name}/finish"
     if isinstance(started, Redirect):
-        return {"status": "redirect", "url": started.url}
+        return RedirectAnswer(status="redirect", url=started.url)
     if isinstance(started, ClientStep):
-        return {
-            "status": started.status,
-            "widget": started.widget,
-            "finish": finish,
-            **started.data,
-        }
+        # The widget's own fields come beside these (ClientStepAnswer allows them).
+        return ClientStepAnswer.model_validate(
+            {"status": started.status, "widget": started.widget, "finish": finish, **started.data}
+        )
     if isinstance(started, AskKey):
-        return {"status": "api_key", "label": started.label, "help": started.help, "finish": finish}
+        return ApiKeyAnswer(status="api_key", label=started.label, help=started.help, finish=finish)
     owner = _owner(started, user.id)
     if owner is None:
         raise ApiError(403, "forbidden", f"{connector.name} tried to connect another user")
     await _store(services, connector, owner, started)
-    return {"status": "connected", "connector": await _described(services, user, connector)}
+    return ConnectedAnswer(
+        status="connected", connector=await _described(services, user, connector)
+    )
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="Start connecting this user's account (demo: connected at once)",
+        tag="connectors",
+        description="Live mode answers the flow's next step: a redirect (OAuth; sets the "
+        "sb_oauth cookie), a client widget to run, or a key to ask for "
+        '(docs/protocol.md, "Connector endpoints").',
+        answers={
+            200: Answer("Connected, or what the browser does next", ConnectAnswer),
+            400: Answer("No live flow for this connector on this server", ErrorBody),
+            404: UNKNOWN,
+            502: PROVIDER_FAILED,
+        },
+    ),
+)
 async def connect(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
@@ -256,16 +297,47 @@ async def connect(request: Request) -> Response:
         ctx = _flow_context(request, services, connector, user.id)
         started = await _step(_live_flow(connector).start(ctx))
         answer = await _started(services, user, connector, started)
-        return _with_cookies(JSONResponse(answer), request, ctx)
+        return _with_cookies(json_answer(answer), request, ctx)
     # Connectors without a per-user account (server keys) are always connected.
-    return JSONResponse(
-        {"status": "connected", "connector": await _described(services, user, connector)}
+    return json_answer(
+        ConnectedAnswer(status="connected", connector=await _described(services, user, connector))
     )
 
 
 # ----------------------------------------------------------------------------- finish
 
 
+def finish_bodies(connectors: Sequence[Connector]) -> list[Any]:
+    """The bodies a finish step may take: each served connector's flow's own model."""
+    models: list[Any] = []
+    for connector in connectors:
+        flow = connector.account_flow
+        if flow is not None and flow.finish_model is not None and flow.finish_model not in models:
+            models.append(flow.finish_model)
+    return models
+
+
+FINISH = Operation(
+    summary="Finish connecting: post a client widget's result, or an API key",
+    tag="connectors",
+    description="The body is the connector's own (one of the shapes below: Plaid Link's "
+    'result, {"api_key": …}, …). /exchange is the same endpoint under v1\'s path.',
+    body=finish_bodies,
+    answers={
+        200: Answer("Connected", ConnectedAnswer),
+        400: Answer(
+            "A body this flow does not take, a key or token the service refused, demo mode, "
+            "a server-key connector, or a flow without this step",
+            ErrorBody,
+        ),
+        403: Answer("The flow tried to connect another user", ErrorBody),
+        404: UNKNOWN,
+        502: PROVIDER_FAILED,
+    },
+)
+
+
+@documented("POST", FINISH)
 async def finish(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
@@ -305,13 +377,33 @@ async def finish(request: Request) -> Response:
     if owner is None:
         raise ApiError(403, "forbidden", f"{name} tried to connect another user")
     await _store(services, connector, owner, done)
-    answer = {"status": "connected", "connector": await _described(services, user, connector)}
-    return _with_cookies(JSONResponse(answer), request, ctx)
+    answer = ConnectedAnswer(
+        status="connected", connector=await _described(services, user, connector)
+    )
+    return _with_cookies(json_answer(answer), request, ctx)
+
+
+@documented("POST", FINISH)
+async def exchange(request: Request) -> Response:
+    """v1 clients post a client widget's result here; any flow's finish answers it."""
+    return await finish(request)
 
 
 # ----------------------------------------------------------------------------- disconnect
 
 
+@documented(
+    "DELETE",
+    Operation(
+        summary="Disconnect: revoke at the provider (best effort), delete the credentials",
+        tag="connectors",
+        answers={
+            200: Answer("Disconnected", DisconnectedAnswer),
+            400: Answer("A server-key connector: nothing to disconnect", ErrorBody),
+            404: UNKNOWN,
+        },
+    ),
+)
 async def disconnect(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)
@@ -340,8 +432,10 @@ async def disconnect(request: Request) -> Response:
                     type(exc).__name__,
                 )
         await accounts.disconnect(connector.name)
-    return JSONResponse(
-        {"status": "disconnected", "connector": await _described(services, user, connector)}
+    return json_answer(
+        DisconnectedAnswer(
+            status="disconnected", connector=await _described(services, user, connector)
+        )
     )
 
 
@@ -390,6 +484,29 @@ def _signs_in_at(services: Services, callback: str) -> tuple[Connector, AccountF
     return None
 
 
+def _page_answer(words: str) -> Answer:
+    return Answer(words, media_type="text/html")
+
+
+@documented(
+    "GET",
+    Operation(
+        summary="Where an OAuth provider sends the browser back (an HTML page)",
+        tag="connectors",
+        description="No token needed: it accepts the sb_oauth cookie set by connect, or the "
+        "signed-in user who started the flow. The page tells an opener window how it went.",
+        signed_in=False,
+        errors="html",
+        answers={
+            200: _page_answer("The account is connected"),
+            400: _page_answer("Denied, expired or reused, or the connector is in demo mode"),
+            401: _page_answer("Neither signed in nor the browser that pressed Connect"),
+            403: _page_answer("Started by another user"),
+            404: _page_answer("No connector signs in at this address"),
+            502: _page_answer("The provider failed"),
+        },
+    ),
+)
 async def oauth_callback(request: Request) -> Response:
     services = services_of(request)
     found = _signs_in_at(services, request.path_params["name"])
@@ -430,7 +547,7 @@ def connector_routes() -> list[BaseRoute]:
         Route("/api/connectors/{name}/finish", finish, methods=["POST"], middleware=signed_in_only),
         # v1 clients post a client widget's result here; any flow's finish answers it.
         Route(
-            "/api/connectors/{name}/exchange", finish, methods=["POST"], middleware=signed_in_only
+            "/api/connectors/{name}/exchange", exchange, methods=["POST"], middleware=signed_in_only
         ),
         Route("/api/connectors/{name}", disconnect, methods=["DELETE"], middleware=signed_in_only),
         # No sign-in needed: the provider's redirect carries no token (see oauth_callback).

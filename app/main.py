@@ -8,19 +8,25 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Literal
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from app.agui.routes import agui_routes
+from app.api_docs import Answer, Operation, documented
+from app.api_models import Health, Readiness, json_answer
 from app.approvals_api import approval_routes
 from app.auth import HostGuard, trusted_hosts
+from app.auth_challenge import BearerChallenge
+from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
 from app.metrics import metrics_route
+from app.openapi import openapi_routes
 from app.openresponses.routes import open_responses_routes
 from app.rap_api import rap_routes
 from app.rest import rest_routes
@@ -42,23 +48,49 @@ the event store) before the app serves.
 """
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="Liveness: the process answers",
+        tag="service",
+        signed_in=False,
+        answers={200: Answer("Alive", Health)},
+    ),
+)
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return json_answer(Health(status="ok"))
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="Readiness: the database answers (and Redis, when configured)",
+        tag="service",
+        signed_in=False,
+        answers={
+            200: Answer("Ready (ok), or serving without Redis (degraded)", Readiness),
+            503: Answer("The database is unreachable", Readiness),
+        },
+    ),
+)
 async def readyz(request: Request) -> Response:
     # Not asyncio.wait_for: after its timeout it waits for the cancelled ping to end, which
     # during a database hang is the driver's own time. ping returns within its timeout.
     services = services_of(request)
-    checks = {"database": "ok" if await services.db.ping(READY_TIMEOUT) else "unavailable"}
+    database: Literal["ok", "unavailable"] = (
+        "ok" if await services.db.ping(READY_TIMEOUT) else "unavailable"
+    )
+    redis: Literal["ok", "unreachable"] | None = None
     if services.turns.cluster.remote:
-        checks["redis"] = "ok" if services.turns.cluster.healthy else "unreachable"
-    if checks["database"] != "ok":
-        return JSONResponse({"status": "unavailable", **checks}, status_code=503)
+        redis = "ok" if services.turns.cluster.healthy else "unreachable"
+    if database != "ok":
+        return json_answer(
+            Readiness(status="unavailable", database=database, redis=redis), status_code=503
+        )
     # Without Redis this instance still serves safely (the database decides who runs a
     # turn), but other instances' events reach its sockets late: degraded, not unready.
-    degraded = any(state != "ok" for state in checks.values())
-    return JSONResponse({"status": "degraded" if degraded else "ok", **checks})
+    status: Literal["ok", "degraded"] = "degraded" if redis not in (None, "ok") else "ok"
+    return json_answer(Readiness(status=status, database=database, redis=redis))
 
 
 def create_app(
@@ -95,17 +127,20 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),
         *connector_routes(),
         *rap_routes(),
         *open_responses_routes(),
         *agui_routes(),
+        *openapi_routes(),
         *extra_routes,
         *ui_routes(),
     ]
     hosts = trusted_hosts(settings)  # local mode: the DNS-rebinding defence
     middleware = [Middleware(HostGuard, allowed_hosts=hosts)] if hosts is not None else []
+    middleware.append(Middleware(BearerChallenge))  # 401s say how; /metrics not public
     return Starlette(
         routes=routes,
         middleware=middleware,

@@ -17,14 +17,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
+from app.api_docs import Answer, Operation, Query, documented
 from app.api_json import rfc3339
+from app.api_models import (
+    CallbackAccepted,
+    ErrorBody,
+    Subscription,
+    SubscriptionList,
+    json_answer,
+)
 from app.errors import ApiError
 from app.request_input import chat_id_param
 from app.services import services_of
@@ -40,6 +49,11 @@ logger = logging.getLogger("switchboard.rap")
 # A result's text may be up to 1 MB (connectors.rap.config), plus its display hints.
 MAX_CALLBACK_BYTES = 4 * 1024 * 1024
 _MESSAGE = TypeAdapter(CallbackMessage)
+_DELIVERED: dict[Delivery, Literal["accepted", "duplicate", "ignored"]] = {
+    Delivery.ACCEPTED: "accepted",
+    Delivery.DUPLICATE: "duplicate",
+    Delivery.CONFLICT: "ignored",
+}
 
 
 async def _body(request: Request) -> bytes:
@@ -69,6 +83,36 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="A RAP server posts a waiting tool call's result (docs/rap.md)",
+        tag="rap",
+        signed_in=False,
+        body=CallbackMessage,
+        query=(
+            Query(
+                "token",
+                {"type": "string", "minLength": 1},
+                "The callback token of the invocation's callback_url",
+                required=True,
+            ),
+        ),
+        answers={
+            200: Answer(
+                "Delivered once; a repeat is a duplicate, a different one ignored", CallbackAccepted
+            ),
+            400: Answer("Not a tool_result or oauth message, or a wrong call_id", ErrorBody),
+            401: Answer("Missing, unknown or expired token, or a bad signature", ErrorBody),
+            404: Answer(
+                "No RAP tools here, or no pending call with this group_id and id", ErrorBody
+            ),
+            410: Answer("The call is over (timed out); the result was discarded", ErrorBody),
+            413: Answer("The body is too large", ErrorBody),
+            415: Answer("Not Content-Type: application/json", ErrorBody),
+        },
+    ),
+)
 async def rap_callback(request: Request) -> Response:
     services = services_of(request)
     runtime = services.rap
@@ -148,14 +192,20 @@ async def rap_callback(request: Request) -> Response:
         )
     elif delivery is Delivery.DUPLICATE:
         logger.info("duplicate RAP result ignored", extra=log_extra)
-    status = {
-        Delivery.ACCEPTED: "accepted",
-        Delivery.DUPLICATE: "duplicate",
-        Delivery.CONFLICT: "ignored",
-    }[delivery]
-    return JSONResponse({"status": status})
+    return json_answer(CallbackAccepted(status=_DELIVERED[delivery]))
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="The RAP subscriptions recorded on a chat",
+        tag="rap",
+        answers={
+            200: Answer("The chat's subscriptions", SubscriptionList),
+            404: Answer("No such chat of this user's", ErrorBody),
+        },
+    ),
+)
 async def chat_subscriptions(request: Request) -> Response:
     user = signed_in(request)
     chat_id = chat_id_param(request)
@@ -163,19 +213,18 @@ async def chat_subscriptions(request: Request) -> Response:
     if await ChatRepository(services.db, user.id).get(chat_id) is None:
         raise ApiError(404, "not_found", "chat not found")
     found = await SubscriptionRepository(services.db).list(chat_id)
-    return JSONResponse(
-        {
-            "subscriptions": [
-                {
-                    "call_id": s.call_id,
-                    "connector": s.connector,
-                    "operation": s.operation,
-                    "created_at": rfc3339(s.created_at),
-                }
-                for s in found
-            ]
-        }
+    listed = SubscriptionList(
+        subscriptions=[
+            Subscription(
+                call_id=s.call_id,
+                connector=s.connector,
+                operation=s.operation,
+                created_at=rfc3339(s.created_at) or "",
+            )
+            for s in found
+        ]
     )
+    return json_answer(listed)
 
 
 def rap_routes() -> list[BaseRoute]:

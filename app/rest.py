@@ -11,14 +11,23 @@ server runs with ``SWITCHBOARD_EXPOSE_DEBUG_INFO=true``; otherwise asking for it
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from app.api_auth import needs_user, signed_in
-from app.api_json import approval_json, rfc3339
+from app.api_docs import Answer, Operation, Query, documented
+from app.api_json import approval_model, rfc3339
+from app.api_models import (
+    ChatDetail,
+    ChatPage,
+    ChatSummary,
+    ErrorBody,
+    EventPage,
+    Me,
+    Turn,
+    json_answer,
+)
 from app.errors import ApiError
 from app.request_input import bool_param, chat_id_param, int_param
 from app.services import services_of
@@ -27,8 +36,11 @@ from storage.events import EventStore
 from storage.records import ChatRecord, TurnRecord
 from wire.events import Usage
 
+NOT_FOUND = Answer("No such chat of this user's (another user's chat answers the same)", ErrorBody)
+BAD_QUERY = Answer("A query parameter out of range, or a cursor not from a page", ErrorBody)
 
-def chat_json(chat: ChatRecord) -> dict[str, Any]:
+
+def chat_fields(chat: ChatRecord) -> dict[str, str | None]:
     return {
         "id": chat.id,
         "title": chat.title,
@@ -38,35 +50,59 @@ def chat_json(chat: ChatRecord) -> dict[str, Any]:
     }
 
 
-def turn_json(turn: TurnRecord) -> dict[str, Any]:
-    return {
-        "id": turn.id,
-        "prompt": turn.prompt,
-        "final_text": turn.final_text,
-        "status": turn.status,
-        "usage": turn.usage,
-        "created_at": rfc3339(turn.created_at),
-        "finished_at": rfc3339(turn.finished_at),
-        "client_message_id": turn.client_message_id,
-    }
+def turn_model(turn: TurnRecord) -> Turn:
+    return Turn(
+        id=turn.id,
+        prompt=turn.prompt,
+        final_text=turn.final_text,
+        status=turn.status,
+        usage=turn.usage,
+        created_at=rfc3339(turn.created_at) or "",
+        finished_at=rfc3339(turn.finished_at),
+        client_message_id=turn.client_message_id,
+    )
 
 
-def usage_totals(turns: list[TurnRecord]) -> dict[str, int]:
+def usage_totals(turns: list[TurnRecord]) -> Usage:
     totals = dict.fromkeys(Usage.model_fields, 0)
     for turn in turns:
         for key in Usage.model_fields:
             value = (turn.usage or {}).get(key)
             if isinstance(value, int):
                 totals[key] += value
-    return totals
+    return Usage(**totals)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="The signed-in user, and the server's auth mode",
+        tag="chats",
+        answers={200: Answer("Who is signed in", Me)},
+    ),
+)
 async def me(request: Request) -> Response:
     user = signed_in(request)
     mode = services_of(request).settings.resolved_auth_mode
-    return JSONResponse({"id": user.id, "name": user.name, "auth_mode": mode})
+    return json_answer(Me(id=user.id, name=user.name, auth_mode=mode))
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="The user's chats, newest first, a page at a time",
+        tag="chats",
+        query=(
+            Query(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
+                "Chats per page",
+            ),
+            Query("cursor", {"type": "string"}, "The next_cursor of the previous page"),
+        ),
+        answers={200: Answer("One page of chats", ChatPage), 400: BAD_QUERY},
+    ),
+)
 async def list_chats(request: Request) -> Response:
     user = signed_in(request)
     limit = int_param(request, "limit", default=50, low=1, high=100)
@@ -78,7 +114,10 @@ async def list_chats(request: Request) -> Response:
         raise ApiError(
             400, "invalid_request", "cursor is not valid; pass the next_cursor of a previous page"
         ) from None
-    return JSONResponse({"chats": [chat_json(c) for c in chats], "next_cursor": next_cursor})
+    page = ChatPage(
+        chats=[ChatSummary.model_validate(chat_fields(c)) for c in chats], next_cursor=next_cursor
+    )
+    return json_answer(page)
 
 
 async def get_chat(request: Request) -> Response:
@@ -90,15 +129,48 @@ async def get_chat(request: Request) -> Response:
         raise ApiError(404, "not_found", "chat not found")
     turns = await repo.turns(chat_id)
     approvals = await services_of(request).turns.approvals.for_chat(chat_id)
-    body = chat_json(chat) | {
-        "turns": [turn_json(t) for t in turns],
-        "usage": usage_totals(turns),
-        # Every approval asked for in the chat, with who decided, when, how and why.
-        "approvals": [approval_json(a) for a in approvals],
-    }
-    return JSONResponse(body)
+    detail = ChatDetail.model_validate(
+        chat_fields(chat)
+        | {
+            "turns": [turn_model(t) for t in turns],
+            "usage": usage_totals(turns),
+            # Every approval asked for in the chat, with who decided, when, how and why.
+            "approvals": [approval_model(a) for a in approvals],
+        }
+    )
+    return json_answer(detail)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="The chat's persisted events, exactly as the socket sent them",
+        tag="chats",
+        query=(
+            Query(
+                "after_seq",
+                {"type": "integer", "minimum": 0, "maximum": 2**31 - 1, "default": 0},
+                "Only events with a greater seq",
+            ),
+            Query(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 1000, "default": 500},
+                "At most this many events",
+            ),
+            Query(
+                "debug",
+                {"type": "boolean", "default": False},
+                "Include tool outputs' debug_info (only with "
+                "SWITCHBOARD_EXPOSE_DEBUG_INFO=true, else 400)",
+            ),
+        ),
+        answers={
+            200: Answer("Events in seq order (none for a chat of another user's)", EventPage),
+            400: BAD_QUERY,
+            404: Answer("A chat id no chat can have", ErrorBody),
+        },
+    ),
+)
 async def chat_events(request: Request) -> Response:
     user = signed_in(request)
     chat_id = chat_id_param(request)
@@ -114,7 +186,7 @@ async def chat_events(request: Request) -> Response:
             "SWITCHBOARD_EXPOSE_DEBUG_INFO=true",
         )
     events = await ChatRepository(services.db, user.id).events(chat_id, after_seq, limit)
-    return JSONResponse({"events": [e.to_wire(include_debug=debug) for e in events]})
+    return json_answer(EventPage(events=[e.to_wire(include_debug=debug) for e in events]))
 
 
 async def delete_chat(request: Request) -> Response:
@@ -137,6 +209,26 @@ async def delete_chat(request: Request) -> Response:
     return Response(status_code=204)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="A chat with its turns, usage and approvals",
+        tag="chats",
+        answers={200: Answer("The chat", ChatDetail), 404: NOT_FOUND},
+    ),
+)
+@documented(
+    "DELETE",
+    Operation(
+        summary="Delete a chat with its events; its sockets are closed",
+        tag="chats",
+        answers={
+            204: Answer("Deleted"),
+            404: NOT_FOUND,
+            409: Answer("A turn is running in the chat: cancel it first", ErrorBody),
+        },
+    ),
+)
 async def chat(request: Request) -> Response:
     # One route per path, so a 405 lists every allowed method in its Allow header.
     if request.method == "DELETE":

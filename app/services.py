@@ -165,7 +165,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
                 settings, db, fernet=fernet, http=http, rap=rap, mcp=mcp, metrics=metrics
             )
         )
-        auth = Authenticator(settings.resolved_auth_mode, db, local_user)
+        auth = Authenticator.for_settings(settings, db, local_user, http)
         yield Services(
             settings=settings,
             db=db,

@@ -6,12 +6,14 @@ offline demo model, demo-mode connectors, local auth on the loopback address.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
@@ -31,6 +33,8 @@ from websocket.protocol import (
     MAX_CLIENT_MESSAGE_ID,
 )
 
+AuthMode = Literal["local", "token", "oidc", "header"]
+
 
 class SettingsError(RuntimeError):
     """A setting is invalid; the message names the environment variable."""
@@ -43,7 +47,25 @@ class Settings(ConnectorSettings):
 
     database_url: str = "sqlite+aiosqlite:///./data/switchboard.db"
     data_dir: Path = Path("./data")
-    auth_mode: Literal["local", "token"] | None = None
+    auth_mode: AuthMode | None = None
+    # oidc mode (app/oidc.py): bearer JWTs of this issuer, for this audience.
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    # The bundled UI's sign-in (authorization code + PKCE, a public client).
+    oidc_client_id: str | None = None
+    oidc_scopes: str = "openid profile email"
+    oidc_leeway_seconds: float = Field(30.0, ge=0, le=600)
+    # At most one JWKS refetch (a token signed by an unknown key) per this many seconds.
+    oidc_jwks_refresh_seconds: float = Field(60.0, ge=0, le=86_400)
+    oidc_timeout: float = Field(10.0, gt=0, le=120)
+    # header mode (app/auth.py): the authenticating proxy's user and e-mail headers, and
+    # the addresses (IPs or CIDR networks) that proxy connects from.
+    auth_user_header: str = Field("X-Forwarded-User", min_length=1, max_length=100)
+    auth_email_header: str = Field("X-Forwarded-Email", min_length=1, max_length=100)
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # host:port of a second listener serving only /metrics, without a credential (bind it
+    # where only the scraper reaches); /metrics on the main address still needs one.
+    metrics_address: str | None = None
     allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     secret_key: str | None = None
     model: str = "offline"
@@ -85,7 +107,7 @@ class Settings(ConnectorSettings):
     # How long one Open Responses WebSocket may stay open (the spec's 60 minutes).
     responses_socket_seconds: float = Field(3600.0, gt=0, le=86_400)
 
-    @field_validator("allowed_origins", mode="before")
+    @field_validator("allowed_origins", "trusted_proxies", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         # Accept "a,b" as well as a JSON list, which is what people type in a shell.
@@ -93,6 +115,40 @@ class Settings(ConnectorSettings):
             return json.loads(value)
         if isinstance(value, str):
             return [part.strip().rstrip("/") for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{item!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)"
+                ) from None
+        return value
+
+    @field_validator("metrics_address")
+    @classmethod
+    def _check_metrics_address(cls, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        split_address(value.strip())  # ValueError says what was expected
+        return value.strip()
+
+    @field_validator("oidc_issuer")
+    @classmethod
+    def _check_issuer(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        value = value.strip().rstrip("/")
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("must be the issuer's URL, e.g. https://id.example.com/realms/main")
+        # Plain HTTP would let anyone on the path swap the signing keys: loopback only.
+        host = urlsplit(value).hostname or ""
+        if value.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
+            raise ValueError("must use https:// (plain http:// only for a provider on loopback)")
         return value
 
     @field_validator("redis_url")
@@ -168,7 +224,24 @@ class Settings(ConnectorSettings):
         if self.resolved_auth_mode == "local" and not self.is_loopback:
             raise ValueError(
                 f"auth_mode=local is only allowed on a loopback address, not {self.host!r}; "
-                "set SWITCHBOARD_AUTH_MODE=token"
+                "set SWITCHBOARD_AUTH_MODE=token, oidc or header"
+            )
+        if self.resolved_auth_mode == "oidc":
+            missing = [
+                name
+                for name, value in (
+                    ("SWITCHBOARD_OIDC_ISSUER", self.oidc_issuer),
+                    ("SWITCHBOARD_OIDC_AUDIENCE", self.oidc_audience),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"auth_mode=oidc needs {' and '.join(missing)}")
+        if self.resolved_auth_mode == "header" and not self.trusted_proxies:
+            raise ValueError(
+                "auth_mode=header trusts a user header only from the authenticating proxy: "
+                "set SWITCHBOARD_TRUSTED_PROXIES to its addresses (e.g. 127.0.0.1 or "
+                "10.0.0.0/24); without it anyone could send the header"
             )
         return self
 
@@ -188,7 +261,7 @@ class Settings(ConnectorSettings):
         return self
 
     @property
-    def resolved_auth_mode(self) -> Literal["local", "token"]:
+    def resolved_auth_mode(self) -> AuthMode:
         if self.auth_mode is not None:
             return self.auth_mode
         return "local" if self.is_loopback else "token"
@@ -237,6 +310,19 @@ def _load_or_create_key(path: Path) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(key)
     return key
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for IPv6) as (host, port); ValueError if it is not."""
+    host, sep, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r} is not host:port, e.g. 127.0.0.1:9100 or [::1]:9100")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"{host!r} is not an IP address (bind to an address)") from None
+    return host, int(port)
 
 
 def load_settings(**overrides: object) -> Settings:

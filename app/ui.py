@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from app.api_docs import Answer, Operation, documented
 from app.connector_assets import connector_asset_routes
+from app.oidc import OidcVerifier, ProviderUnreachable
 from app.services import services_of
 from connectors.registry import Connector
 from connectors.ui_card import csp_sources
@@ -44,13 +47,15 @@ BASE_POLICY: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def content_security_policy(connectors: Iterable[Connector]) -> str:
-    """The page's policy: the base one, plus each connector's declared sources.
+def content_security_policy(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> str:
+    """The page's policy: the base one, plus each connector's declared sources, plus
+    ``connect`` (the identity provider's origins, whose token endpoint the page calls).
 
     A directive the base leaves empty appears only when a connector adds to it (else
     ``default-src 'self'`` governs it).
     """
-    extra = csp_sources(connectors)
+    extra = {key: list(values) for key, values in csp_sources(connectors).items()}
+    extra["connect-src"] = [*extra.get("connect-src", ()), *connect]
     directives = []
     for directive, base in BASE_POLICY:
         sources = [*base, *(s for s in extra.get(directive, ()) if s not in base)]
@@ -59,9 +64,9 @@ def content_security_policy(connectors: Iterable[Connector]) -> str:
     return "; ".join(directives)
 
 
-def page_headers(connectors: Iterable[Connector]) -> dict[str, str]:
+def page_headers(connectors: Iterable[Connector], connect: Iterable[str] = ()) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(connectors),
+        "Content-Security-Policy": content_security_policy(connectors, connect),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         # The page is tiny and changes with every release: always revalidate.
@@ -77,6 +82,28 @@ LIMIT_PLACEHOLDERS = {
 }
 
 
+def _origin(url: str | None) -> str | None:
+    parts = urlsplit(url) if url else None
+    return f"{parts.scheme}://{parts.netloc}" if parts and parts.scheme and parts.netloc else None
+
+
+async def provider_origins(oidc: OidcVerifier | None) -> list[str]:
+    """The origins the page calls to sign in (oidc mode): the issuer's and the token
+    endpoint's (the discovery document, when it can be had, names it)."""
+    if oidc is None:
+        return []
+    urls: list[str | None] = [oidc.issuer]
+    try:
+        urls.append((await oidc.metadata()).token_endpoint)
+    except ProviderUnreachable:
+        pass  # the page will say that sign-in is unavailable
+    origins: list[str] = []
+    for origin in map(_origin, urls):
+        if origin is not None and origin not in origins:
+            origins.append(origin)
+    return origins
+
+
 def page_renderer() -> Callable[[Request], Awaitable[Response]]:
     """The ``/`` endpoint: index.html, read once, with this server's limits filled in."""
     template = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
@@ -84,13 +111,24 @@ def page_renderer() -> Callable[[Request], Awaitable[Response]]:
     if missing:  # an edit lost them: the page would count against the wrong limit
         raise RuntimeError(f"app/static/index.html lacks {', '.join(missing)}")
 
+    @documented(
+        "GET",
+        Operation(
+            summary="The bundled browser UI",
+            tag="ui",
+            signed_in=False,
+            errors="html",
+            answers={200: Answer("The page (it holds no data)", media_type="text/html")},
+        ),
+    )
     async def index(request: Request) -> Response:
         services = services_of(request)
         settings = services.settings
         page = template
         for placeholder, setting in LIMIT_PLACEHOLDERS.items():
             page = page.replace(placeholder, str(int(getattr(settings, setting))))
-        return HTMLResponse(page, headers=page_headers(services.connectors))
+        connect = await provider_origins(services.auth.oidc)
+        return HTMLResponse(page, headers=page_headers(services.connectors, connect))
 
     return index
 

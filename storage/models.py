@@ -109,6 +109,24 @@ class ApiToken(Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
+class UserIdentity(Base):
+    """Who a user is at an identity provider: ``subject`` (the JWT's ``sub``, or the proxy's
+    user header) scoped by ``issuer`` (the provider's URL, or ``header:`` for a proxy), as
+    two providers may hand out the same ``sub``."""
+
+    __tablename__ = "user_identities"
+
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    issuer: Mapped[str] = mapped_column(String(500))
+    subject: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
+
+
 class Chat(Base):
     __tablename__ = "chats"
 
@@ -319,6 +337,7 @@ class PausedTurn(Base):
 # Core tables for the repositories' statements (cast: the ORM types them as FromClause).
 users = cast(Table, User.__table__)
 api_tokens = cast(Table, ApiToken.__table__)
+user_identities = cast(Table, UserIdentity.__table__)
 chats = cast(Table, Chat.__table__)
 turns = cast(Table, Turn.__table__)
 chat_events = cast(Table, ChatEvent.__table__)

@@ -1,4 +1,4 @@
-"""Users and their API tokens.
+"""Users, their API tokens and their identities at an identity provider.
 
 Tokens are ``sb_`` + 32 random bytes (URL-safe base64). Only their SHA-256 is stored:
 tokens are high-entropy, so a plain fast hash is enough and lets a lookup be one indexed
@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from storage.engine import Database
 from storage.errors import DuplicateName
-from storage.models import api_tokens, users, utcnow
+from storage.models import api_tokens, user_identities, users, utcnow
 from storage.records import UserRecord, user_from_row
 
 LOCAL_USER_ID = "local"
@@ -33,6 +34,22 @@ def new_token() -> str:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+# users.name is String(200); a provider's display name is cut to leave room for a suffix.
+MAX_NAME = 200
+_NAME_ROOM = MAX_NAME - 20
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """An API token as the admin CLI lists it: never the token, nor its hash."""
+
+    id: int
+    user_name: str
+    label: str
+    created_at: datetime
+    last_used_at: datetime | None
 
 
 class UserRepository:
@@ -139,3 +156,120 @@ class UserRepository:
         async with self._db.session() as session:
             rows = (await session.execute(select(users).order_by(users.c.name))).all()
         return [user_from_row(row) for row in rows]
+
+    async def user_for_identity(self, issuer: str, subject: str, display: str) -> UserRecord:
+        """The user ``subject`` is at ``issuer``, created on first sign-in.
+
+        The new user's name is ``display`` (the provider's username or e-mail) when free,
+        else ``display`` with a short digest of the identity: names stay unique without
+        letting a provider's display name take over someone else's account.
+        """
+        found = await self._identity_user(issuer, subject)
+        if found is not None:
+            return found
+        display = " ".join(display.split())[:_NAME_ROOM] or subject[:_NAME_ROOM]
+        digest = hashlib.sha256(f"{issuer}\0{subject}".encode()).hexdigest()[:10]
+        for name in (display, f"{display}#{digest}"):
+            if name == LOCAL_USER_ID:
+                continue
+            user_id = uuid.uuid4().hex
+            now = utcnow()
+            try:
+                async with self._db.session(write=True) as session:
+                    await session.execute(
+                        insert(users).values(id=user_id, name=name, created_at=now)
+                    )
+                    await session.execute(
+                        insert(user_identities).values(
+                            user_id=user_id, issuer=issuer, subject=subject, created_at=now
+                        )
+                    )
+                    await session.commit()
+                return UserRecord(id=user_id, name=name)
+            except IntegrityError:
+                # The name is taken, or another request created this identity meanwhile.
+                found = await self._identity_user(issuer, subject)
+                if found is not None:
+                    return found
+        raise DuplicateName(display)
+
+    async def _identity_user(self, issuer: str, subject: str) -> UserRecord | None:
+        async with self._db.session() as session:
+            row = (
+                await session.execute(
+                    select(users.c.id, users.c.name)
+                    .join(user_identities, user_identities.c.user_id == users.c.id)
+                    .where(user_identities.c.issuer == issuer)
+                    .where(user_identities.c.subject == subject)
+                )
+            ).one_or_none()
+        return UserRecord(id=row.id, name=row.name) if row is not None else None
+
+    async def list_tokens(self, user_name: str | None = None) -> list[TokenInfo]:
+        """Every token (or one user's), by user then age: ids for ``revoke``/``rotate``."""
+        query = (
+            select(
+                api_tokens.c.id,
+                users.c.name,
+                api_tokens.c.label,
+                api_tokens.c.created_at,
+                api_tokens.c.last_used_at,
+            )
+            .join(users, users.c.id == api_tokens.c.user_id)
+            .order_by(users.c.name, api_tokens.c.id)
+        )
+        if user_name is not None:
+            query = query.where(users.c.name == user_name)
+        async with self._db.session() as session:
+            rows = (await session.execute(query)).all()
+        return [
+            TokenInfo(
+                id=row.id,
+                user_name=row.name,
+                label=row.label,
+                created_at=row.created_at,
+                last_used_at=row.last_used_at,
+            )
+            for row in rows
+        ]
+
+    async def revoke_token(self, token_id: int) -> bool:
+        """Delete a token; False when there is none with that id."""
+        async with self._db.session(write=True) as session:
+            result = await session.execute(delete(api_tokens).where(api_tokens.c.id == token_id))
+            await session.commit()
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def rotate_token(self, token_id: int) -> tuple[TokenInfo, str] | None:
+        """Replace a token by a new one for the same user and label, in one transaction.
+
+        The old token stops working at once (a running server may still accept it from
+        its cache for ``TokenCache.ttl`` seconds). None when there is no such token.
+        """
+        token = new_token()
+        now = utcnow()
+        async with self._db.session(write=True) as session:
+            row = (
+                await session.execute(
+                    select(api_tokens.c.user_id, api_tokens.c.label, users.c.name)
+                    .join(users, users.c.id == api_tokens.c.user_id)
+                    .where(api_tokens.c.id == token_id)
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            await session.execute(delete(api_tokens).where(api_tokens.c.id == token_id))
+            new_id = (
+                await session.execute(
+                    insert(api_tokens)
+                    .values(
+                        user_id=row.user_id,
+                        token_hash=hash_token(token),
+                        label=row.label,
+                        created_at=now,
+                    )
+                    .returning(api_tokens.c.id)
+                )
+            ).scalar_one()
+            await session.commit()
+        return TokenInfo(new_id, row.name, row.label, now, None), token

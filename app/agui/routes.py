@@ -14,7 +14,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from ag_ui.core import BaseEvent, RunErrorEvent
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -24,6 +24,8 @@ from app.agui.events import run_error
 from app.agui.request import InterruptError, parse_run
 from app.agui.service import Refused, Run, start_run
 from app.api_auth import needs_user, signed_in
+from app.api_docs import Answer, Operation, documented
+from app.api_models import ErrorBody
 from app.errors import ApiError, api_error
 from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
@@ -79,6 +81,25 @@ async def _one(event: BaseEvent, encoder: EventEncoder) -> AsyncIterator[str]:
     yield encoder.encode(event)
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="Run the assistant on an AG-UI RunAgentInput; the run's events as SSE",
+        tag="ag-ui",
+        description="The answer is a Server-Sent Events stream of AG-UI events ending with "
+        "RUN_FINISHED or RUN_ERROR (docs/ag-ui.md). A request that cannot run is refused "
+        "before any event.",
+        body=RunAgentInput,
+        answers={
+            200: Answer("The run's AG-UI events", media_type="text/event-stream"),
+            400: Answer("Not a RunAgentInput this server runs", ErrorBody),
+            404: Answer("A thread (chat) of another user's", ErrorBody),
+            409: Answer("The thread runs another turn", ErrorBody),
+            413: Answer("The body is too large", ErrorBody),
+            429: Answer("Rate limited", ErrorBody),
+        },
+    ),
+)
 async def run_agent(request: Request) -> Response:
     user = signed_in(request)
     services = services_of(request)

@@ -6,7 +6,8 @@ Pure: no I/O. What Switchboard does with each field (docs/open-responses.md):
   ``system``, ``developer``; text, image and file parts), ``function_call`` /
   ``function_call_output`` pairs, ``function_call_output`` items answering the caller's
   calls a previous response ended with, Switchboard's own items sent back
-  (``switchboard:tool_call``, ``switchboard:approval_request``) and ``compaction`` items
+  (``switchboard:tool_call``, or its ``mcp_call`` view; ``switchboard:approval_request``)
+  and ``compaction`` items
   from ``/v1/responses/compact``. The last user message is the turn's prompt (what the
   chat history shows). Or, to answer a response that asked for approval, only
   ``switchboard:approval_response`` items (``approval_decisions``).
@@ -118,6 +119,11 @@ TOOL_CALL = "switchboard:tool_call"
 APPROVAL_REQUEST = "switchboard:approval_request"
 APPROVAL_RESPONSE = "switchboard:approval_response"
 SWITCHBOARD_TOOL = "switchboard:tool"
+# The Responses API's item for a tool the provider ran: how a client that asked for it
+# sees Switchboard's tool calls (``app.openresponses.views``), and may send them back.
+MCP_CALL = "mcp_call"
+SERVER_LABEL = "switchboard"
+CALL_ITEM_PREFIX = "sbc_"  # a switchboard:tool_call item's id: this, then its call_id
 
 
 class ToolCallItem(_Strict):
@@ -129,6 +135,31 @@ class ToolCallItem(_Strict):
     name: str = Field(min_length=1, max_length=200)
     arguments: str
     output: str | None = None  # None: the call did not finish
+
+
+class McpCallItem(_Strict):
+    """A ``switchboard:tool_call`` as the ``mcp`` view showed it (an ``mcp_call`` of the
+    server ``switchboard``), sent back as input: read as that item. A call of another MCP
+    server never ran here, so it is refused."""
+
+    type: Literal["mcp_call"]
+    id: str = Field(min_length=1, max_length=200)
+    server_label: Literal["switchboard"]
+    call_id: str | None = Field(None, min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str
+    output: str | None = None  # None: the call did not finish
+
+    def as_tool_call(self) -> ToolCallItem:
+        # Our items carry call_id; a client that dropped it still has the id it came from.
+        call_id = self.call_id or self.id.removeprefix(CALL_ITEM_PREFIX)
+        return ToolCallItem(
+            type="switchboard:tool_call",
+            call_id=call_id,
+            name=self.name,
+            arguments=self.arguments,
+            output=self.output,
+        )
 
 
 class ApprovalRequestItem(_Strict):
@@ -179,6 +210,7 @@ InputItem = Annotated[
     | Annotated[FunctionCallItem, Tag("function_call")]
     | Annotated[FunctionCallOutputItem, Tag("function_call_output")]
     | Annotated[ToolCallItem, Tag(TOOL_CALL)]
+    | Annotated[McpCallItem, Tag(MCP_CALL)]
     | Annotated[ApprovalRequestItem, Tag(APPROVAL_REQUEST)]
     | Annotated[ApprovalResponseItem, Tag(APPROVAL_RESPONSE)]
     | Annotated[CompactionItem, Tag("compaction")],
@@ -310,6 +342,7 @@ _TAGS = frozenset(
         "function_call",
         "function_call_output",
         TOOL_CALL,
+        MCP_CALL,
         APPROVAL_REQUEST,
         APPROVAL_RESPONSE,
         "compaction",
@@ -655,8 +688,10 @@ def _converted(
         elif isinstance(item, FunctionCallItem):
             pairs.call(item.call_id, where)
             out.append(_call(item.call_id, item.name, item.arguments))
-        elif isinstance(item, ToolCallItem):
+        elif isinstance(item, ToolCallItem | McpCallItem):
             # One of Switchboard's own calls with its result, as the response showed it.
+            if isinstance(item, McpCallItem):
+                item = item.as_tool_call()
             pairs.call(item.call_id, where, TOOL_CALL)
             pairs.answered.add(item.call_id)
             output = item.output if item.output is not None else UNFINISHED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.authentication import AuthenticationError
 from starlette.requests import HTTPConnection, Request
@@ -19,10 +20,18 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from app.api_auth import UsersUnavailable, needs_user, signed_in
+from app.api_docs import Answer, Operation, documented
+from app.api_models import OpenResponsesErrorBody, ResponseObject
 from app.errors import DATABASE_UNAVAILABLE, ApiError
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.references import resolve_references
-from app.openresponses.request import MAX_BODY_BYTES, parse_compact, parse_request
+from app.openresponses.request import (
+    MAX_BODY_BYTES,
+    CompactRequest,
+    CreateResponse,
+    parse_compact,
+    parse_request,
+)
 from app.openresponses.service import (
     LOST,
     StartedResponse,
@@ -32,6 +41,7 @@ from app.openresponses.service import (
 )
 from app.openresponses.socket import responses_socket
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
+from app.openresponses.views import View, render_body, render_event, view_of
 from app.request_input import JsonTooDeep, load_json
 from app.services import services_of
 from storage.errors import TurnInProgress
@@ -88,7 +98,7 @@ async def _json_body(request: Request) -> object:
 
 
 async def _stream(
-    started: StartedResponse, keepalive: float = KEEPALIVE_SECONDS
+    started: StartedResponse, view: View = "switchboard", keepalive: float = KEEPALIVE_SECONDS
 ) -> AsyncIterator[str]:
     while True:
         try:
@@ -103,7 +113,7 @@ async def _stream(
         if event is None:
             yield SSE_DONE
             return
-        yield sse(event)
+        yield sse(render_event(event, view))
 
 
 def _unexpected(exc: Exception, request: HTTPConnection) -> Response:
@@ -119,10 +129,40 @@ def _unexpected(exc: Exception, request: HTTPConnection) -> Response:
     return OpenResponsesError("server_error", "internal server error").response()
 
 
+def _refused(words: str) -> Answer:
+    return Answer(words, OpenResponsesErrorBody)
+
+
+@documented(
+    "POST",
+    Operation(
+        summary="Create a response (Open Responses; docs/open-responses.md)",
+        tag="open-responses",
+        description="With stream: true the answer is Server-Sent Events (the spec's "
+        "streaming events, then data: [DONE]).",
+        errors="open_responses",
+        body=CreateResponse,
+        answers={
+            200: Answer(
+                "The response object (completed, incomplete, or waiting for an approval), or "
+                "its event stream",
+                ResponseObject,
+                also=("text/event-stream",),
+            ),
+            400: _refused("A request the spec or this server does not take"),
+            404: _refused("A referenced response or conversation that does not exist"),
+            409: _refused("The conversation is busy with another turn"),
+            413: _refused("The body is too large"),
+            429: _refused("Rate limited"),
+            500: _refused("The model failed"),
+        },
+    ),
+)
 async def create_response(request: Request) -> Response:
     services = services_of(request)
     try:
         user = _user(request)
+        view = view_of(request.headers)
         body = await resolve_references(await _json_body(request), services.db, user.id)
         parsed = parse_request(body)
         started = await start_response(services, user, parsed)
@@ -139,7 +179,7 @@ async def create_response(request: Request) -> Response:
         return _unexpected(exc, request)
     if parsed.stream:
         return StreamingResponse(
-            _stream(started),
+            _stream(started, view),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -154,9 +194,24 @@ async def create_response(request: Request) -> Response:
     # the token budget) is the object itself; a failure is the spec's error.
     if body.get("status") not in ("completed", "incomplete"):
         return http_error(started.id, outcome).response()
-    return JSONResponse(body)
+    return JSONResponse(render_body(body, view))
 
 
+@documented(
+    "POST",
+    Operation(
+        summary="Compact a conversation's input (Open Responses)",
+        tag="open-responses",
+        errors="open_responses",
+        body=CompactRequest,
+        answers={
+            200: Answer("The compacted input", dict[str, Any]),
+            400: _refused("A request the spec or this server does not take"),
+            404: _refused("A referenced response that does not exist"),
+            413: _refused("The body is too large"),
+        },
+    ),
+)
 async def compact(request: Request) -> Response:
     try:
         user = _user(request)
@@ -168,9 +223,23 @@ async def compact(request: Request) -> Response:
         return _unexpected(exc, request)
 
 
+@documented(
+    "GET",
+    Operation(
+        summary="A stored response (Open Responses)",
+        tag="open-responses",
+        errors="open_responses",
+        answers={
+            200: Answer("The response object", ResponseObject),
+            400: _refused("An id the database cannot hold"),
+            404: _refused("No such response of this user's"),
+        },
+    ),
+)
 async def get_response(request: Request) -> Response:
     try:
         user = _user(request)
+        view = view_of(request.headers)
     except OpenResponsesError as exc:
         return exc.response()
     response_id = request.path_params["response_id"]
@@ -185,7 +254,7 @@ async def get_response(request: Request) -> Response:
         return OpenResponsesError(
             "not_found", f"no response {response_id!r}", param="response_id"
         ).response()
-    return JSONResponse(stored.body)
+    return JSONResponse(render_body(stored.body, view))
 
 
 def open_responses_routes() -> list[BaseRoute]:

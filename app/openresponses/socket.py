@@ -36,6 +36,7 @@ from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.references import resolve_references
 from app.openresponses.request import MAX_BODY_BYTES, parse_request
 from app.openresponses.service import LOST, StartedResponse, start_response
+from app.openresponses.views import View, render_event, view_of
 from app.request_input import JsonTooDeep, load_json
 from app.services import Services, services_of
 from storage.errors import TurnInProgress
@@ -88,8 +89,15 @@ async def responses_socket(websocket: WebSocket) -> None:
     # Accepted first: a refusal is then an error the client can read, not a bare 403.
     await websocket.accept()
     user = await _sign_in(websocket, services)
-    if user is not None:
-        await _Connection(websocket, services, user).serve()
+    if user is None:
+        return
+    try:
+        # The upgrade's headers hold for every response of the connection.
+        view = view_of(websocket.headers)
+    except OpenResponsesError as exc:
+        await _refuse(websocket, exc, CLOSE_POLICY)
+        return
+    await _Connection(websocket, services, user, view).serve()
 
 
 async def _refuse(websocket: WebSocket, exc: OpenResponsesError, code: int) -> None:
@@ -135,8 +143,10 @@ async def _sign_in(websocket: WebSocket, services: Services) -> UserRecord | Non
 
 
 class _Connection:
-    def __init__(self, websocket: WebSocket, services: Services, user: UserRecord) -> None:
-        self.websocket, self.services, self.user = websocket, services, user
+    def __init__(
+        self, websocket: WebSocket, services: Services, user: UserRecord, view: View
+    ) -> None:
+        self.websocket, self.services, self.user, self.view = websocket, services, user, view
         self.remembered: OrderedDict[str, StoredResponse] = OrderedDict()
 
     async def serve(self) -> None:
@@ -250,7 +260,8 @@ class _Connection:
                 return status
             if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
                 status = event["response"]["status"]
-            await self.websocket.send_text(json.dumps(event, ensure_ascii=False))
+            shown = render_event(event, self.view)
+            await self.websocket.send_text(json.dumps(shown, ensure_ascii=False))
 
 
 def _server_error(exc: Exception) -> OpenResponsesError:

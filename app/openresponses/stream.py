@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.openresponses.request import APPROVAL_REQUEST, TOOL_CALL
+from app.openresponses.request import APPROVAL_REQUEST, CALL_ITEM_PREFIX, TOOL_CALL
 from connectors.adapters import coerce_tool_output, to_function_call_output
 from websocket.sdk_events import MessageDone, TextDelta, ToolCalled, ToolReturned, get, read
 
@@ -512,7 +512,7 @@ class ResponseBuilder:
 def _tool_call_item(call: _Call, status: str, output: str | None) -> dict[str, Any]:
     return {
         "type": TOOL_CALL,
-        "id": f"sbc_{call.call_id}",
+        "id": f"{CALL_ITEM_PREFIX}{call.call_id}",
         "status": status,
         "call_id": call.call_id,
         "name": call.name,

@@ -3,17 +3,22 @@
 // tests/openresponses/test_open_responses_ai_sdk.py: SWITCHBOARD_URL is the server. Prints
 // one JSON report on stdout for the Python test to check: for each provider, generateText
 // and streamText on prompts that run Switchboard's tools and the client's own tool, with
-// and without stopWhen, two turns each; every tool name the SDK saw, every error it
-// raised or streamed, and every call of the client's tool.
+// and without stopWhen, two turns each; every tool part the SDK produced (its name, and
+// whether the provider ran it), every error it raised or streamed, and every call of the
+// client's tool. `@ai-sdk/openai` is used as documented: with the header
+// `Switchboard-Tool-Items: mcp`, so that Switchboard's calls come as `mcp_call` items its
+// non-streamed parser reads ("openai"), and without it ("openai-default").
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenResponses } from "@ai-sdk/open-responses";
 import { z } from "zod";
 
+// Warnings are in the report (and would otherwise be printed on stdout, before it).
+globalThis.AI_SDK_LOG_WARNINGS = false;
 const base = process.env.SWITCHBOARD_URL;
 const apiKey = process.env.SWITCHBOARD_TOKEN ?? "local";
 // The input item types each provider sent, to show what the server had to read.
-const sent = { openai: new Set(), "open-responses": new Set() };
+const sent = { openai: new Set(), "openai-default": new Set(), "open-responses": new Set() };
 function recording(name) {
   return async (url, init) => {
     const body = JSON.parse(init?.body ?? "{}");
@@ -21,7 +26,13 @@ function recording(name) {
     return fetch(url, init);
   };
 }
-const openai = createOpenAI({ baseURL: `${base}/v1`, apiKey, fetch: recording("openai") });
+const openai = createOpenAI({
+  baseURL: `${base}/v1`,
+  apiKey,
+  headers: { "Switchboard-Tool-Items": "mcp" },
+  fetch: recording("openai"),
+});
+const openaiDefault = createOpenAI({ baseURL: `${base}/v1`, apiKey, fetch: recording("openai-default") });
 const openResponses = createOpenResponses({
   url: `${base}/v1/responses`,
   name: "switchboard",
@@ -30,9 +41,11 @@ const openResponses = createOpenResponses({
 });
 // Each provider with the options its calls take. `@ai-sdk/openai` stores responses by
 // default and then sends its earlier output back as `item_reference` items; with
-// `store: false` (the "Unstored" conversation) it sends the items themselves.
+// `store: false` (the "Unstored" conversations) it sends its messages and its own calls
+// themselves, and leaves out the results of calls the provider ran (it warns).
 const providers = {
   openai: { model: () => openai.responses("switchboard"), options: {} },
+  "openai-default": { model: () => openaiDefault.responses("switchboard"), options: {} },
   "open-responses": { model: () => openResponses("switchboard"), options: {} },
 };
 const UNSTORED = { openai: { store: false } };
@@ -43,6 +56,8 @@ const FIRST = "find sushi in Boston and get the weather in Boston";
 const SECOND = "what is my checking balance?";
 // Only the client's tool.
 const WEATHER_ONLY = "What's the weather like in Paris?";
+// A tool that waits for the person's approval (sending an email): the response asks.
+const NEEDS_APPROVAL = "find sushi in Boston and email the list to bob@example.com";
 
 function clientTools(ran) {
   return {
@@ -61,15 +76,23 @@ function describe(error) {
   return { name: error?.name ?? "Error", message: String(error?.message ?? error) };
 }
 
-// What one call gave: its steps' tool parts (by name), text, finish reason, the
-// conversation's new messages, and any error (thrown or streamed).
+// What one call gave: its steps' tool parts (by name; whether the provider ran it, and
+// whether the SDK found it invalid, as it marks a call of a tool it does not have), text,
+// finish reason, the conversation's new messages, any error (thrown or streamed), and
+// the SDK's warnings.
 function summary(steps, text, finishReason, messages, errors) {
   const toolParts = steps.flatMap((step) =>
     step.content
       .filter((part) => part.type.startsWith("tool-"))
-      .map((part) => ({ type: part.type, toolName: part.toolName })),
+      .map((part) => ({
+        type: part.type,
+        toolName: part.toolName,
+        providerExecuted: part.providerExecuted === true,
+        invalid: part.invalid === true,
+      })),
   );
-  return { steps: steps.length, toolParts, text, finishReason, messages, errors };
+  const warnings = steps.flatMap((step) => (step.warnings ?? []).map((w) => w.message ?? w.type));
+  return { steps: steps.length, toolParts, text, finishReason, messages, errors, warnings };
 }
 
 async function generate({ model, options }, messages, tools, loop) {
@@ -115,22 +138,32 @@ async function conversation(call, provider, loop) {
   return { first, second, ran };
 }
 
+// What each provider runs: every conversation, except that without the header
+// `@ai-sdk/openai`'s generateText fails on the first response (once is enough to show it).
+const RUNS = {
+  openai: ["generate", "generateLoop", "stream", "streamLoop", "generateLoopUnstored", "streamLoopUnstored"],
+  "openai-default": ["generate", "stream", "streamLoop", "streamLoopUnstored"],
+  "open-responses": ["generate", "generateLoop", "stream", "streamLoop"],
+};
+
 const report = {};
 for (const [name, provider] of Object.entries(providers)) {
-  const ran = [];
-  report[name] = {
-    generate: await conversation(generate, provider, false),
-    generateLoop: await conversation(generate, provider, true),
-    stream: await conversation(stream, provider, false),
-    streamLoop: await conversation(stream, provider, true),
-    generateClientToolOnly: {
-      ...(await generate(provider, [{ role: "user", content: WEATHER_ONLY }], clientTools(ran), true)),
-      ran,
-    },
-  };
-  if (name === "openai") {
-    report[name].streamLoopUnstored = await conversation(stream, { ...provider, options: UNSTORED }, true);
+  report[name] = {};
+  for (const run of RUNS[name]) {
+    const call = run.startsWith("generate") ? generate : stream;
+    const options = run.endsWith("Unstored") ? { ...provider, options: UNSTORED } : provider;
+    report[name][run] = await conversation(call, options, run.includes("Loop"));
   }
+  const ran = [];
+  report[name].generateClientToolOnly = {
+    ...(await generate(provider, [{ role: "user", content: WEATHER_ONLY }], clientTools(ran), true)),
+    ran,
+  };
 }
+// A response that asks for approval, to `@ai-sdk/openai` with the header: approval
+// requests stay switchboard:approval_request items (documented).
+const asking = [{ role: "user", content: NEEDS_APPROVAL }];
+report.openai.approvalGenerate = await generate(providers.openai, asking, clientTools([]), false);
+report.openai.approvalStream = await stream(providers.openai, asking, clientTools([]), false);
 for (const [name, types] of Object.entries(sent)) report[name].sentTypes = [...types].sort();
 process.stdout.write(JSON.stringify(report));

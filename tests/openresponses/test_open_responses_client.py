@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from connectors.adapters import to_function_call_output
+from storage.session import ChatSession
 from tests.fakes.model_server import Call, FakeModelServer, Say
 from tests.openresponses.spec import check_resource, check_stream, parse_sse
 from tests.support.clients import client_for
@@ -481,3 +482,80 @@ async def test_the_openai_client_holds_a_conversation_with_every_kind_of_tool(
         ("email that list to bob@example.com", "completed"),
     ]
     assert [a["status"] for a in chat["approvals"]] == ["rejected", "approved"]
+
+
+# The openai documentation's tool loop: the client keeps the conversation itself, adding
+# each response's output objects (as the client parsed them) and its tools' results to the
+# input list, without previous_response_id. Switchboard's calls go back as the client
+# rebuilt them, in either view of them (docs/open-responses.md, "Switchboard's calls as
+# mcp_call items"), and the model reads them again.
+@pytest.mark.parametrize(
+    ("headers", "kind"),
+    [({}, "switchboard:tool_call"), ({"Switchboard-Tool-Items": "mcp"}, "mcp_call")],
+    ids=["default", "mcp"],
+)
+async def test_the_openai_clients_own_history_loop_runs_every_kind_of_tool(
+    offline: LiveServer, headers: dict[str, str], kind: str
+) -> None:
+    from tests.openresponses.test_open_responses_approvals import sent_mail
+
+    client = client_for(offline).with_options(default_headers=headers)
+    history: list[Any] = [
+        {"role": "user", "content": "find sushi in Boston and get the weather in Boston"}
+    ]
+    first = await client.responses.create(model="switchboard", input=history, tools=[WEATHER])
+    assert [i.type for i in first.output] == [kind, "function_call"]
+    yelp = first.output[0].to_dict()
+    history += first.output
+    for item in first.output:
+        if item.type == "function_call":  # the client's own tool: it runs it
+            assert json.loads(item.arguments) == {"location": "Boston"}
+            history.append(
+                {"type": "function_call_output", "call_id": item.call_id, "output": "55 and rainy"}
+            )
+    second = await client.responses.create(model="switchboard", input=history, tools=[WEATHER])
+    assert [i.type for i in second.output] == ["message"]
+    assert "sushi" in second.output_text and "55 and rainy" in second.output_text
+    history += [*second.output, {"role": "user", "content": "what is my checking balance?"}]
+    third = await client.responses.create(model="switchboard", input=history, tools=[WEATHER])
+    assert [i.type for i in third.output] == [kind, "message"]
+    assert "$56,842.74" in third.output_text
+
+    # Each request was a new chat; the last one's model read Yelp's call and result as
+    # they were, sent back by the client in its own history.
+    async with offline.client() as http:
+        chats = (await http.get("/api/chats")).json()["chats"]
+    items = [
+        [dict(i) for i in await ChatSession(offline.services.db, chat["id"]).get_items()]
+        for chat in chats
+    ]
+    [last] = [
+        c for c in items if any(i.get("content") == "what is my checking balance?" for i in c)
+    ]
+    replayed = [i for i in last if i.get("call_id") == yelp["call_id"]]
+    assert [(i["type"], i.get("name"), i.get("output")) for i in replayed] == [
+        ("function_call", "search_businesses_at_yelp", None),
+        ("function_call_output", None, yelp["output"]),
+    ]
+
+    # An approval in the same loop: the request ends the response, and the answer chains
+    # on it (previous_response_id), as approvals always do; the email is sent once.
+    history += [*third.output, {"role": "user", "content": "email that list to bob@example.com"}]
+    asking = await client.responses.create(model="switchboard", input=history, tools=[WEATHER])
+    [asked] = [i.to_dict() for i in asking.output if i.type == "switchboard:approval_request"]
+    assert asked["name"] == "send_google_email" and sent_mail(offline) == []
+    approved = await client.responses.create(
+        model="switchboard",
+        previous_response_id=asking.id,
+        input=[
+            {
+                "type": "switchboard:approval_response",  # type: ignore[list-item, misc]
+                "approval_id": asked["approval_id"],
+                "approve": True,
+            }
+        ],
+    )
+    assert [i.type for i in approved.output] == [kind, "message"]
+    assert approved.output[0].to_dict()["name"] == "send_google_email"
+    [mail] = sent_mail(offline)
+    assert mail["to"] == "bob@example.com"

@@ -163,3 +163,22 @@ async def test_the_documented_ai_sdk_example_runs_both_kinds_of_tool(
     answer, ran = out.splitlines()
     assert "18 °C and sunny in Boston" in answer and "sushi" in answer
     assert ran == "tools the SDK ran: [ 'get_weather' ]"
+
+
+async def test_the_documented_ai_sdk_openai_example_generates_two_turns(
+    offline: LiveServer, node: str, tmp_path: Path
+) -> None:
+    [source] = after_marker("AI SDK openai example", "js")
+    script = tmp_path / "open_responses_ai_sdk_openai.mjs"
+    script.write_text(source)
+    (tmp_path / "node_modules").symlink_to(NODE_DIR / "node_modules")
+    out = await run_node(node, script, {"SWITCHBOARD_URL": offline.http})
+    ran_yelp, ran_weather, answer, ran_bank, balance = out.splitlines()
+    # generateText read both responses: it ran its own tool, and was told which tools
+    # Switchboard ran (the second step did not run Yelp again: its result went back by
+    # reference).
+    assert ran_yelp == "Switchboard ran: mcp.search_businesses_at_yelp"
+    assert ran_weather == "you ran: get_weather"
+    assert "18 °C and sunny in Boston" in answer and "sushi" in answer
+    assert ran_bank == "Switchboard ran: mcp.get_accounts_at_plaid"
+    assert "$56,842.74" in balance

@@ -51,15 +51,22 @@ RAP_CALLBACK = "/rap/callback"
 PUBLIC = {
     ("GET", "/healthz"),
     ("GET", "/readyz"),
-    ("GET", "/metrics"),
+    # How a page signs in (the mode; in oidc mode the provider's public endpoints).
+    ("GET", "/api/auth/config"),
     ("GET", "/"),
     ("MOUNT", "/static"),
     # Each connector's card module and stylesheet: code, like /static, never data
     # (tests/app/test_connector_assets.py checks that nothing else is served there).
     ("GET", "/connectors/{name}/{file}"),
+    # The API's description and its Swagger UI page: the routes and schemas, no data
+    # (tests/api/test_openapi_document.py).
+    ("GET", "/openapi.json"),
+    ("GET", "/docs"),
 }
 # Every other route, each attacked by ``attack_*`` below.
 MATRIX = {
+    # Not public outside local mode: any signed-in caller (a scraper's token) may read it.
+    ("GET", "/metrics"),
     ("GET", "/api/me"),
     ("GET", "/api/chats"),
     ("GET", "/api/chats/{chat_id}"),
@@ -640,9 +647,17 @@ async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Led
     """The public routes answer anyone, with nothing of Alice's in them."""
     for token in (bob.token, None):
         async with http_as(live, token) as http:
-            for path in ("/healthz", "/readyz", "/metrics", "/", "/static/app.css"):
+            for path in ("/healthz", "/readyz", "/api/auth/config", "/", "/static/app.css"):
                 response = await http.get(path)
                 ledger.record(f"public GET {path}", response.status_code == 200, shown(response))
+            # Counters of everyone's activity, for a signed-in scraper only.
+            metrics = await http.get("/metrics")
+            expected = 200 if token else 401
+            ledger.record(
+                f"{'Bob' if token else 'nobody'} GET /metrics",
+                metrics.status_code == expected,
+                shown(metrics),
+            )
 
 
 ATTACKS: list[Attack] = [
@@ -775,6 +790,7 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             {},
         ),
         ("POST", "/ag-ui"): ("/ag-ui", {}),
+        ("GET", "/metrics"): ("/metrics", {}),
     }
     sockets = {("WS", "/ws/chats/{chat_id}"), ("WS", "/v1/responses")}
     assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - sockets
@@ -783,9 +799,11 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
             async with http_as(live, token, carrier) as http:
                 for (method, _), (path, params) in requests.items():
                     response = await http.request(method, path, params=params)
+                    # A 401 says how to authenticate (RFC 6750 §3).
+                    challenge = response.headers.get("www-authenticate", "")
                     ledger.record(
                         f"{token!r} {carrier} {method} {path}",
-                        response.status_code == 401,
+                        response.status_code == 401 and challenge.startswith("Bearer "),
                         shown(response),
                     )
             url, headers = ws_as(live, chat_id, token, carrier, after_seq=0)

@@ -177,7 +177,9 @@ async def test_no_secret_in_any_log_line_or_event(
         for wrong in ("sb_" + "w" * 43, token[:-2]):  # wrong tokens are not logged either
             assert (await http.get("/api/chats", params={"token": wrong})).status_code == 401
             secret_values[f"wrong token {wrong[:6]}"] = wrong
-        rest.append((await http.get("/metrics")).text)
+        metrics = await http.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+        assert metrics.status_code == 200
+        rest.append(metrics.text)
         stored = json.loads(rest[2])["events"]
     assert [e["type"] for e in stored] == [e["type"] for e in events if e["seq"] is not None]
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -77,3 +79,31 @@ async def test_downgrade_to_base_and_back(fresh_url: str) -> None:
 async def test_upgrade_refuses_to_block_a_running_loop(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="asyncio.to_thread"):
         upgrade(f"sqlite+aiosqlite:///{tmp_path}/x.db")
+
+
+async def test_instances_migrating_one_database_at_once_all_succeed(fresh_url: str) -> None:
+    """Servers started together each run ``serve``'s migration: the later ones must wait
+    for the first and then find nothing to do, not fail creating the same tables (or, on
+    PostgreSQL, block each other for good). Processes, as in a deployment: Alembic's
+    context is process-global, so threads could not show it."""
+    env = {**os.environ, "SWITCHBOARD_DATABASE_URL": fresh_url}
+    migrators = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "app.cli",
+            "migrate",
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        for _ in range(3)
+    ]
+    outputs = [(await process.communicate())[0].decode() for process in migrators]
+    assert [process.returncode for process in migrators] == [0, 0, 0], outputs
+    db = Database(fresh_url)
+    try:
+        assert await check_current(db) is True
+        assert await schema_diff(db) == []
+    finally:
+        await db.dispose()

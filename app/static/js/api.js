@@ -56,6 +56,11 @@ export class Api {
     return this.request("GET", "/api/me");
   }
 
+  /** How this server signs in: {mode, oidc?: {client_id, endpoints, …}} (public). */
+  authConfig() {
+    return this.request("GET", "/api/auth/config");
+  }
+
   listChats(cursor = null) {
     const query = new URLSearchParams({ limit: "50" });
     if (cursor) query.set("cursor", cursor);

@@ -3,6 +3,7 @@ import { announce } from "./announce.js";
 import { Api, ApiError } from "./api.js";
 import { PendingApprovals } from "./approvals.js";
 import { askForToken, tokenStore } from "./auth.js";
+import { OidcSession, askToSignIn } from "./oidc.js";
 import { loadCardModules } from "./card-modules.js";
 import { Connections } from "./connections.js";
 import { h } from "./dom.js";
@@ -41,6 +42,10 @@ class App {
   constructor() {
     this.token = tokenStore.get();
     this.authMode = null;
+    // The identity provider's session in oidc mode, null in the others (undefined until
+    // the server has said which: GET /api/auth/config).
+    this.oidc = undefined;
+    this.serverMode = null; // the server's auth mode, from GET /api/auth/config
     this.api = new Api(() => this.token);
     this.chatId = null;
     this.fresh = true; // the open chat has no events on the server yet
@@ -112,6 +117,8 @@ class App {
   }
 
   async signIn(message = "") {
+    if (this.oidc === undefined) this.oidc = await this.loadSignInConfig();
+    if (this.oidc) return this.signInWithProvider(message);
     for (;;) {
       try {
         const me = await this.api.me();
@@ -123,6 +130,12 @@ class App {
           await new Promise((resolve) => setTimeout(resolve, 3000));
           continue;
         }
+      }
+      if (this.serverMode === "header") {
+        // The proxy in front signs people in; this page has nothing to ask for.
+        this.showBanner("The sign-in proxy in front of this server did not sign you in. "
+          + "Reload the page to sign in again.", () => location.reload(), "Reload");
+        return new Promise(() => {});
       }
       this.token = null;
       tokenStore.clear();
@@ -139,10 +152,84 @@ class App {
     }
   }
 
+  /** The provider's session when the server signs in with OIDC, else null. */
+  async loadSignInConfig() {
+    for (;;) {
+      let config;
+      try {
+        config = await this.api.authConfig();
+      } catch (error) {
+        this.showBanner(`${error.message} Retrying…`, null);
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        continue;
+      }
+      this.serverMode = config?.mode;
+      if (config?.mode !== "oidc") return null;
+      const settings = config.oidc || {};
+      if (!settings.client_id || !settings.authorization_endpoint || !settings.token_endpoint) {
+        this.showBanner("This server signs in through an identity provider but is not set up "
+          + "for the browser: SWITCHBOARD_OIDC_CLIENT_ID is not set.", null);
+        return new Promise(() => {});
+      }
+      const session = new OidcSession(settings);
+      session.onRefreshed = () => { this.token = session.accessToken(); };
+      return session;
+    }
+  }
+
+  /**
+   * OIDC: use the tokens of this tab, refresh them, or go to the provider and back.
+   * ``message``: why the last token was refused (a 401 or a socket's 4401).
+   */
+  async signInWithProvider(message) {
+    const oidc = this.oidc;
+    const dialog = $("signin-dialog");
+    if (new URLSearchParams(location.search).has("signed_out")) {
+      history.replaceState(null, "", "/");
+      await askToSignIn(dialog, "You are signed out.");
+      await oidc.redirectToProvider();
+    }
+    let returned = false;
+    try {
+      returned = await oidc.completeRedirect();
+    } catch (error) {
+      await askToSignIn(dialog, error.message);
+      await oidc.redirectToProvider();
+    }
+    let stale = Boolean(message);
+    for (;;) {
+      if (stale || !oidc.fresh()) {
+        if (!(await oidc.refresh())) await oidc.redirectToProvider();
+        stale = false;
+      }
+      this.token = oidc.accessToken();
+      try {
+        const me = await this.api.me();
+        this.authMode = me?.auth_mode || "oidc";
+        oidc.schedule();
+        return me;
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status !== 401) {
+          this.showBanner(`${error.message} Retrying…`, null);
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+          continue;
+        }
+        oidc.forget();
+        if (returned) {
+          // A token fresh from the provider was refused: going round again would loop.
+          await askToSignIn(dialog, `This server did not accept the sign-in. ${error.message}`);
+          await oidc.redirectToProvider();
+        }
+        stale = true;
+      }
+    }
+  }
+
   showUser(me) {
-    const tokenMode = this.authMode === "token";
+    const tokenMode = this.authMode !== "local";
     $("whoami").textContent = tokenMode ? `Signed in as ${me?.name ?? "?"}` : "Local mode: no sign-in needed";
-    $("sign-out").hidden = !tokenMode;
+    // In header mode signing out is the proxy's business, not this page's.
+    $("sign-out").hidden = !(this.authMode === "token" || this.authMode === "oidc");
     this.hideBanner();
   }
 
@@ -172,6 +259,11 @@ class App {
       if ($("connections-dialog").open) this.connections.render();
     };
     $("sign-out").addEventListener("click", () => {
+      if (this.oidc) {
+        this.token = null;
+        this.oidc.signOut();
+        return;
+      }
       tokenStore.clear();
       this.token = null;
       location.hash = "";
@@ -297,7 +389,8 @@ class App {
     if (this.socket) return;
     this.socket = new ChatSocket({
       chatId: this.chatId,
-      token: this.authMode === "token" ? this.token : null,
+      // Read at each (re)connect: in oidc mode the token is refreshed while the page runs.
+      token: () => (this.authMode === "local" ? null : this.token),
       lastSeq: () => this.transcript.lastSeq,
       onOpen: () => {
         this.transcript.beginResume();

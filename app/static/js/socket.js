@@ -41,7 +41,8 @@ export class ChatSocket {
   url() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const params = new URLSearchParams({ after_seq: String(this.options.lastSeq()) });
-    if (this.options.token) params.set("token", this.options.token);
+    const token = typeof this.options.token === "function" ? this.options.token() : this.options.token;
+    if (token) params.set("token", token);
     return `${scheme}://${location.host}/ws/chats/${encodeURIComponent(this.options.chatId)}?${params}`;
   }
 

@@ -1,0 +1,288 @@
+"""The REST API's answers as pydantic models: routes build their JSON through these, and
+``/openapi.json`` (``app.openapi``) publishes the same models' schemas, so the document
+cannot describe a shape the server does not send.
+
+Every model forbids fields it does not name (``additionalProperties: false`` in the
+document), so a field added to an answer without its model fails the schemathesis run of
+``tests/api`` instead of going undocumented. ``dump`` is how a route serialises one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from starlette.responses import JSONResponse
+
+from storage.records import ApprovalStatus, TurnStatus
+from wire.events import TS_PATTERN, Usage
+
+# RFC 3339 UTC with milliseconds and a "Z" (app.api_json.rfc3339), like every event's ts.
+Timestamp = Annotated[str, Field(pattern=TS_PATTERN, examples=["2025-01-31T12:00:00.000Z"])]
+
+# One persisted event exactly as the socket sent it; its schema is the protocol's own
+# (wire.events, the discriminated union of every event model), registered by app.openapi
+# under this name. Kept a plain dict here: events are stored JSON, passed through as is.
+SERVER_EVENT = "ServerEvent"
+WireEvent = Annotated[
+    dict[str, Any], WithJsonSchema({"$ref": f"#/components/schemas/{SERVER_EVENT}"})
+]
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=False)
+
+
+def json_answer(model: ApiModel, status_code: int = 200, **kwargs: Any) -> JSONResponse:
+    """The route's answer: ``model`` as JSON (its documented shape)."""
+    return JSONResponse(model.dump(), status_code=status_code, **kwargs)
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+class ErrorDetail(ApiModel):
+    code: str = Field(
+        description="One of docs/protocol.md §5's codes, e.g. invalid_request, not_found",
+        examples=["not_found"],
+    )
+    message: str = Field(description="Short, human-readable; never holds secrets")
+
+
+class ErrorBody(ApiModel):
+    """Every refusal of the REST API (app.errors)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"error": {"code": "not_found", "message": "chat not found"}}]
+        }
+    )
+
+    error: ErrorDetail
+
+
+class OpenResponsesErrorDetail(ApiModel):
+    type: str = Field(examples=["invalid_request"])
+    code: str | None
+    param: str | None
+    message: str
+
+
+class OpenResponsesErrorBody(ApiModel):
+    """The Open Responses spec's error object (``/v1/*``, app.openresponses.errors)."""
+
+    error: OpenResponsesErrorDetail
+
+
+# ----------------------------------------------------------------------------- service
+
+
+class Health(ApiModel):
+    status: Literal["ok"]
+
+
+class Readiness(ApiModel):
+    """``degraded``: Redis is configured but unreachable (events of other instances reach
+    this one's sockets late); ``unavailable`` (503): the database is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["ok", "degraded", "unavailable"]
+    database: Literal["ok", "unavailable"]
+    redis: Literal["ok", "unreachable"] | None = Field(
+        default=None, description="Present only when Redis is configured"
+    )
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+# ----------------------------------------------------------------------------- chats
+
+
+class Me(ApiModel):
+    id: str
+    name: str
+    auth_mode: str = Field(description="How this server signs people in: local, token, …")
+
+
+class ChatSummary(ApiModel):
+    id: str
+    title: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+    preview: str | None
+
+
+class ChatPage(ApiModel):
+    chats: list[ChatSummary] = Field(description="Newest first")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null: last")
+
+
+class Turn(ApiModel):
+    id: str
+    prompt: str
+    final_text: str | None
+    status: TurnStatus = Field(description="A turn waiting for an approval is still running")
+    usage: dict[str, Any] | None = Field(description="input/output/total tokens and requests")
+    created_at: Timestamp
+    finished_at: Timestamp | None
+    client_message_id: str | None
+
+
+class Approval(ApiModel):
+    """An approval as asked for, and the record of its decision (docs/protocol.md,
+    "Approval records")."""
+
+    approval_id: str
+    chat_id: str
+    turn_id: str
+    call_id: str
+    name: str = Field(description="The tool's function name")
+    description: str
+    arguments: dict[str, Any] = Field(description="Exactly what will run once approved")
+    current_agent: str
+    status: ApprovalStatus
+    created_at: Timestamp
+    expires_at: Timestamp
+    decided_at: Timestamp | None
+    decided_by: str | None = Field(description="The user who decided; null: the server did")
+    decided_via: str | None = Field(description="socket:<id>, rest, responses, expiry, …")
+    reason: str | None
+
+
+class ChatDetail(ChatSummary):
+    turns: list[Turn]
+    usage: Usage = Field(description="The sum over the chat's turns")
+    approvals: list[Approval] = Field(description="Every approval asked for, oldest first")
+
+
+class EventPage(ApiModel):
+    events: list[WireEvent] = Field(description="Persisted events in seq order")
+
+
+class ApprovalList(ApiModel):
+    approvals: list[Approval]
+
+
+class Decided(ApiModel):
+    approval: Approval | None
+
+
+# ----------------------------------------------------------------------------- connectors
+
+
+class ConnectorTool(ApiModel):
+    name: str
+    description: str = Field(description="The progress text of its tool_call events")
+
+
+class ServerState(ApiModel):
+    state: str = Field(examples=["connected", "reconnecting", "failed"])
+    reason: str | None
+
+
+class ConnectorInfo(ApiModel):
+    """One connector as every connector endpoint describes it (docs/protocol.md,
+    "Connector endpoints")."""
+
+    name: str
+    display_name: str
+    agent_name: str
+    mode: Literal["demo", "live"]
+    needs_account: bool
+    connected: bool
+    account: dict[str, Any] | None = Field(description="Non-secret details of the connection")
+    connected_at: Timestamp | None
+    tools: list[ConnectorTool]
+    server: ServerState | None = Field(description="A remote (MCP) server's connection")
+    icon: str | None
+    card: str | None = Field(description="Its UI card module's URL, with a digest")
+    card_css: str | None
+
+
+class FailedConnector(ApiModel):
+    name: str
+    origin: str
+    reason: str
+
+
+class ConnectorList(ApiModel):
+    connectors: list[ConnectorInfo]
+    failed: list[FailedConnector] = Field(description="Installed or configured but not served")
+
+
+class ConnectedAnswer(ApiModel):
+    status: Literal["connected"]
+    connector: ConnectorInfo
+
+
+class DisconnectedAnswer(ApiModel):
+    status: Literal["disconnected"]
+    connector: ConnectorInfo
+
+
+class RedirectAnswer(ApiModel):
+    """An OAuth flow: send the browser to ``url``."""
+
+    status: Literal["redirect"]
+    url: str
+
+
+class ClientStepAnswer(ApiModel):
+    """A client widget (e.g. Plaid Link): run ``widget`` with the other fields, then post
+    its result to ``finish``."""
+
+    # The widget's own fields (a link token, its expiry) come beside these.
+    model_config = ConfigDict(extra="allow")
+
+    status: str = Field(examples=["link_token", "client_step"])
+    widget: str
+    finish: str
+
+
+class ApiKeyAnswer(ApiModel):
+    """Ask the person for a key and post it to ``finish`` as ``{"api_key": …}``."""
+
+    status: Literal["api_key"]
+    label: str
+    help: str
+    finish: str
+
+
+ConnectAnswer = ConnectedAnswer | RedirectAnswer | ApiKeyAnswer | ClientStepAnswer
+
+
+# ----------------------------------------------------------------------------- RAP
+
+
+class CallbackAccepted(ApiModel):
+    status: Literal["accepted", "duplicate", "ignored"]
+
+
+class Subscription(ApiModel):
+    call_id: str
+    connector: str
+    operation: str
+    created_at: Timestamp
+
+
+class SubscriptionList(ApiModel):
+    subscriptions: list[Subscription]
+
+
+# ----------------------------------------------------------------------------- Open Responses
+
+
+class ResponseObject(BaseModel):
+    """An Open Responses response object (docs/open-responses.md): the spec's many fields
+    are passed through as the service builds them; these are the ones always present."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    object: Literal["response"]
+    status: str = Field(examples=["completed", "incomplete"])
