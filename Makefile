@@ -8,21 +8,56 @@ STAMP := $(VENV)/.installed
 HOST ?=
 PORT ?=
 
-.PHONY: run test lint bench browser-deps node-deps migrate clean proxy-deps container-lint
+.PHONY: run test lint lock bench browser-deps node-deps migrate clean proxy-deps container-lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Reinstall when the project's dependencies change.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+# Installs come from the lock files (exact versions, every file's hash checked), never from
+# a fresh resolution; `make lock` refreshes them. `make run` needs the runtime set only,
+# `make test`/`lint`/`bench` the dev set (runtime + dev + bench extras, the same versions).
+# The project itself is then installed editable, without resolving anything again. Each
+# stamp is remade when its lock or pyproject.toml changes.
+RUNTIME_LOCK := requirements.lock
+DEV_LOCK := requirements-dev.lock
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+# The distribution's name before it was renamed (see CHANGELOG): an older checkout's venv
+# and its egg-info folder (on the path whenever the checkout is) would otherwise still
+# register the built-ins under the old name, and the two would clash.
+OLD_DIST := switchboard
+define install_locked
+	@if $(BIN)/python -m pip show $(OLD_DIST) 2>/dev/null | grep -qx "Editable project location: $(CURDIR)"; then \
+		$(BIN)/python -m pip uninstall --quiet --yes $(OLD_DIST); fi
+	rm -rf $(OLD_DIST).egg-info
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(1)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+endef
 
-migrate: $(STAMP)
+$(RUNTIME_STAMP): $(RUNTIME_LOCK) pyproject.toml | $(BIN)/python
+	$(call install_locked,$(RUNTIME_LOCK))
+	touch $@
+
+$(STAMP): $(DEV_LOCK) pyproject.toml | $(BIN)/python
+	$(call install_locked,$(DEV_LOCK))
+	touch $@ $(RUNTIME_STAMP)
+
+# Refresh the lock files after editing pyproject.toml's dependencies: versions already
+# locked are kept where they still fit (`make lock UPGRADE=1` moves everything to the
+# newest allowed). One universal resolution (every platform, every supported Python); the
+# runtime lock is constrained to the dev lock's versions so the two never disagree. uv comes
+# from the dev lock; a venv without it yet (the very first lock) gets it from PyPI.
+UPGRADE ?=
+LOCK_OPTIONS = --quiet --universal --generate-hashes $(if $(UPGRADE),--upgrade)
+lock: | $(BIN)/python
+	@test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_OPTIONS) --extra dev --extra bench -o $(DEV_LOCK)
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_OPTIONS) -c $(DEV_LOCK) -o $(RUNTIME_LOCK)
+
+migrate: $(RUNTIME_STAMP)
 	$(BIN)/switchboard migrate
 
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/switchboard serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # Two workers fit the 2-core machines this runs on; TEST_WORKERS=0 runs in one process.
@@ -78,7 +113,6 @@ container-lint: $(STAMP)
 		&& echo "container-lint: Dockerfile and compose.yaml OK"
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
 clean:

@@ -25,7 +25,9 @@ from bench.common import RESULTS_DIR, Server, migrate, sqlite_url, start_switchb
 def py_spy() -> str:
     found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(found).exists():
-        raise SystemExit("py-spy is not installed: .venv/bin/pip install -e '.[bench]'")
+        raise SystemExit(
+            "py-spy is not installed: `make bench` installs it (requirements-dev.lock)"
+        )
     return found
 
 

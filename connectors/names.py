@@ -12,7 +12,7 @@ import re
 # Where connectors register (a plug-in's pyproject.toml: [project.entry-points."…"]).
 ENTRY_POINT_GROUP = "switchboard.connectors"
 # The distribution whose ``switchboard.connectors`` entry points are the built-ins.
-DISTRIBUTION = "switchboard"
+DISTRIBUTION = "switchboard-server"
 # The agent every prompt goes to first; no connector agent may take its name.
 ORCHESTRATOR = "Switchboard"
 

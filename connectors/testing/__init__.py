@@ -1,10 +1,13 @@
 """The connector contract kit (``ConnectorContract``), the pieces it is built from, and a
 scripted model for testing multi-step flows offline (``run_script``).
 
-Install with ``pip install 'switchboard[testing]'``: the kit needs pytest,
-pytest-asyncio, hypothesis and hypothesis-jsonschema, which the server does not.
+Install with ``pip install 'switchboard-server[testing]'``: the kit needs pytest,
+pytest-asyncio, hypothesis and hypothesis-jsonschema, which the server does not. Without
+them, importing the kit raises ModuleNotFoundError naming the extra.
 """
 
+# First: without the testing extra, this fails with a message naming it.
+from connectors.testing import _extra  # noqa: F401
 from connectors.testing.arguments import generated_arguments, sample_arguments, simple_arguments
 from connectors.testing.contract import ConnectorContract
 from connectors.testing.harness import Harness, harness

@@ -10,7 +10,7 @@ A connector author subclasses it in a test module::
         sample_arguments = {"get_weather_forecast": {"city": "Boston", "days": 3}}
         live_settings = {"connector_options": {"weather": {"base_url": "{base_url}"}}}
 
-and runs ``pytest`` (with ``pytest-asyncio``; ``pip install 'switchboard[testing]'``). The
+and runs ``pytest`` (with ``pytest-asyncio``; ``pip install 'switchboard-server[testing]'``). The
 inherited tests check that:
 
 - the connector's metadata is whole: the agent has its declared name, every tool of its
@@ -47,11 +47,10 @@ failure lists every problem found, with the tool, the arguments and what it answ
 from __future__ import annotations
 
 import json
+import unittest
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
-
-import pytest
 
 from connectors.accounts import demo_credentials, demo_meta
 from connectors.adapters import ACCOUNT_NEEDED_TYPES
@@ -286,7 +285,10 @@ class ConnectorContract:
 
     async def test_client_failures_become_error_responses(self) -> None:
         if self.live_settings is None:
-            pytest.skip("no live_settings: declare them to test the live client's failures")
+            # pytest reports unittest's SkipTest as a skip; the kit imports no pytest itself.
+            raise unittest.SkipTest(
+                "no live_settings: declare them to test the live client's failures"
+            )
         problems: list[str] = []
         async with failing_server() as failing:
             for base_url, failure in ((failing, "HTTP 503"), (closed_port(), "refused")):

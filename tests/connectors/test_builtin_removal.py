@@ -2,8 +2,9 @@
 starts, serves the others and mentions it nowhere, as the issue's "one folder" asks.
 
 The app's packages are copied without ``connectors/gmail`` and served from that copy, with
-a ``switchboard`` distribution whose entry points lack ``gmail`` first on the path (the
-first distribution of a name is the one ``importlib.metadata`` reads)."""
+a copy of this distribution's metadata (pyproject.toml's name) whose entry points lack
+``gmail`` first on the path (the first distribution of a name is the one
+``importlib.metadata`` reads)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,10 @@ def without_gmail(tmp_path: Path) -> tuple[Path, Path]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     points = dict(project["entry-points"]["switchboard.connectors"])
     del points["gmail"]
-    meta = tmp_path / "meta" / f"switchboard-{project.get('version', '0')}.dist-info"
+    dist, version = project["name"], project["version"]
+    meta = tmp_path / "meta" / f"{dist.replace('-', '_')}-{version}.dist-info"
     meta.mkdir(parents=True)
-    (meta / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: switchboard\nVersion: {project.get('version', '0')}\n"
-    )
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     lines = [f"{name} = {target}" for name, target in points.items()]
     (meta / "entry_points.txt").write_text("[switchboard.connectors]\n" + "\n".join(lines) + "\n")
     return tree, meta.parent

@@ -1,11 +1,14 @@
 """The wheel as an operator installs it: built from this checkout, installed into a fresh
-virtualenv outside it, and served from another directory — migrations included."""
+virtualenv outside it (the runtime lock's versions, no extras), and served from another
+directory — migrations included. There, without any dev or testing distribution, every
+runtime module imports, and the contract kit says which extra it needs."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tomllib
 import uuid
 import zipfile
 from pathlib import Path
@@ -13,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from connectors.names import DISTRIBUTION
+from tests.packaging.project import RUNTIME_LOCK
 from tests.support.clients import open_client
 from tests.support.processes import ROOT, ServerProcess
 
@@ -23,10 +28,27 @@ def run(command: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+# Run by the installed wheel's Python: import every runtime module (all but the contract
+# kit, which is the testing extra's), then the kit, which must name its extra.
+IMPORT_EVERYTHING = """
+import importlib, pkgutil
+for top in ("app", "connectors", "websocket", "storage", "wire"):
+    package = importlib.import_module(top)
+    for module in pkgutil.walk_packages(package.__path__, top + "."):
+        if not module.name.startswith("connectors.testing"):
+            importlib.import_module(module.name)
+print("imported")
+try:
+    import connectors.testing
+except ModuleNotFoundError as exc:
+    print("kit:", exc)
+"""
+
+
 def build_wheel(out: Path) -> Path:
     out.mkdir()
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)], out)
-    [wheel] = out.glob("switchboard-*.whl")
+    [wheel] = out.glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl")
     return wheel
 
 
@@ -40,12 +62,19 @@ async def test_the_wheel_installs_and_serves_from_anywhere(
     assert not [name for name in names if name.startswith(("tests/", "alembic/", "bench/"))]
 
     venv = tmp_path / "venv"
+    python = str(venv / "bin" / "python")
     run([sys.executable, "-m", "venv", str(venv)], tmp_path)
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], tmp_path)
+    # As `make run` does: the locked versions, hash-checked; then the wheel, whose own
+    # requirements pip checks against them (it fetches nothing when they agree).
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    run([*pip, "--require-hashes", "-r", str(RUNTIME_LOCK)], tmp_path)
+    run([*pip, str(wheel)], tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     version = run([str(venv / "bin" / "switchboard"), "--version"], elsewhere)
-    assert version.strip() == f"switchboard {wheel.name.split('-')[1]}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert project["name"] == DISTRIBUTION  # the name connectors.registry finds built-ins by
+    assert version.strip() == f"switchboard {project['version']}"  # the one place it is set
 
     # Nothing of the checkout on the path, no setting of ours inherited: the package alone.
     for name in [key for key in os.environ if key.startswith("SWITCHBOARD_")]:
@@ -53,6 +82,12 @@ async def test_the_wheel_installs_and_serves_from_anywhere(
     monkeypatch.delenv("PYTHONPATH", raising=False)
     where = run([str(venv / "bin" / "python"), "-c", "import app; print(app.__file__)"], elsewhere)
     assert Path(where.strip()).is_relative_to(venv)
+    assert run([python, "-c", IMPORT_EVERYTHING], elsewhere).splitlines() == [
+        "imported",
+        "kit: connectors.testing (the connector contract kit) needs the 'testing' extra, "
+        "which is not installed here (missing: pytest, pytest-asyncio, hypothesis, "
+        f"hypothesis-jsonschema): pip install '{DISTRIBUTION}[testing]'",
+    ]
     data = elsewhere / "data"
     server = ServerProcess(
         {
