@@ -87,8 +87,12 @@ class ConnectorContract:
     errors_allowed_for_generated: ClassVar[frozenset[str] | set[str]] = frozenset()
     # How many argument sets to generate per tool (0: only the sample arguments).
     generated_examples: ClassVar[int] = 4
-    # The kit's own hard limit on one call (and on connecting an MCP server), in seconds.
+    # The kit's own hard limit on one call, in seconds.
     tool_timeout_seconds: ClassVar[float] = 10.0
+    # And on starting and connecting an MCP server and listing its tools: a stdio server
+    # is a new process importing its SDK, seconds on a busy machine, and not what a tool's
+    # limit is about.
+    connect_timeout_seconds: ClassVar[float] = 60.0
     # ConnectorSettings overrides for live mode, "{base_url}" replaced by the failing server's URL;
     # None skips the live failure test (a connector without a live client).
     live_settings: ClassVar[dict[str, Any] | None] = None
@@ -119,7 +123,7 @@ class ConnectorContract:
 
     @asynccontextmanager
     async def tools(self, context: ChatContext) -> AsyncIterator[KitTools]:
-        async with kit_tools(self.connector, context, self.tool_timeout_seconds) as tools:
+        async with kit_tools(self.connector, context, self.connect_timeout_seconds) as tools:
             yield tools
 
     async def call(

@@ -161,7 +161,7 @@ async def _connect(server: MCPServer, time_limit: float) -> None:
     except TimeoutError:
         raise AssertionError(
             f"MCP server {server.name!r} did not connect within {time_limit} s "
-            "(the kit's tool_timeout_seconds)"
+            "(the kit's connect_timeout_seconds)"
         ) from None
     except Exception as exc:
         raise AssertionError(
