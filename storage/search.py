@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Select, bindparam, func, literal_column, select, table, tuple_
 
-from storage.chats import MAX_PAGE, decode_cursor, encode_cursor
+from storage.chats import MAX_PAGE, decode_cursor, encode_cursor, has_prompt
 from storage.engine import Database
 from storage.models import chat_search, chats
 from storage.records import ChatRecord, chat_from_row
@@ -94,7 +94,9 @@ async def search_chats(
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
     matching = _matches(db.dialect, terms)
     matched_chats = select(chat_search.c.chat_id).where(matching)
-    statement = select(chats).where(chats.c.user_id == user_id, chats.c.id.in_(matched_chats))
+    statement = select(chats).where(
+        chats.c.user_id == user_id, chats.c.id.in_(matched_chats), has_prompt()
+    )
     if cursor is not None:
         updated_at, chat_id = decode_cursor(cursor)
         statement = statement.where(tuple_(chats.c.updated_at, chats.c.id) < (updated_at, chat_id))

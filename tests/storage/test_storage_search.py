@@ -45,6 +45,7 @@ async def test_finds_prompts_answers_and_titles_by_word_prefix(
         await alice_chats.get_or_create(chat_id)
     await answered(store, "coffee", "What did I spend on coffee last month?", "You spent $42.", ts)
     await answered(store, "trip", "Plan a weekend", "Lisbon has great pastries and trams.", ts)
+    await answered(store, "titled", "hello", "hi", ts)
     await alice_chats.set_title("titled", "Quarterly budget review")
 
     assert await ids(db, alice_chats.user_id, "coffee") == ["coffee"]
