@@ -62,7 +62,7 @@ def search_terms(query: str) -> list[str]:
     return terms
 
 
-def _matches(dialect: str, terms: Sequence[str]) -> ColumnElement[bool]:
+def matching_texts(dialect: str, terms: Sequence[str]) -> ColumnElement[bool]:
     """The condition on ``chat_search`` rows whose body holds every term (as a prefix)."""
     if dialect == "sqlite":
         # FTS5 query syntax: "word"* is a prefix term; juxtaposed terms are ANDed.
@@ -92,7 +92,7 @@ async def search_chats(
     terms = search_terms(query)
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-    matching = _matches(db.dialect, terms)
+    matching = matching_texts(db.dialect, terms)
     matched_chats = select(chat_search.c.chat_id).where(matching)
     statement = select(chats).where(
         chats.c.user_id == user_id, chats.c.id.in_(matched_chats), has_prompt()

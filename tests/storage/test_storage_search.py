@@ -12,7 +12,7 @@ from storage.engine import Database
 from storage.events import EventStore
 from storage.models import chat_search, turns
 from storage.records import NewEvent, TurnUpdate
-from storage.search import BadQuery, search_chats, search_terms, snippet
+from storage.search import BadQuery, matching_texts, search_chats, search_terms, snippet
 
 
 async def answered(
@@ -180,3 +180,20 @@ def test_snippet_is_cut_around_the_match_on_word_boundaries() -> None:
         part.startswith(("word", "the", "coffee", "here", "tail")) for part in cut[1:-1].split()
     )
     assert snippet("short text", ["zzz"]) == "short text"
+
+
+async def test_the_query_uses_the_engines_full_text_index(db: Database) -> None:
+    """The search condition is the index's own expression (no scan of every text)."""
+    condition = matching_texts(db.dialect, ["coffee"])
+    statement = select(chat_search.c.chat_id).where(condition)
+    compiled = statement.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
+    explain = "EXPLAIN" if db.dialect == "postgresql" else "EXPLAIN QUERY PLAN"
+    async with db.transaction() as conn:
+        if db.dialect == "postgresql":
+            # An empty table: without this the planner rightly prefers a sequential scan.
+            await conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            str(row[-1]) for row in await conn.exec_driver_sql(f"{explain} {compiled}")
+        )
+    expected = "ix_chat_search_body" if db.dialect == "postgresql" else "VIRTUAL TABLE INDEX"
+    assert expected in plan, plan

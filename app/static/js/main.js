@@ -88,8 +88,16 @@ class App {
     });
     this.pendingApprovals = new PendingApprovals(this.api, (pending) => this.showPendingApprovals(pending));
     this.chats = new ChatList(this.api,
-      { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status") },
-      { onDelete: (chat) => this.confirmDelete(chat), onOpen: () => this.closeSidebar() });
+      { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status"), search: $("chat-search") },
+      {
+        onDelete: (chat) => this.confirmDelete(chat),
+        onOpen: () => this.closeSidebar(),
+        onRenamed: (chat) => {
+          if (chat.id === this.chatId) this.setTitle(chatTitle(chat));
+          this.toast("Chat renamed.");
+        },
+        onError: (message) => this.toast(message),
+      });
     this.connections = new Connections(this.api, {
       dialog: $("connections-dialog"), list: $("connector-list"), status: $("connections-status"),
     });
