@@ -4,15 +4,24 @@ of a tool's output is ever found."""
 
 from __future__ import annotations
 
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select, text, update
 
+from alembic import command
 from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.events import EventStore
+from storage.migrate import alembic_config, upgrade
 from storage.models import chat_search, turns
 from storage.records import NewEvent, TurnUpdate
 from storage.search import BadQuery, matching_texts, search_chats, search_terms, snippet
+from storage.users import UserRepository
+from tests.support.db import POSTGRES_URL, drop_schema
 
 
 async def answered(
@@ -197,3 +206,43 @@ async def test_the_query_uses_the_engines_full_text_index(db: Database) -> None:
         )
     expected = "ix_chat_search_body" if db.dialect == "postgresql" else "VIRTUAL TABLE INDEX"
     assert expected in plan, plan
+
+
+@pytest.fixture
+async def fresh_url(database_url: str, tmp_path: Path) -> AsyncIterator[str]:
+    """An empty, unmigrated database on the same engine as ``database_url``."""
+    if database_url.startswith("sqlite"):
+        yield f"sqlite+aiosqlite:///{tmp_path}/fresh.db"
+        return
+    schema = f"sb_search_{secrets.token_hex(4)}"
+    yield f"{POSTGRES_URL}?schema={schema}"
+    await drop_schema(schema)
+
+
+async def test_the_upgrade_indexes_existing_chats(fresh_url: str, ts: str) -> None:
+    """Chats written before migration 0006 are found after it (the backfill), and the
+    downgrade takes the index away again without touching the chats."""
+    await asyncio.to_thread(upgrade, fresh_url, "0005")
+    db = Database(fresh_url)
+    try:
+        user, _ = await UserRepository(db).create_user("old-timer")
+        repo = ChatRepository(db, user.id)
+        await repo.get_or_create("old")
+        await repo.set_title("old", "Tax return")
+        await answered(EventStore(db), "old", "deductions for a home office", "Keep receipts.", ts)
+        await asyncio.to_thread(upgrade, fresh_url)
+        assert await ids(db, user.id, "tax") == ["old"]
+        assert await ids(db, user.id, "office") == ["old"]
+        assert await ids(db, user.id, "receipts") == ["old"]
+        # Written after the upgrade: the triggers take over from the backfill.
+        await answered(EventStore(db), "old", "and mileage?", "Log every trip.", ts)
+        assert await ids(db, user.id, "mileage") == ["old"]
+
+        await asyncio.to_thread(command.downgrade, alembic_config(fresh_url), "0005")
+        assert [turn.prompt for turn in await repo.turns("old")] == [
+            "deductions for a home office",
+            "and mileage?",
+        ]
+        await answered(EventStore(db), "old", "one more", "ok", ts)  # no trigger left behind
+    finally:
+        await db.dispose()
