@@ -10,7 +10,7 @@ from playwright.async_api import Page
 from sqlalchemy import update
 
 from storage.models import chats
-from tests.browser.pages import chat_id_of, open_ui, send, wait_chips
+from tests.browser.pages import chat_id_of, open_ui, send, wait_chips, wait_turns_ended
 from tests.support.servers import LiveServer
 
 
@@ -109,3 +109,32 @@ async def test_groups_search_rename_and_export(
             assert "what's in my inbox" in text and "## Assistant" in text
         else:
             assert '"type":"user_prompt"' in text.replace(" ", "")
+
+
+async def test_an_old_connect_card_shows_the_connection_as_it_is_now(
+    live: LiveServer, page: Page
+) -> None:
+    async with live.client() as http:
+        (await http.delete("/api/connectors/gmail")).raise_for_status()
+    await open_ui(page, live.http)
+    await send(page, "what's in my inbox")
+    await wait_turns_ended(page, 1)
+    card = page.locator("#transcript .card-google_account_needed")
+    connect = card.get_by_role("button", name="Connect Google")
+    await connect.wait_for()
+
+    # Connected elsewhere (another tab, the API): the reopened chat's card says so.
+    async with live.client() as http:
+        (await http.post("/api/connectors/gmail/connect")).raise_for_status()
+    await page.reload()
+    await card.get_by_text("Connected.").wait_for()
+    assert not await connect.is_visible()
+    assert await card.get_by_role("button", name="Ask again").is_visible()
+
+    # Disconnected again: the card offers to connect again.
+    async with live.client() as http:
+        (await http.delete("/api/connectors/gmail")).raise_for_status()
+    await page.reload()
+    await connect.wait_for()
+    assert not await card.get_by_role("button", name="Ask again").is_visible()
+    assert await card.locator(".connect-status").text_content() == ""
