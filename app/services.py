@@ -37,7 +37,7 @@ from storage.records import UserRecord
 from storage.users import UserRepository
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
-from websocket.limits import PromptRateLimiter
+from websocket.limits import PromptLimiter
 from websocket.metrics import Metrics
 from websocket.turn import TurnManager
 
@@ -70,7 +70,7 @@ class Services:
     model_provider: ConfiguredModels
     hub: Hub
     turns: TurnManager
-    prompt_limiter: PromptRateLimiter
+    prompt_limiter: PromptLimiter
     metrics: Metrics
 
 

@@ -78,6 +78,11 @@ class Settings(ConnectorSettings):
     # logs one warning with the loop's stack (app/watchdog.py); 0 turns it off.
     loop_watchdog_seconds: float = Field(1.0, ge=0, le=3600)
     redis_url: str | None = None
+    # Where the shared prompt rate limits live in Redis (websocket.limits); deployments
+    # sharing one Redis keep theirs apart with their own prefix.
+    rate_limit_key_prefix: str = Field(
+        "sb:ratelimit", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9:_.-]+$"
+    )
     turn_lease_seconds: float = Field(15.0, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Seconds a pending approval waits before it expires (treated as a rejection).

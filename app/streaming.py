@@ -30,7 +30,7 @@ from storage.events import EventStore
 from websocket.cluster import build_cluster
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
-from websocket.limits import PromptRateLimiter
+from websocket.limits import PromptLimiter, build_prompt_limiter
 from websocket.metrics import Metrics
 from websocket.protocol import now_ts
 from websocket.turn import TurnEngine, TurnManager
@@ -154,7 +154,7 @@ class Streaming:
     models: ConfiguredModels
     hub: Hub
     turns: TurnManager
-    prompt_limiter: PromptRateLimiter
+    prompt_limiter: PromptLimiter
 
 
 @asynccontextmanager
@@ -216,6 +216,10 @@ async def streaming_lifespan(
             name="approval-expiry",
         ),
     ]
+    # Shared through Redis when it is configured (websocket.limits).
+    prompt_limiter = build_prompt_limiter(
+        settings.prompts_per_minute, settings.redis_url, settings.rate_limit_key_prefix
+    )
     try:
         yield Streaming(
             connectors=tuple(connectors),
@@ -226,11 +230,12 @@ async def streaming_lifespan(
             models=models,
             hub=hub,
             turns=turns,
-            prompt_limiter=PromptRateLimiter(settings.prompts_per_minute),
+            prompt_limiter=prompt_limiter,
         )
     finally:
         for watcher in watchers:
             watcher.cancel()
         await turns.shutdown(settings.shutdown_grace_seconds)
         await cluster.stop()
+        await prompt_limiter.aclose()
         await models.aclose()
