@@ -24,6 +24,7 @@ from app.auth import AppSocketGate, Authenticator
 from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
+from app.telemetry import start_tracing
 from app.watchdog import watch_loop
 from connectors.context import DemoStore
 from connectors.mcp.runtime import McpRuntime
@@ -160,9 +161,20 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
             stack.push_async_callback(mcp.aclose)
             await mcp.start()
         metrics = Metrics()
+        # Before the turns (they trace into it), closed after they have drained.
+        tracing = start_tracing(settings, db)
+        if tracing is not None:
+            stack.push_async_callback(tracing.aclose)
         streaming = await stack.enter_async_context(
             streaming_lifespan(
-                settings, db, fernet=fernet, http=http, rap=rap, mcp=mcp, metrics=metrics
+                settings,
+                db,
+                fernet=fernet,
+                http=http,
+                rap=rap,
+                mcp=mcp,
+                metrics=metrics,
+                tracer=tracing.tracer if tracing is not None else None,
             )
         )
         auth = Authenticator(settings.resolved_auth_mode, db, local_user)
