@@ -151,6 +151,8 @@ class TurnRun:
         self.incomplete: str | None = None  # the model ran out of its token budget
         self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
         self.asked: list[EventRecord] = []  # a paused turn's approval_required events
+        # Another instance closed the turn (its lease lapsed while this one stalled).
+        self.fenced = False
 
     async def run(self) -> None:
         """The run, its end, what follows; then this process no longer runs the turn."""
@@ -344,6 +346,7 @@ class TurnRun:
             )
         except TurnFenced:
             logger.warning("turn closed elsewhere before it could pause", extra=self.log_extra)
+            self.fenced = True
             return
         except Exception:
             logger.exception("could not store the turn's pause", extra=self.log_extra)
@@ -379,6 +382,8 @@ class TurnRun:
 
     async def _publish_end(self) -> None:
         active, hub = self.active, self.services.hub
+        if self.fenced or isinstance(self.writer.error, TurnFenced):
+            await self._catch_up_closed_elsewhere()
         hub.end_turn(active.channel, active.turn_id)
         if self.status == "paused":
             # No process runs a paused turn: from here a cancel or a prompt ends it
@@ -393,6 +398,21 @@ class TurnRun:
                 )
             except Exception:
                 logger.exception("could not end a paused turn on cancel", extra=self.log_extra)
+
+    async def _catch_up_closed_elsewhere(self) -> None:
+        """The instance that closed the turn told only its own sockets (and, through
+        Redis, the others'); without Redis those watching here would wait for an end that
+        never comes. They get what storage holds after the last frame published here:
+        the closer's ``end_of_stream`` (a socket drops what it already has, by seq)."""
+        active, hub = self.active, self.services.hub
+        running = hub.running_turn(active.channel)
+        after = running.last_seq if running is not None and running.turn_id == active.turn_id else 0
+        try:
+            records = await self.services.store.list_after(active.chat_id, after)
+        except Exception:
+            logger.warning("could not read the end of a turn closed elsewhere", exc_info=True)
+            return
+        hub.deliver_local(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in records])
 
     def _count(self) -> None:
         metrics = self.services.metrics
