@@ -155,12 +155,12 @@ def test_an_endpoint_without_the_extra_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(telemetry, "EXTRA_MODULES", ("opentelemetry.sdk", "no_such_module.x"))
-    with pytest.raises(SettingsError, match=r"pip install 'switchboard\[otel\]'"):
+    with pytest.raises(SettingsError, match=r"pip install 'switchboard-server\[otel\]'"):
         telemetry.start_tracing(load_settings(otlp_endpoint="http://otel:4318"), None, {})  # type: ignore[arg-type]
     # Only the standard variable (often set machine-wide): a warning, and no tracing.
     standard = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4318"}
     assert telemetry.start_tracing(load_settings(), None, standard) is None  # type: ignore[arg-type]
-    assert "pip install 'switchboard[otel]'" in caplog.text
+    assert "pip install 'switchboard-server[otel]'" in caplog.text
 
 
 def test_without_tracing_configured_nothing_of_opentelemetry_is_loaded(tmp_path: Any) -> None:
