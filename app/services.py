@@ -24,6 +24,7 @@ from app.auth import AppSocketGate, Authenticator
 from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
+from app.telemetry import start_tracing
 from app.watchdog import watch_loop
 from connectors.context import DemoStore
 from connectors.mcp.runtime import McpRuntime
@@ -37,7 +38,7 @@ from storage.records import UserRecord
 from storage.users import UserRepository
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
-from websocket.limits import PromptRateLimiter
+from websocket.limits import PromptLimiter
 from websocket.metrics import Metrics
 from websocket.turn import TurnManager
 
@@ -70,7 +71,7 @@ class Services:
     model_provider: ConfiguredModels
     hub: Hub
     turns: TurnManager
-    prompt_limiter: PromptRateLimiter
+    prompt_limiter: PromptLimiter
     metrics: Metrics
 
 
@@ -160,9 +161,20 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
             stack.push_async_callback(mcp.aclose)
             await mcp.start()
         metrics = Metrics()
+        # Before the turns (they trace into it), closed after they have drained.
+        tracing = start_tracing(settings, db)
+        if tracing is not None:
+            stack.push_async_callback(tracing.aclose)
         streaming = await stack.enter_async_context(
             streaming_lifespan(
-                settings, db, fernet=fernet, http=http, rap=rap, mcp=mcp, metrics=metrics
+                settings,
+                db,
+                fernet=fernet,
+                http=http,
+                rap=rap,
+                mcp=mcp,
+                metrics=metrics,
+                tracer=tracing.tracer if tracing is not None else None,
             )
         )
         auth = Authenticator.for_settings(settings, db, local_user, http)

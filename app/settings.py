@@ -78,6 +78,13 @@ class Settings(ConnectorSettings):
     model_max_retries: int = Field(2, ge=0, le=10)
     suggest_timeout: float = Field(15.0, gt=0, le=300)
     tracing: bool = False
+    # OpenTelemetry tracing over OTLP/HTTP (app.telemetry, the ``otel`` extra): the
+    # collector's base URL (``/v1/traces`` is added) or its full traces URL. The standard
+    # OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables turn it on too.
+    otlp_endpoint: str | None = None
+    # Prompt, answer and tool argument text in trace spans (OpenAI's and OTLP's): off, so a
+    # trace carries ids, names, outcomes and token counts only.
+    trace_content: bool = False
     timezone: str = "UTC"
     locale: str = Field("en-US", min_length=2, max_length=35, pattern=r"^[A-Za-z0-9-]+$")
     # The offline demo model streams a word every 20 ms, about a real model's pace, so a
@@ -100,6 +107,11 @@ class Settings(ConnectorSettings):
     # logs one warning with the loop's stack (app/watchdog.py); 0 turns it off.
     loop_watchdog_seconds: float = Field(1.0, ge=0, le=3600)
     redis_url: str | None = None
+    # Where the shared prompt rate limits live in Redis (websocket.limits); deployments
+    # sharing one Redis keep theirs apart with their own prefix.
+    rate_limit_key_prefix: str = Field(
+        "sb:ratelimit", min_length=1, max_length=100, pattern=r"^[A-Za-z0-9:_.-]+$"
+    )
     turn_lease_seconds: float = Field(15.0, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Seconds a pending approval waits before it expires (treated as a rejection).
@@ -156,6 +168,14 @@ class Settings(ConnectorSettings):
     def _check_redis_url(cls, value: str | None) -> str | None:
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
+        return value or None
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _check_otlp_endpoint(cls, value: str | None) -> str | None:
+        value = (value or "").strip()
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL (OTLP over HTTP)")
         return value or None
 
     @field_validator("model", "connector_model", "suggest_model")

@@ -30,10 +30,12 @@ from storage.events import EventStore
 from websocket.cluster import build_cluster
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
-from websocket.limits import PromptRateLimiter
+from websocket.limits import PromptLimiter, build_prompt_limiter
 from websocket.metrics import Metrics
 from websocket.protocol import now_ts
+from websocket.tracing import TurnTracer
 from websocket.turn import TurnEngine, TurnManager
+from websocket.usage_hooks import model_label
 
 logger = logging.getLogger("switchboard.app")
 
@@ -106,6 +108,7 @@ def build_engine(
         report_failure=report_turn_failure,
         suggest=suggester.suggest if models.suggestions_enabled else None,
         on_first_turn=title_chat,
+        model_name=model_label(models.specs["orchestrator"], "offline"),
     )
 
 
@@ -154,7 +157,7 @@ class Streaming:
     models: ConfiguredModels
     hub: Hub
     turns: TurnManager
-    prompt_limiter: PromptRateLimiter
+    prompt_limiter: PromptLimiter
 
 
 @asynccontextmanager
@@ -167,6 +170,7 @@ async def streaming_lifespan(
     rap: RapRuntime | None,
     mcp: McpRuntime | None = None,
     metrics: Metrics,
+    tracer: TurnTracer | None = None,
 ) -> AsyncIterator[Streaming]:
     """Start the live parts; on shutdown let running turns finish."""
     # RAP remote tools are discovered before the orchestrator is built.
@@ -177,9 +181,10 @@ async def streaming_lifespan(
     demo = DemoStore()
     store = EventStore(db)
     connections = ConnectionCounter()
-    models = build_models(settings, connectors=connectors)
+    models = build_models(settings, connectors=connectors, otel=tracer is not None)
     logger.info("models configured", extra=describe(models))
     engine = build_engine(settings, db, connectors, demo, models, fernet=fernet, http=http)
+    engine.tracer = tracer
     check_approval_settings(settings, engine.orchestrator)
 
     def cancel_here(chat_id: str, turn_id: str | None) -> None:
@@ -216,6 +221,10 @@ async def streaming_lifespan(
             name="approval-expiry",
         ),
     ]
+    # Shared through Redis when it is configured (websocket.limits).
+    prompt_limiter = build_prompt_limiter(
+        settings.prompts_per_minute, settings.redis_url, settings.rate_limit_key_prefix
+    )
     try:
         yield Streaming(
             connectors=tuple(connectors),
@@ -226,11 +235,12 @@ async def streaming_lifespan(
             models=models,
             hub=hub,
             turns=turns,
-            prompt_limiter=PromptRateLimiter(settings.prompts_per_minute),
+            prompt_limiter=prompt_limiter,
         )
     finally:
         for watcher in watchers:
             watcher.cancel()
         await turns.shutdown(settings.shutdown_grace_seconds)
         await cluster.stop()
+        await prompt_limiter.aclose()
         await models.aclose()

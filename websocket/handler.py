@@ -497,7 +497,7 @@ class _Session:
                     approval_id=frame.approval_id,
                 )
 
-    def _within_limits(self) -> bool:
+    async def _within_limits(self) -> bool:
         services = self.services
         if services.turns.running_for(self.user_id) >= self.settings.max_turns_per_user:
             services.metrics.rate_limited.labels("turns").inc()
@@ -507,7 +507,7 @@ class _Session:
                 retryable=True,
             )
             return False
-        wait = services.prompt_limiter.allow(self.user_id)
+        wait = await services.prompt_limiter.wait_for(self.user_id)
         if wait is not None:
             services.metrics.rate_limited.labels("prompts").inc()
             self._error(
@@ -525,7 +525,7 @@ class _Session:
                 "server_error", "the server is restarting; reconnect and send again", retryable=True
             )
             return
-        if not self._within_limits():
+        if not await self._within_limits():
             return
         try:
             submitted = await turns.submit(

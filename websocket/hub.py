@@ -228,6 +228,11 @@ class Hub:
 
     def deliver_remote(self, channel: str, frames: Iterable[Frame]) -> None:
         """Frames another instance published on a channel this process watches."""
+        self.deliver_local(channel, frames)
+
+    def deliver_local(self, channel: str, frames: Iterable[Frame]) -> None:
+        """Frames for this process's sockets only: another instance wrote them (it
+        published them itself), and they are not this process's turn to track."""
         state = self._channels.get(channel)
         if state is None:
             return

@@ -52,3 +52,23 @@ class Metrics:
         self.rate_limited = Counter(
             "switchboard_rate_limited", "Refused by a rate limit", ["limit"], registry=r
         )
+        # Token usage by model, as each model call ends (websocket.usage_hooks).
+        self.model_requests = Counter(
+            "switchboard_model_requests", "Model calls that finished", ["model"], registry=r
+        )
+        self.model_input_tokens = Counter(
+            "switchboard_model_input_tokens", "Input tokens used", ["model"], registry=r
+        )
+        self.model_output_tokens = Counter(
+            "switchboard_model_output_tokens", "Output tokens used", ["model"], registry=r
+        )
+        self.model_tokens = Counter(
+            "switchboard_model_tokens", "Tokens used, input and output", ["model"], registry=r
+        )
+
+    def count_tokens(self, model: str, input_tokens: int, output_tokens: int, total: int) -> None:
+        self.model_requests.labels(model).inc()
+        # A server that reports no usage counts as zero, never as a negative increment.
+        self.model_input_tokens.labels(model).inc(max(input_tokens, 0))
+        self.model_output_tokens.labels(model).inc(max(output_tokens, 0))
+        self.model_tokens.labels(model).inc(max(total, 0))

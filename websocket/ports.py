@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from storage.events import EventStore
     from websocket.handler import ConnectionCounter
     from websocket.hub import Hub
-    from websocket.limits import PromptRateLimiter
+    from websocket.limits import PromptLimiter
     from websocket.metrics import Metrics
     from websocket.turn import TurnManager
 
@@ -79,7 +79,7 @@ class SocketServices(Protocol):
     def connections(self) -> ConnectionCounter: ...
 
     @property
-    def prompt_limiter(self) -> PromptRateLimiter: ...
+    def prompt_limiter(self) -> PromptLimiter: ...
 
     @property
     def metrics(self) -> Metrics: ...

@@ -40,6 +40,7 @@ from websocket.metrics import Metrics
 from websocket.protocol import encode, now_ts
 from websocket.turn_plan import TurnEngine, TurnOutcome, TurnPlan
 from websocket.turn_run import RunServices, TurnRun
+from websocket.usage_hooks import UsageHooks
 
 # The manager's API, with the plan and outcome types its callers hand it and get back
 # (websocket.turn_plan), importable from here as before the turn runtime was split.
@@ -95,6 +96,7 @@ class TurnManager:
             approval_timeout,
             self._active,
             self._supersede,
+            UsageHooks(self.metrics, engine.model_name),
         )
 
     @property

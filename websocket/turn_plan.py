@@ -11,6 +11,7 @@ from agents import Agent, RunConfig, RunErrorHandlers, TResponseInputItem
 
 from connectors.context import ChatContext
 from websocket.ports import FailureReporter
+from websocket.tracing import TurnTracer
 
 # (prompt, final text, response_types shown) -> follow-up prompts
 SuggestHook = Callable[[str, str, list[str]], Coroutine[Any, Any, list[str]]]
@@ -33,6 +34,10 @@ class TurnEngine:
     suggest: SuggestHook | None = None
     on_first_turn: TitleHook | None = None
     max_model_turns: int = 12
+    # The deployment's main model, for the token metrics of agents without one of their own.
+    model_name: str = "default"
+    # OpenTelemetry (app.telemetry) when configured; None: no tracing work at all.
+    tracer: TurnTracer | None = None
 
 
 # How a run ends: a turn's final status, or paused to wait for approvals.

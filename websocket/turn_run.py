@@ -40,7 +40,9 @@ from websocket.metrics import Metrics
 from websocket.pause import ResumeFailed, paused_state, restore, restore_session
 from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
+from websocket.tracing import TurnTrace
 from websocket.turn_plan import RunStatus, TurnEngine, TurnOutcome, TurnPlan
+from websocket.usage_hooks import UsageHooks
 from websocket.writer import EventWriter, WriterFailed
 from wire.events import (
     EndOfStreamEvent,
@@ -86,6 +88,7 @@ class RunServices:
     approval_timeout: float
     turns: ActiveTurns  # this process's; a run detaches its own turn when it is over
     supersede: Supersede  # ends a paused turn (a cancel came while its pause was stored)
+    hooks: UsageHooks  # every run's: token usage per model
 
     def writer(self, active: ActiveTurn, *, after_end: bool = False) -> EventWriter:
         def ended() -> None:
@@ -123,7 +126,16 @@ class TurnRun:
         self.writer = services.writer(active)
         services.metrics.turns_running.inc()
         self.started = time.monotonic()
-        self.tools = ToolTally()
+        self.trace: TurnTrace | None = None
+        if engine.tracer is not None:  # makes the turn's span current in this task
+            self.trace = engine.tracer.start_turn(
+                user_id=active.user_id,
+                chat_id=active.chat_id,
+                turn_id=active.turn_id,
+                resumed=resume is not None,
+                front_end="api" if plan is not None else "socket",
+            )
+        self.tools = ToolTally(self.trace)
         self.translator = StreamTranslator(
             engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names
         )
@@ -139,6 +151,8 @@ class TurnRun:
         self.incomplete: str | None = None  # the model ran out of its token budget
         self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
         self.asked: list[EventRecord] = []  # a paused turn's approval_required events
+        # Another instance closed the turn (its lease lapsed while this one stalled).
+        self.fenced = False
 
     async def run(self) -> None:
         """The run, its end, what follows; then this process no longer runs the turn."""
@@ -181,6 +195,7 @@ class TurnRun:
                 max_turns=engine.max_model_turns,
                 session=self.session,
                 error_handlers=self._error_handlers(),
+                hooks=self.services.hooks,
             )
         state = await self._restore(self.resume)
         return Runner.run_streamed(
@@ -190,6 +205,7 @@ class TurnRun:
             max_turns=engine.max_model_turns,
             session=self.session,
             error_handlers=self._error_handlers(),
+            hooks=self.services.hooks,
         )
 
     def _error_handlers(self) -> RunErrorHandlers[Any]:
@@ -330,6 +346,7 @@ class TurnRun:
             )
         except TurnFenced:
             logger.warning("turn closed elsewhere before it could pause", extra=self.log_extra)
+            self.fenced = True
             return
         except Exception:
             logger.exception("could not store the turn's pause", extra=self.log_extra)
@@ -365,6 +382,8 @@ class TurnRun:
 
     async def _publish_end(self) -> None:
         active, hub = self.active, self.services.hub
+        if self.fenced or isinstance(self.writer.error, TurnFenced):
+            await self._catch_up_closed_elsewhere()
         hub.end_turn(active.channel, active.turn_id)
         if self.status == "paused":
             # No process runs a paused turn: from here a cancel or a prompt ends it
@@ -380,13 +399,32 @@ class TurnRun:
             except Exception:
                 logger.exception("could not end a paused turn on cancel", extra=self.log_extra)
 
+    async def _catch_up_closed_elsewhere(self) -> None:
+        """The instance that closed the turn told only its own sockets (and, through
+        Redis, the others'); without Redis those watching here would wait for an end that
+        never comes. They get what storage holds after the last frame published here:
+        the closer's ``end_of_stream`` (a socket drops what it already has, by seq)."""
+        active, hub = self.active, self.services.hub
+        running = hub.running_turn(active.channel)
+        after = running.last_seq if running is not None and running.turn_id == active.turn_id else 0
+        try:
+            records = await self.services.store.list_after(active.chat_id, after)
+        except Exception:
+            logger.warning("could not read the end of a turn closed elsewhere", exc_info=True)
+            return
+        hub.deliver_local(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in records])
+
     def _count(self) -> None:
         metrics = self.services.metrics
         metrics.turns_running.dec()
         if self.status != "paused":  # a pause is not an end: the turn goes on later
             metrics.turns.labels(self.status).inc()
             metrics.turn_seconds.observe(time.monotonic() - self.started)
-        self.tools.record(metrics, waiting={call.call_id for call in self.waiting})
+        waiting = frozenset(call.call_id for call in self.waiting)
+        self.tools.record(metrics, waiting=waiting)
+        if self.trace is not None:
+            error = self.failed_with.code if self.failed_with is not None else None
+            self.trace.end(self.status, self.usage, error, waiting)
 
     # -- after the end ------------------------------------------------------------------
 
@@ -478,16 +516,21 @@ def _observe(
 class ToolTally:
     """Tool calls of one turn by agent and outcome, for the metrics."""
 
-    def __init__(self) -> None:
+    def __init__(self, trace: TurnTrace | None = None) -> None:
         self.agents: dict[str, str] = {}
         self.outcomes: dict[str, str] = {}
+        self.trace = trace  # told of each call too, when the turn is traced
 
     def see(self, event: Event) -> None:
         if isinstance(event, ToolCallEvent):
             self.agents[event.call_id] = event.current_agent
+            if self.trace is not None:
+                self.trace.tool_called(event.call_id, event.name, event.current_agent)
         elif isinstance(event, ToolOutputEvent):
             failed = event.output.response_type == "error"
-            self.outcomes[event.call_id] = "error" if failed else "ok"
+            outcome = self.outcomes[event.call_id] = "error" if failed else "ok"
+            if self.trace is not None:
+                self.trace.tool_finished(event.call_id, outcome)
 
     def record(self, metrics: Metrics, waiting: set[str] | frozenset[str] = frozenset()) -> None:
         """Count the calls that ran; ``waiting`` ones (paused for approval) have not yet:

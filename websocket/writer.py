@@ -206,7 +206,7 @@ class EventWriter:
         """
         batch, self._unwritten = self._unwritten, []
         if isinstance(self.error, TurnFenced):
-            return  # another instance closed the turn, and told the sockets
+            return  # another instance closed the turn (TurnRun tells the sockets here)
         if not any(item.event.type == "end_of_stream" for item in batch):
             return
         new_events = self._new_events(batch)

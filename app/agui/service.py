@@ -106,7 +106,7 @@ async def start_run(services: Services, user: UserRecord, request: RunRequest) -
 # ----------------------------------------------------------------------------- a new turn
 
 
-def _check_limits(services: Services, user: UserRecord) -> None:
+async def _check_limits(services: Services, user: UserRecord) -> None:
     settings, turns = services.settings, services.turns
     if turns.draining:
         raise Refused(503, "server_error", "the server is restarting; send again in a moment", 5)
@@ -115,7 +115,7 @@ def _check_limits(services: Services, user: UserRecord) -> None:
         raise Refused(
             429, "rate_limited", "too many runs going on at once for you; wait for one to end", 1
         )
-    wait = services.prompt_limiter.allow(user.id)
+    wait = await services.prompt_limiter.wait_for(user.id)
     if wait is not None:
         services.metrics.rate_limited.labels("prompts").inc()
         seconds = max(1, math.ceil(wait))
@@ -146,7 +146,7 @@ def _pending_error(interrupts: tuple[dict[str, Any], ...]) -> InterruptError:
 
 async def _prompt(services: Services, user: UserRecord, request: RunRequest, prompt: Prompt) -> Run:
     chat_id, turns = request.thread_id, services.turns
-    _check_limits(services, user)
+    await _check_limits(services, user)
     # Another user's thread answers 404 (app.errors), as the REST API does.
     await ChatRepository(services.db, user.id).get_or_create(chat_id)
     interrupts = await _open_interrupts(services, chat_id)

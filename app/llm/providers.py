@@ -215,10 +215,15 @@ class ConfiguredModels:
     provider: ModelProvider
     model_settings: ModelSettings
     suggest_settings: ModelSettings
-    tracing: bool
+    tracing: bool  # the SDK's tracing (to OpenAI, or to OpenTelemetry: app.telemetry)
     factory: ModelFactory | None = field(default=None, repr=False)
     offline: OfflineKnowledge = field(default_factory=OfflineKnowledge, repr=False)
     _background: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+    # The SDK's spans carry the model's input and output (it drops the whole response,
+    # model name and token counts too, without them). Off unless SWITCHBOARD_TRACE_CONTENT,
+    # except when its spans go to OpenTelemetry alone: the instrumentation then hides the
+    # text from every span (app.telemetry_otel) and keeps the rest.
+    trace_content: bool = False
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run model work that nobody waits for (chat titles); ``aclose`` ends it."""
@@ -231,6 +236,7 @@ class ConfiguredModels:
             model_provider=self.provider,
             model_settings=self.suggest_settings if suggest else self.model_settings,
             tracing_disabled=not self.tracing,
+            trace_include_sensitive_data=self.trace_content,
             # No model is sent a model server's vendor items (app.llm.upstream).
             call_model_input_filter=drop_vendor_items,
         )
@@ -268,9 +274,11 @@ def build_models(
     environ: Mapping[str, str] = os.environ,
     *,
     connectors: Iterable[Connector] = (),
+    otel: bool = False,
 ) -> ConfiguredModels:
     """The models ``settings`` name; the offline model knows ``connectors``' offline hints.
-    Raises ``SettingsError`` for an unusable combination."""
+    ``otel``: OpenTelemetry tracing is on (app.telemetry), so the SDK traces its runs even
+    when tracing to OpenAI is off. Raises ``SettingsError`` for an unusable combination."""
     main = parse_model_spec(settings.model)
     connector = parse_optional_spec(settings.connector_model) or main
     suggest = _suggest_spec(settings, connector)
@@ -283,7 +291,7 @@ def build_models(
     }
     everything_offline = all(spec.is_offline for spec in (main, connector))
 
-    set_tracing_disabled(not settings.tracing)
+    set_tracing_disabled(not (settings.tracing or otel))
     if settings.tracing and main.kind == "openai":
         key = resolve_api_key(settings, environ)
         if key:
@@ -303,7 +311,8 @@ def build_models(
         # The offline model never fails or stalls: no timeout task or retry around it.
         model_settings=ModelSettings() if everything_offline else turn_model_settings(settings),
         suggest_settings=suggest_model_settings(settings),
-        tracing=settings.tracing,
+        tracing=settings.tracing or otel,
+        trace_content=settings.trace_content or (otel and not settings.tracing),
         factory=factory,
         offline=factory.offline_knowledge,
     )

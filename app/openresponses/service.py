@@ -204,7 +204,7 @@ async def _check_limits(
                 headers={"Retry-After": "1"},
             )
         await asyncio.wait(running, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-    wait_for = services.prompt_limiter.allow(user.id)
+    wait_for = await services.prompt_limiter.wait_for(user.id)
     if wait_for is not None:
         services.metrics.rate_limited.labels("prompts").inc()
         seconds = max(1, math.ceil(wait_for))

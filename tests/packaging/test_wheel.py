@@ -29,15 +29,23 @@ def run(command: list[str], cwd: Path) -> str:
 
 
 # Run by the installed wheel's Python: import every runtime module (all but the contract
-# kit, which is the testing extra's), then the kit, which must name its extra.
+# kit, which is the testing extra's, and the tracer, the otel extra's: app.telemetry imports
+# it only when tracing is configured), then those, which must miss only their extra's
+# packages.
 IMPORT_EVERYTHING = """
 import importlib, pkgutil
+OTEL = ("app.telemetry_otel",)
 for top in ("app", "connectors", "websocket", "storage", "wire"):
     package = importlib.import_module(top)
     for module in pkgutil.walk_packages(package.__path__, top + "."):
-        if not module.name.startswith("connectors.testing"):
+        if not module.name.startswith("connectors.testing") and module.name not in OTEL:
             importlib.import_module(module.name)
 print("imported")
+for name in OTEL:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        print("otel:", name, "misses", exc.name)
 try:
     import connectors.testing
 except ModuleNotFoundError as exc:
@@ -84,6 +92,7 @@ async def test_the_wheel_installs_and_serves_from_anywhere(
     assert Path(where.strip()).is_relative_to(venv)
     assert run([python, "-c", IMPORT_EVERYTHING], elsewhere).splitlines() == [
         "imported",
+        "otel: app.telemetry_otel misses openinference",
         "kit: connectors.testing (the connector contract kit) needs the 'testing' extra, "
         "which is not installed here (missing: pytest, pytest-asyncio, hypothesis, "
         f"hypothesis-jsonschema): pip install '{DISTRIBUTION}[testing]'",

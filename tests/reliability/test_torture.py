@@ -103,7 +103,9 @@ async def run_prompt(
                         outcome.end = event["status"]
                         return outcome, after_seq
         except TimeoutError:  # an OSError too: without this a stall would reconnect forever
-            raise AssertionError(f"{chat_id}: prompt {index} stalled (no event for 90 s)") from None
+            raise AssertionError(
+                f"{chat_id}: prompt {index} stalled (no event for 90 s)\n{logs_of(cluster, chat_id)}"
+            ) from None
         except (ConnectionClosed, InvalidHandshake, OSError):
             if outcome is not None and server is not cluster.pick(hop - 1):
                 outcome.killed = True  # its server died; the turn ends elsewhere
@@ -111,6 +113,16 @@ async def run_prompt(
         action = "plain"  # reconnected once: now follow it to the end
         if not cluster.events_cross:
             hop -= 1  # no Redis: only the server running the turn streams it
+
+
+def logs_of(cluster: Cluster, chat_id: str) -> str:
+    """What the servers logged at WARNING and above or about the chat, to explain a stall."""
+    lines = []
+    for number, server in enumerate(cluster.servers):
+        for line in server.log().splitlines():
+            if '"level": "WARNING"' in line or '"level": "ERROR"' in line or chat_id in line:
+                lines.append(f"server {number}: {line}")
+    return "\n".join(lines[-60:]) or "(the servers logged no warnings)"
 
 
 async def cancel(client: Client, outcome: Outcome) -> bool:

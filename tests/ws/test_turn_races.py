@@ -18,6 +18,7 @@ from storage.records import EventRecord
 from tests.support.chat_log import check_chat_log
 from tests.support.clients import open_client
 from tests.support.servers import LiveServer, serve
+from tests.support.waiting import wait_until
 
 MULTI_AGENT = "find sushi in Boston and show my account balances"
 
@@ -154,3 +155,72 @@ async def test_a_client_message_id_reused_with_another_text_is_refused(make_sett
     assert [e["text"] for e in events if e["type"] == "user_prompt"] == [
         "what are my account balances"
     ]
+
+
+class Stall:
+    """Makes an instance stall as a starved or paused process does: while ``stalled`` is
+    set, its writes and lease renewals wait (``holding`` once one does) until ``release``."""
+
+    def __init__(self) -> None:
+        self.stalled = asyncio.Event()
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def _wait(self) -> None:
+        if self.stalled.is_set():
+            self.holding.set()
+            await self.release.wait()
+
+    def hook(self) -> Callable[[Services], Any]:
+        stall = self
+
+        @asynccontextmanager
+        async def install(services: Services) -> AsyncIterator[None]:
+            store = services.store
+            append, renew = store.append, store.renew_leases
+
+            async def stalled_append(*args: Any, **kwargs: Any) -> list[EventRecord]:
+                await stall._wait()
+                return await append(*args, **kwargs)
+
+            async def stalled_renew(*args: Any, **kwargs: Any) -> Any:
+                await stall._wait()
+                return await renew(*args, **kwargs)
+
+            store.append, store.renew_leases = stalled_append, stalled_renew  # type: ignore[method-assign]
+            yield
+
+        return install
+
+
+async def test_a_turn_closed_elsewhere_while_its_runner_stalled_ends_on_the_runners_sockets(
+    make_settings: Any,
+) -> None:
+    """Two instances without Redis: the runner stalls past its lease, the other closes the
+    turn as orphaned (``end_of_stream`` ``failed``, told to its own sockets only). The
+    runner's next write is fenced; the socket watching there must still see the turn end,
+    not wait forever (a torture run on a loaded machine once did)."""
+    stall = Stall()
+    runner_settings = make_settings(offline_delta_delay=0.05, turn_lease_seconds=1)
+    async with (
+        serve(runner_settings, hooks=(stall.hook(),)) as runner,
+        serve(make_settings(turn_lease_seconds=1)) as closer,
+    ):
+        chat_id = uuid.uuid4().hex
+        async with open_client(runner.ws_url(chat_id), auto_approve=True) as client:
+            await client.send({"type": "prompt", "text": MULTI_AGENT})
+            seen = await client.until("llm_response_delta", within=60)
+            turn_id = seen[-1]["turn_id"]
+            stall.stalled.set()
+            await asyncio.wait_for(stall.holding.wait(), 60)
+
+            async def closed_elsewhere() -> bool:
+                turn = await closer.services.store.get_turn(turn_id)
+                return turn is not None and turn.status == "failed"
+
+            await wait_until(closed_elsewhere, what="the other instance to close the turn")
+            stall.release.set()
+            rest = await client.until("end_of_stream", within=60)
+        assert rest[-1]["turn_id"] == turn_id and rest[-1]["status"] == "failed"
+        log = check_chat_log(await stored(closer, chat_id))
+        assert log.order == [turn_id] and log.ends[turn_id] == "failed"
