@@ -24,9 +24,10 @@ from storage.records import ChatRecord, chat_from_row
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 12
 SNIPPET_CHARS = 160
-# \w in Python and in both engines' tokenizers: letters and digits of any script. Only
-# these reach the engines' query syntax, so no input can inject an operator.
-WORD = re.compile(r"\w+", re.UNICODE)
+# Letters and digits of any script (\w without "_", which both engines' tokenizers treat
+# as a separator). Only these reach the engines' query syntax, so no input can inject an
+# operator.
+WORD = re.compile(r"[^\W_]+")
 
 # Engine-specific search objects that storage.models does not describe (an FTS5 table and
 # its shadow tables; an expression index): the schema comparison leaves them out.

@@ -169,10 +169,11 @@ async def test_a_query_is_words_only(
         await search_chats(db, alice_chats.user_id, query)
     assert await ids(db, alice_chats.user_id, 'rock" OR "zzz') == []  # OR is just a word
     assert await ids(db, alice_chats.user_id, "(rock)") == ["c"]
+    assert await ids(db, alice_chats.user_id, "rock_roll") == ["c"]  # "_" separates words
 
 
 @pytest.mark.parametrize(
-    "query", ["", "   ", "?!…", "x" * 201, " ".join(f"w{n}" for n in range(13))]
+    "query", ["", "   ", "?!…", "__", "x" * 201, " ".join(f"w{n}" for n in range(13))]
 )
 def test_bad_queries(query: str) -> None:
     with pytest.raises(BadQuery):
