@@ -105,17 +105,28 @@ async def search_chats(
     async with db.session() as session:
         rows = (await session.execute(statement)).all()
         page = [chat_from_row(row) for row in rows[:limit]]
+        # One text per chat gives its snippet: its newest matching prompt or answer (the
+        # title, shown anyway, only when nothing else matches). Picked in the database, so
+        # a long chat full of matches sends one row, not all of them.
+        rank = (
+            func.row_number()
+            .over(
+                partition_by=chat_search.c.chat_id,
+                order_by=((chat_search.c.kind == "title").asc(), chat_search.c.id.desc()),
+            )
+            .label("rank")
+        )
+        ranked = (
+            select(chat_search.c.chat_id, chat_search.c.kind, chat_search.c.body, rank)
+            .where(chat_search.c.chat_id.in_([chat.id for chat in page]), matching)
+            .subquery()
+        )
         texts = (
             await session.execute(
-                select(chat_search.c.chat_id, chat_search.c.kind, chat_search.c.body)
-                .where(chat_search.c.chat_id.in_([chat.id for chat in page]), matching)
-                # The newest match of each chat gives its snippet.
-                .order_by(chat_search.c.id.desc())
+                select(ranked.c.chat_id, ranked.c.kind, ranked.c.body).where(ranked.c.rank == 1)
             )
         ).all()
-    best: dict[str, tuple[MatchKind, str]] = {}
-    for text_row in texts:
-        best.setdefault(text_row.chat_id, (text_row.kind, text_row.body))
+    best: dict[str, tuple[MatchKind, str]] = {row.chat_id: (row.kind, row.body) for row in texts}
     hits = [
         SearchHit(chat, kind, snippet(body, terms))
         for chat in page

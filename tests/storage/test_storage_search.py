@@ -247,3 +247,19 @@ async def test_the_upgrade_indexes_existing_chats(fresh_url: str, ts: str) -> No
         await answered(EventStore(db), "old", "one more", "ok", ts)  # no trigger left behind
     finally:
         await db.dispose()
+
+
+async def test_the_snippet_is_the_newest_matching_message_before_the_title(
+    db: Database, alice_chats: ChatRepository, store: EventStore, ts: str
+) -> None:
+    await alice_chats.get_or_create("c")
+    await answered(store, "c", "sushi in Boston?", "Umi has good sushi.", ts)
+    await answered(store, "c", "and ramen?", "Try Ganko.", ts)
+    await alice_chats.set_title("c", "Sushi in Boston")  # newest of all, but the title
+    [hit], _ = await search_chats(db, alice_chats.user_id, "sushi")
+    assert (hit.kind, hit.snippet) == ("answer", "Umi has good sushi.")
+    [hit], _ = await search_chats(db, alice_chats.user_id, "boston")
+    assert (hit.kind, hit.snippet) == ("prompt", "sushi in Boston?")
+    await alice_chats.set_title("c", "Dinner ideas")
+    [hit], _ = await search_chats(db, alice_chats.user_id, "dinner")
+    assert (hit.kind, hit.snippet) == ("title", "Dinner ideas")
