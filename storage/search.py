@@ -31,6 +31,8 @@ WORD = re.compile(r"[^\W_]+")
 
 # Engine-specific search objects that storage.models does not describe (an FTS5 table and
 # its shadow tables; an expression index): the schema comparison leaves them out.
+MARKUP = re.compile(r"\*\*|__|`+|^#+ |^> ", re.MULTILINE)
+
 ENGINE_SPECIFIC_TABLES = re.compile(r"^chat_search_fts(_\w+)?$")
 ENGINE_SPECIFIC_INDEXES = frozenset({"ix_chat_search_body"})
 
@@ -140,7 +142,8 @@ def snippet(body: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
     """About ``width`` characters of ``body`` around its first word that starts with a
     term (or with a term's first four letters, which catches most stemmed matches), on
     one line, with "…" where it was cut."""
-    flat = " ".join(body.split())
+    # Answers are Markdown: a snippet is plain text, so emphasis and code marks go.
+    flat = " ".join(MARKUP.sub("", body).split())
     if len(flat) <= width:
         return flat
     at = _first_hit(flat, terms)

@@ -190,6 +190,9 @@ def test_snippet_is_cut_around_the_match_on_word_boundaries() -> None:
         part.startswith(("word", "the", "coffee", "here", "tail")) for part in cut[1:-1].split()
     )
     assert snippet("short text", ["zzz"]) == "short text"
+    assert snippet("## Picks\nTry **Umi** and `Ganko`\n> quoted", ["umi"]) == (
+        "Picks Try Umi and Ganko quoted"
+    )
 
 
 async def test_the_query_uses_the_engines_full_text_index(db: Database) -> None:
