@@ -48,10 +48,28 @@ def steps(clause: Clause) -> list[Step]:
     message_id = _HEX_ID.search(text)
     if message_id and re.search(r"\b(read|open|show)\b", lowered):
         return [Step("read_google_email", lambda turn: {"message_id": message_id.group(0)})]
+    if re.search(r"\b(read|open)\b.*\b(newest|latest|last|most recent|top|first)\b", lowered):
+        return _open_newest_steps(gmail_query(text))
     query = gmail_query(text)
     if query:
         return [Step("google_email_search", lambda turn: {"query": query, "max_results": 10})]
     return [Step("google_email_inbox", lambda turn: {"max_results": 10})]
+
+
+def _open_newest_steps(query: str) -> list[Step]:
+    """For "open the newest email (from dana)": list them, then read the first one listed."""
+    finder = (
+        Step("google_email_search", lambda turn: {"query": query, "max_results": 5})
+        if query
+        else Step("google_email_inbox", lambda turn: {"max_results": 5})
+    )
+
+    def read_arguments(turn: Turn) -> dict[str, Any] | None:
+        found = turn.outputs(finder.name)
+        message_id = first_id(found[-1].output or "", r"\bid=([0-9a-f]{16})") if found else None
+        return {"message_id": message_id} if message_id else None
+
+    return [finder, Step("read_google_email", read_arguments, "I couldn't find an email to open.")]
 
 
 def gmail_query(clause: str) -> str:

@@ -118,7 +118,8 @@ async def test_a_disconnected_demo_connector_shows_the_connect_card(
         assert "Connect" in answer and "didn't find" not in answer
 
         bank = await turn(demo_server, "what did I spend on food this month?")
-        assert outputs(bank)[0]["response_type"] == "plaid_spending_summary"  # others unaffected
+        # Others unaffected; spending on one thing is its transactions (the total in the answer).
+        assert outputs(bank)[0]["response_type"] == "plaid_transactions_response"
 
         assert (await client.post("/api/connectors/gmail/connect")).json()["status"] == "connected"
         again = await turn(demo_server, "what's in my inbox?")
