@@ -219,9 +219,10 @@ def plan(prompt: str, routes: Sequence[Route], fallback: str | None) -> list[tup
             if parts:
                 parts[-1][1] += separator + clause
             else:
-                pending += clause + separator
+                pending += (separator if pending else "") + clause
         else:
-            parts.append([agent, (pending + clause).strip()])
+            # Leading text with no agent keeps the words that joined it to this clause.
+            parts.append([agent, (pending + separator + clause) if pending else clause])
             pending = ""
     if not parts:
         return [(fallback, prompt.strip())] if fallback else []

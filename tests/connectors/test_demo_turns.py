@@ -60,6 +60,9 @@ async def test_gmail_sends_what_yelp_found(demo_server: LiveServer) -> None:
     assert found["response"][0]["name"] in sent["response"]["body"]
     described = {e["name"]: e["description"] for e in events if e["type"] == "tool_call"}
     assert described["send_google_email"] == "Sending an email"
+    # The list was just emailed to Bob: the follow-ups offer what comes next, not that again.
+    offered = events[-1]["prompts"]
+    assert offered and "Email this list to bob@example.com" not in offered
 
 
 async def test_plaid_balances_then_an_email(demo_server: LiveServer) -> None:
