@@ -160,12 +160,22 @@ def route_text(text: str, routes: Sequence[Route]) -> str | None:
     return best[3] if best[0] >= MIN_SCORE else None
 
 
+# What comes before a word that describes the noun after it ("show my coffee transactions").
+_LEADS_A_NOUN = frozenset(
+    """my our your his her their the a an all any some these those recent latest last this
+    show list find get give see view display pull check of for""".split()
+)
+
+
 def _head(first: str, spans: list[tuple[int, int, str]], text: str) -> str:
     """The agent whose strong word heads the phrase ``first``'s starts: in "coffee
     transactions" the coffee only says which transactions, so the bank's word leads."""
     begin, end = min((start, stop) for start, stop, agent in spans if agent == first)
     if not text[begin:end].isalpha():
         return first  # a phrase ("how do I make"), not one word describing the next
+    before = text[:begin].split()
+    if before and before[-1].lower() not in _LEADS_A_NOUN:
+        return first  # "have I spent eating out": a verb, not a word describing a noun
     for start, _, agent in sorted(spans):
         if agent != first and start >= end and not text[end:start].strip():
             return agent

@@ -80,9 +80,10 @@ def gmail_query(clause: str) -> str:
         parts.append("is:unread")
     if re.search(r"\b(sent|i sent)\b", lowered):
         parts.append("in:sent")
-    sender = re.search(r"\bfrom\s+([a-z][\w.-]*)", lowered)
-    if sender and sender.group(1) not in {"my", "the", "last", "this", "today", "yesterday"}:
-        parts.append(f"from:{sender.group(1)}")
+    sender = re.search(r"\bfrom\s+(?:(my|the|our)\s+)?([a-z][\w.-]*)", lowered)
+    if sender and sender.group(2) not in {"last", "this", "today", "yesterday"}:
+        # "from dana": the sender's name; "from my landlord": a word to look for.
+        parts.append(sender.group(2) if sender.group(1) else f"from:{sender.group(2)}")
     topic = re.search(r"\b(?:about|regarding|mentioning|for|with subject)\s+(.+)$", lowered)
     if topic:
         words = [

@@ -9,7 +9,7 @@ from connectors.offline_reading import date_range, items_of, money, parse_json, 
 
 KEYWORDS = re.compile(
     r"\b(balances?|spen[dt]|spending|transactions?|bank(?:ing)?|accounts?|budget|money|"
-    r"purchases?|charges?|income|paycheck|deposits?|savings|checking|credit card|"
+    r"purchases?|charges?|expenses?|income|paycheck|deposits?|savings|checking|credit card|"
     r"did i (?:buy|pay)|i (?:bought|paid))\b",
     re.I,
 )
@@ -32,7 +32,7 @@ _NOT_A_SUBJECT = frozenset(
     """my the a an all any some recent latest last this past these those big biggest largest
     new pending card credit debit bank account checking savings monthly weekly daily total
     of in and or me it that what much money everything stuff things today yesterday week month
-    year average usual""".split()
+    year average usual show list find get give see view display pull check""".split()
 )
 _PAY_IN = re.compile(r"\b(paycheck|payroll|income|deposits?|salary|got paid)\b", re.I)
 
@@ -62,7 +62,8 @@ def steps(clause: Clause) -> list[Step]:
         lowered,
     )
     transactions = re.search(
-        r"\b(transactions?|purchases?|charges?|payments?|activity|did i buy|bought|"
+        r"\b(transactions?|purchases?|charges?|payments?|expenses?|activity|did i buy|bought|"
+        r"did i pay|i paid|"
         r"paycheck|payroll|income|deposits?|salary)\b",
         lowered,
     )
@@ -134,6 +135,8 @@ def summary(call: PastCall) -> str | None:
             about = f" for {query}" if query else ""
             return f"I didn't find any transactions{about}{period}."
         biggest = max(found, key=lambda pair: pair[1])
+        if query and len(found) == 1:
+            return f"You spent {money(spent)} on {query}{period}: {biggest[0].title()}."
         if query:
             return (
                 f"You spent {money(spent)} on {query}{period}, across "

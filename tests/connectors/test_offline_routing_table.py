@@ -51,6 +51,22 @@ def last_week() -> dict[str, str]:
     }
 
 
+def months_ago(count: int) -> date:
+    first = _today().replace(day=1)
+    for _ in range(count):
+        first = (first - timedelta(days=1)).replace(day=1)
+    return first
+
+
+def named_month() -> dict[str, str]:
+    first = months_ago(2)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return {
+        "start_date": first.isoformat(),
+        "end_date": (following - timedelta(days=1)).isoformat(),
+    }
+
+
 def yesterday() -> dict[str, str]:
     day = (_today() - timedelta(days=1)).isoformat()
     return {"start_date": day, "end_date": day}
@@ -124,6 +140,12 @@ GMAIL = [
         {"query": contains("invoice")},
     ),
     Row("open the newest email", "GMail", "read_google_email"),
+    Row(
+        "did I get any email from my landlord",
+        "GMail",
+        "google_email_search",
+        {"query": contains("landlord")},
+    ),
     Row(
         "Email bob@example.com about lunch tomorrow",
         "GMail",
@@ -226,6 +248,41 @@ PLAID = [
         last_month,
     ),
     Row("did my paycheck come in?", "Plaid", "get_transactions_at_plaid"),
+    Row(
+        f"how much did I spend on coffee in {months_ago(2).strftime('%B')}",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "coffee"},
+        named_month,
+    ),
+    Row(
+        "what did I pay for Netflix last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("netflix")},
+        last_month,
+    ),
+    Row(
+        "my uber charges this week",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("uber")},
+        last_week,
+    ),
+    Row(
+        "what were my biggest expenses last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": None},
+        last_month,
+    ),
+    Row(
+        "how much did I spend in the past two weeks",
+        "Plaid",
+        "get_spending_summary_at_plaid",
+        {"days": 14},
+    ),
+    Row("how much have I spent eating out this month", "Plaid", "get_spending_summary_at_plaid"),
 ]
 
 YELP = [
@@ -314,6 +371,12 @@ YELP = [
         "get_business_reviews_at_yelp",
     ),
     Row("I'm hungry, any lunch spots around here?", "Yelp", "search_businesses_at_yelp"),
+    Row(
+        "where can I get coffee right now",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "coffee", "open_now": True},
+    ),
 ]
 
 SEARCH = [
@@ -425,6 +488,7 @@ CASES = [
 class Turn:
     agents: list[str] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
     answer: str = ""
 
 
@@ -456,6 +520,8 @@ async def _record(turn: Turn, result: RunResultStreaming) -> None:
         elif event.type == "run_item_stream_event" and event.name == "tool_called":
             raw = event.item.raw_item
             turn.calls.append((raw.name, json.loads(raw.arguments)))
+        elif event.type == "run_item_stream_event" and event.name == "tool_output":
+            turn.outputs.append(event.item.output)
 
 
 def _matches(expected: Expected, actual: Any) -> bool:
@@ -491,3 +557,20 @@ async def test_an_everyday_prompt_reaches_the_right_tool(row: Row) -> None:
         if not _matches(value, arguments.get(key))
     }
     assert not wrong, f"{row.prompt!r}: {arguments}"
+
+
+async def test_the_coffee_answer_totals_the_coffee_transactions_of_last_month() -> None:
+    turn = await run_turn("what did I spend on coffee last month")
+
+    (shown,) = turn.outputs
+    spent = [
+        txn
+        for account in shown["response"].values()
+        for txn in account["transactions"]
+        if txn["amount"] > 0
+    ]
+    assert spent and all("coffee" in json.dumps(txn).lower() for txn in spent)
+    dates = last_month()
+    assert all(dates["start_date"] <= txn["date"][:10] <= dates["end_date"] for txn in spent)
+    total = sum(txn["amount"] for txn in spent)
+    assert turn.answer.startswith(f"You spent ${total:,.2f} on coffee from {dates['start_date']}")
