@@ -18,13 +18,43 @@ from typing import Any
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 
 
+_COUNTS = {
+    "a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3,
+}  # fmt: skip
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_SPAN = re.compile(
+    r"\b(?:last|past|previous)\s+(\d{1,2}|couple of|few|[a-z]+)\s+(days?|weeks?|months?)\b"
+)
+_MONTH_NAMED = re.compile(
+    r"\b(?:in|for|during|of|since)\s+(" + "|".join(_MONTHS) + r"|sept|oct|nov|dec|jan|feb|"
+    r"mar|apr|jun|jul|aug)\b"
+)
+
+
 def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
-    """(start, end, days) for phrases like "last week", "this month", "last 10 days"."""
+    """(start, end, days) for phrases like "last week", "this month", "last 10 days",
+    "past two weeks", "in October" (its latest, up to this month)."""
     lowered = text.lower()
-    days_match = re.search(r"\b(?:last|past)\s+(\d{1,2})\s+days?\b", lowered)
-    if days_match:
-        days = max(1, min(int(days_match.group(1)), 90))
+    span = _SPAN.search(lowered)
+    count = None
+    if span:
+        raw = span.group(1)
+        count = int(raw) if raw.isdigit() else _COUNTS.get(raw)
+    if span and count:
+        unit = span.group(2).rstrip("s")
+        days = max(1, min(count * {"day": 1, "week": 7, "month": 30}[unit], 90))
         return (today - timedelta(days=days - 1)).isoformat(), today.isoformat(), days
+    named = _MONTH_NAMED.search(lowered)
+    if named:
+        month = next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(named.group(1)))
+        year = today.year if month <= today.month else today.year - 1
+        first = date(year, month, 1)
+        following = date(year + month // 12, month % 12 + 1, 1)
+        last = min(following - timedelta(days=1), today)
+        return first.isoformat(), last.isoformat(), min(90, (today - first).days + 1)
     if re.search(r"\byesterday\b", lowered):
         day = (today - timedelta(days=1)).isoformat()
         return day, day, 2
@@ -34,7 +64,7 @@ def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
         return (today - timedelta(days=7)).isoformat(), today.isoformat(), 7
     if re.search(r"\bthis month\b", lowered):
         return today.replace(day=1).isoformat(), today.isoformat(), today.day
-    if re.search(r"\b(last|past) month\b", lowered):
+    if re.search(r"\b(last|past|previous) month\b", lowered):
         end = today.replace(day=1) - timedelta(days=1)
         return end.replace(day=1).isoformat(), end.isoformat(), 30
     if re.search(r"\b(quarter|three months|3 months|90 days)\b", lowered):

@@ -44,9 +44,9 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from app.llm.offline_followups import offline_suggestions, offline_title
 from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
-from app.llm.offline_planner import decide, is_small_talk
-from app.llm.offline_routing import first_clause, routes_for
+from app.llm.offline_planner import decide
 from app.llm.offline_transcript import (
     CallTool,
     Decision,
@@ -61,6 +61,14 @@ from connectors.caller_tools import is_caller_tool
 from connectors.registry import Connector
 
 MODEL_NAME = "offline"
+# Follow-ups and titles live in ``offline_followups``; importable from here as before.
+__all__ = [
+    "MODEL_NAME",
+    "OfflineModel",
+    "OfflineModelProvider",
+    "offline_suggestions",
+    "offline_title",
+]
 OutputItem = ResponseOutputMessage | ResponseFunctionToolCall
 
 
@@ -402,55 +410,3 @@ class OfflineModelProvider(ModelProvider):
 
     def get_model(self, model_name: str | None) -> Model:
         return self._model
-
-
-# ----------------------------------------------------------------------------- extras
-
-
-def offline_suggestions(
-    prompt: str, response_types: list[str], knowledge: OfflineKnowledge = NO_KNOWLEDGE
-) -> list[str]:
-    """0-4 short follow-up prompts, from what the turn showed (deterministic): the ones
-    the connectors' hints give for those cards, or their starters after small talk."""
-    picked: list[str] = []
-    sources = [knowledge.suggestions_for(kind) for kind in reversed(response_types)]
-    if not any(sources) and (
-        not prompt.strip() or is_small_talk(prompt, routes_for(knowledge, None))
-    ):
-        sources = [knowledge.starters]
-    for options in sources:
-        for option in options:
-            if option not in picked and option.lower() != prompt.strip().lower():
-                picked.append(option)
-    return picked[:4]
-
-
-_TITLE_FILLER = re.compile(r"^(please|can you|could you|would you|hey|hi|ok|okay)[, ]+", re.I)
-_TITLE_WORDS = 7
-_DANGLING = frozenset(
-    "a an and the my your our their his her its of to in on at for from with by about "
-    "or but then also me us".split()
-)
-
-
-def offline_title(prompt: str, knowledge: OfflineKnowledge = NO_KNOWLEDGE) -> str:
-    """A short chat title from the first prompt ("Find sushi in Boston")."""
-    text = " ".join(prompt.split())
-    while (stripped := _TITLE_FILLER.sub("", text)) != text:
-        text = stripped
-    text = text.strip(" ?!.")
-    if not text:
-        return "New chat"
-    if is_small_talk(prompt, routes_for(knowledge, None)):
-        return "Getting started"
-    clause = first_clause(text, knowledge) if len(text) > 48 else text
-    words = clause.split()
-    if len(words) > _TITLE_WORDS:
-        # A cut title should not end on "and my": drop the words that lead nowhere.
-        words = words[:_TITLE_WORDS]
-        while len(words) > 1 and words[-1].lower() in _DANGLING:
-            words.pop()
-    title = " ".join(words)
-    if len(title) > 48:
-        title = title[:47].rstrip() + "…"
-    return title[0].upper() + title[1:]

@@ -38,7 +38,19 @@ _GREETING = re.compile(
 SELF = "(this agent)"  # the calling agent, when no connector's hints say who it is
 
 
+# A message that is only a greeting or thanks ("thanks!", "hi there"): never a request,
+# whatever a connector's examples say ("Reply saying thanks").
+_ONLY_GREETING = re.compile(
+    r"^\s*(?:hi|hello|hey|yo|thanks|thank you|thx|cheers|good (?:morning|afternoon|evening)|"
+    r"help|what can you do|who are you)(?:\s+(?:so much|a lot|again|there|very much|all))*"
+    r"[\s!.?,]*$",
+    re.I,
+)
+
+
 def is_small_talk(prompt: str, routes: list[Route]) -> bool:
+    if _ONLY_GREETING.match(prompt):
+        return True
     return bool(_GREETING.match(prompt)) and not plan(prompt, routes, None)
 
 

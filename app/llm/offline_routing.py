@@ -69,7 +69,13 @@ def vocabulary(*texts: str) -> frozenset[str]:
 CONTRACTIONS = frozenset(
     f"{word}'s" for word in ("what", "it", "that", "there", "here", "who", "where", "how", "let")
 )
-ROUTING_STOP = STOP_WORDS | COMMON_VERBS | CONTRACTIONS
+# Words that say when, not what: "open now" in one connector's example must not pull
+# "what time is it in Tokyo right now" to it.
+TIME_WORDS = frozenset(
+    """now today tonight tomorrow yesterday week weeks month months year years day days last
+    past next recent recently latest right morning afternoon evening""".split()
+)
+ROUTING_STOP = STOP_WORDS | COMMON_VERBS | CONTRACTIONS | TIME_WORDS
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,7 @@ def route_text(text: str, routes: Sequence[Route]) -> str | None:
             document_frequency[word] = document_frequency.get(word, 0) + 1
     scored: list[tuple[float, int, int, str]] = []  # score, -position, -order, agent
     strong_at: dict[str, int] = {}
+    strong_spans: list[tuple[int, int, str]] = []
     for order, route in enumerate(routes):
         score, position = 0.0, len(text)
         for word in {word for _, word in tokens if word in route.words}:
@@ -140,16 +147,39 @@ def route_text(text: str, routes: Sequence[Route]) -> str | None:
             if match is not None:
                 score += STRONG
                 strong_at[route.agent] = min(strong_at.get(route.agent, len(text)), match.start())
+                strong_spans.append((match.start(), match.end(), route.agent))
                 position = min(position, match.start())
         scored.append((score, -position, -order, route.agent))
     if strong_at:
-        first = min(strong_at, key=lambda agent: strong_at[agent])
+        first = _head(min(strong_at, key=lambda agent: strong_at[agent]), strong_spans, text)
         scored = [
             (score + EARLIEST if agent == first else score, at, order, agent)
             for score, at, order, agent in scored
         ]
     best = max(scored)
     return best[3] if best[0] >= MIN_SCORE else None
+
+
+# What comes before a word that describes the noun after it ("show my coffee transactions").
+_LEADS_A_NOUN = frozenset(
+    """my our your his her their the a an all any some these those recent latest last this
+    show list find get give see view display pull check of for""".split()
+)
+
+
+def _head(first: str, spans: list[tuple[int, int, str]], text: str) -> str:
+    """The agent whose strong word heads the phrase ``first``'s starts: in "coffee
+    transactions" the coffee only says which transactions, so the bank's word leads."""
+    begin, end = min((start, stop) for start, stop, agent in spans if agent == first)
+    if not text[begin:end].isalpha():
+        return first  # a phrase ("how do I make"), not one word describing the next
+    before = text[:begin].split()
+    if before and before[-1].lower() not in _LEADS_A_NOUN:
+        return first  # "have I spent eating out": a verb, not a word describing a noun
+    for start, _, agent in sorted(spans):
+        if agent != first and start >= end and not text[end:start].strip():
+            return agent
+    return first
 
 
 # ----------------------------------------------------------------------------- clauses
@@ -199,9 +229,10 @@ def plan(prompt: str, routes: Sequence[Route], fallback: str | None) -> list[tup
             if parts:
                 parts[-1][1] += separator + clause
             else:
-                pending += clause + separator
+                pending += (separator if pending else "") + clause
         else:
-            parts.append([agent, (pending + clause).strip()])
+            # Leading text with no agent keeps the words that joined it to this clause.
+            parts.append([agent, (pending + separator + clause) if pending else clause])
             pending = ""
     if not parts:
         return [(fallback, prompt.strip())] if fallback else []

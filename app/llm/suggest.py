@@ -19,7 +19,7 @@ from agents.models.interface import Model
 from pydantic import BaseModel, Field
 
 from app.llm.errors import classify_model_error
-from app.llm.offline import offline_suggestions, offline_title
+from app.llm.offline_followups import just_done, offline_suggestions, offline_title
 from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
 
 logger = logging.getLogger("switchboard.llm")
@@ -70,8 +70,11 @@ _LEADING_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _QUOTES = "\"'“”‘’«»`"
 
 
-def clean_suggestions(candidates: Sequence[str], prompt: str) -> list[str]:
-    """Up to four distinct, short, unquoted prompts that differ from the one just sent."""
+def clean_suggestions(
+    candidates: Sequence[str], prompt: str, offline: OfflineKnowledge = NO_KNOWLEDGE
+) -> list[str]:
+    """Up to four distinct, short, unquoted prompts that differ from the one just sent and
+    do not ask again for what it did (as far as the connectors' offline hints tell)."""
     seen = {" ".join(prompt.split()).casefold()}
     kept: list[str] = []
     for candidate in candidates:
@@ -79,6 +82,8 @@ def clean_suggestions(candidates: Sequence[str], prompt: str) -> list[str]:
             continue
         text = _LEADING_MARK.sub("", " ".join(candidate.split())).strip(_QUOTES + " ")
         if not text or len(text) > MAX_SUGGESTION_CHARS or text.casefold() in seen:
+            continue
+        if just_done(text, prompt, offline):
             continue
         seen.add(text.casefold())
         kept.append(text)
@@ -144,7 +149,7 @@ class Suggester:
         output = await self._ask(self._suggest_agent, conversation, "suggestions")
         if not isinstance(output, FollowUps):
             return []
-        return clean_suggestions(output.prompts, prompt)
+        return clean_suggestions(output.prompts, prompt, self._offline)
 
     async def title(self, prompt: str) -> str:
         """A short chat title; the offline one when the model fails or is too slow."""

@@ -48,10 +48,28 @@ def steps(clause: Clause) -> list[Step]:
     message_id = _HEX_ID.search(text)
     if message_id and re.search(r"\b(read|open|show)\b", lowered):
         return [Step("read_google_email", lambda turn: {"message_id": message_id.group(0)})]
+    if re.search(r"\b(read|open)\b.*\b(newest|latest|last|most recent|top|first)\b", lowered):
+        return _open_newest_steps(gmail_query(text))
     query = gmail_query(text)
     if query:
         return [Step("google_email_search", lambda turn: {"query": query, "max_results": 10})]
     return [Step("google_email_inbox", lambda turn: {"max_results": 10})]
+
+
+def _open_newest_steps(query: str) -> list[Step]:
+    """For "open the newest email (from dana)": list them, then read the first one listed."""
+    finder = (
+        Step("google_email_search", lambda turn: {"query": query, "max_results": 5})
+        if query
+        else Step("google_email_inbox", lambda turn: {"max_results": 5})
+    )
+
+    def read_arguments(turn: Turn) -> dict[str, Any] | None:
+        found = turn.outputs(finder.name)
+        message_id = first_id(found[-1].output or "", r"\bid=([0-9a-f]{16})") if found else None
+        return {"message_id": message_id} if message_id else None
+
+    return [finder, Step("read_google_email", read_arguments, "I couldn't find an email to open.")]
 
 
 def gmail_query(clause: str) -> str:
@@ -62,9 +80,10 @@ def gmail_query(clause: str) -> str:
         parts.append("is:unread")
     if re.search(r"\b(sent|i sent)\b", lowered):
         parts.append("in:sent")
-    sender = re.search(r"\bfrom\s+([a-z][\w.-]*)", lowered)
-    if sender and sender.group(1) not in {"my", "the", "last", "this", "today", "yesterday"}:
-        parts.append(f"from:{sender.group(1)}")
+    sender = re.search(r"\bfrom\s+(?:(my|the|our)\s+)?([a-z][\w.-]*)", lowered)
+    if sender and sender.group(2) not in {"last", "this", "today", "yesterday"}:
+        # "from dana": the sender's name; "from my landlord": a word to look for.
+        parts.append(sender.group(2) if sender.group(1) else f"from:{sender.group(2)}")
     topic = re.search(r"\b(?:about|regarding|mentioning|for|with subject)\s+(.+)$", lowered)
     if topic:
         words = [

@@ -9,21 +9,70 @@ from connectors.offline_reading import date_range, items_of, money, parse_json, 
 
 KEYWORDS = re.compile(
     r"\b(balances?|spen[dt]|spending|transactions?|bank(?:ing)?|accounts?|budget|money|"
-    r"purchases?|charges?|income|paycheck|savings|checking|credit card)\b",
+    r"purchases?|charges?|expenses?|income|paycheck|deposits?|savings|checking|credit card|"
+    r"did i (?:buy|pay)|i (?:bought|paid))\b",
     re.I,
 )
+# What a spending question is about: "spend on coffee", "bought at Amazon", "paid for Uber".
+_SUBJECT_AFTER = re.compile(
+    r"\b(?:spen[dt]|spending|pa(?:y|id)|buy|bought|purchased?|charged)\b(?:\s+(?:so\s+)?much)?"
+    r"\s+(?:on|at|for|with)\s+(?:the\s+|my\s+)?(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,2}?)"
+    r"(?=\s+(?:in|during|over|this|last|past|since|from|between|on|at|for|today|yesterday|"
+    r"so|and|or|each|per|every|recently|lately)\b|\s*[,.;?!]|\s*$)",
+    re.I,
+)
+# "coffee transactions", "Uber charges": the word before the kind of record.
+_SUBJECT_BEFORE = re.compile(
+    r"\b(?P<what>[a-z][\w'&.-]*)\s+(?:transactions?|purchases?|charges?|payments?|spending|"
+    r"expenses?|bills?)\b",
+    re.I,
+)
+# Words in those places that say which records or when, not what they were for.
+_NOT_A_SUBJECT = frozenset(
+    """my the a an all any some recent latest last this past these those big biggest largest
+    new pending card credit debit bank account checking savings monthly weekly daily total
+    of in and or me it that what much money everything stuff things today yesterday week month
+    year average usual show list find get give see view display pull check""".split()
+)
+_PAY_IN = re.compile(r"\b(paycheck|payroll|income|deposits?|salary|got paid)\b", re.I)
+
+
+def spending_subject(text: str) -> str | None:
+    """What the money went on, if the request names it ("coffee", "Uber"), else None."""
+    for pattern in (_SUBJECT_AFTER, _SUBJECT_BEFORE):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        words = match.group("what").split()
+        while words and words[0].lower() in _NOT_A_SUBJECT:
+            words.pop(0)
+        if words and words[-1].lower() not in _NOT_A_SUBJECT:
+            return " ".join(words)
+    return None
 
 
 def steps(clause: Clause) -> list[Step]:
     lowered = clause.text.lower()
     start, end, days = date_range(clause.text, clause.today)
+    subject = spending_subject(clause.text)
     wanted: list[tuple[int, Step]] = []
     accounts = re.search(
-        r"\b(balances?|accounts?|how much (?:money )?do i have|net worth|savings|checking)\b",
+        r"\b(balances?|accounts?|how much (?:money )?do i have|net worth|savings|checking|"
+        r"owe)\b",
         lowered,
     )
-    transactions = re.search(r"\b(transactions?|purchases?|charges?|payments?|activity)\b", lowered)
+    transactions = re.search(
+        r"\b(transactions?|purchases?|charges?|payments?|expenses?|activity|did i buy|bought|"
+        r"did i pay|i paid|"
+        r"paycheck|payroll|income|deposits?|salary)\b",
+        lowered,
+    )
     spending = re.search(r"\b(spen[dt]|spending|budget|categor(?:y|ies))\b", lowered)
+    if subject is not None and spending and not transactions:
+        # "what did I spend on coffee": the coffee transactions (their total), not every
+        # category's.
+        transactions, spending = spending, None
+    query = subject if subject is not None and not _PAY_IN.search(subject) else None
     if accounts:
         wanted.append((accounts.start(), Step("get_accounts_at_plaid", lambda turn: {})))
     if transactions:
@@ -32,7 +81,12 @@ def steps(clause: Clause) -> list[Step]:
                 transactions.start(),
                 Step(
                     "get_transactions_at_plaid",
-                    lambda turn: {"start_date": start, "end_date": end, "account_id": None},
+                    lambda turn: {
+                        "start_date": start,
+                        "end_date": end,
+                        "account_id": None,
+                        "query": query,
+                    },
                 ),
             )
         )
@@ -76,9 +130,19 @@ def summary(call: PastCall) -> str | None:
             if args.get("start_date")
             else " over the last 30 days"
         )
+        query = str(args.get("query") or "").strip()
         if not found:
-            return f"I didn't find any transactions{period}."
+            about = f" for {query}" if query else ""
+            return f"I didn't find any transactions{about}{period}."
         biggest = max(found, key=lambda pair: pair[1])
+        if query and len(found) == 1:
+            return f"You spent {money(spent)} on {query}{period}: {biggest[0].title()}."
+        if query:
+            return (
+                f"You spent {money(spent)} on {query}{period}, across "
+                f"{plural(len(found), 'transaction')}. The largest was "
+                f"{biggest[0].title()} at {money(biggest[1])}."
+            )
         return (
             f"I found {plural(len(found), 'transaction')}{period}, with "
             f"{money(spent)} going out. The largest was {biggest[0].title()} at "

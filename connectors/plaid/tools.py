@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from agents import RunContextWrapper
 
@@ -56,12 +57,22 @@ async def get_accounts_at_plaid(ctx: RunContextWrapper[ChatContext]) -> ToolResp
     )
 
 
+def mentions(transaction: dict[str, Any], query: str) -> bool:
+    """Whether the merchant name or a category level contains ``query`` (or its singular:
+    "restaurants" finds "Restaurants", "groceries" finds "Supermarkets and Groceries")."""
+    wanted = query.casefold()
+    forms = {wanted, wanted[:-1]} if len(wanted) > 3 and wanted.endswith("s") else {wanted}
+    names = [str(transaction.get("name") or ""), *map(str, transaction.get("category") or ())]
+    return any(form in name.casefold() for form in forms for name in names)
+
+
 @connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=False)
 async def get_transactions_at_plaid(
     ctx: RunContextWrapper[ChatContext],
     start_date: str | None = None,
     end_date: str | None = None,
     account_id: str | None = None,
+    query: str | None = None,
 ) -> ToolResponse:
     """List transactions by account, newest first. Positive amounts are money spent.
 
@@ -69,6 +80,8 @@ async def get_transactions_at_plaid(
         start_date: First day, YYYY-MM-DD (default: 30 days before end_date).
         end_date: Last day, YYYY-MM-DD (default: today).
         account_id: Only this account (ids come from get_accounts_at_plaid).
+        query: Only transactions whose merchant or category mentions this, e.g. "coffee",
+            "groceries" or "Uber" (default: all).
     """
     now = today()
     end = min(_parse_date("end_date", end_date, now), now)
@@ -83,6 +96,11 @@ async def get_transactions_at_plaid(
             f"unknown account_id {account_id!r}; call get_accounts_at_plaid for the ids"
         )
     by_account = await service.transactions(start, end)
+    wanted = (query or "").strip()
+    if wanted:
+        by_account = {
+            key: [txn for txn in txns if mentions(txn, wanted)] for key, txns in by_account.items()
+        }
     result = {
         key: {
             "account_name": accounts[key]["name"],
@@ -92,7 +110,7 @@ async def get_transactions_at_plaid(
         for key, txns in by_account.items()
         if key in accounts
         and (account_id is None or key == account_id)
-        and (txns or account_id is not None)
+        and (txns or (account_id is not None and not wanted))
     }
     return ToolResponse("plaid_transactions_response", AGENT_NAME, "Getting Transactions", result)
 

@@ -6,8 +6,13 @@ import re
 
 from connectors.offline_hints import Clause, OfflineHints, PastCall, Step, ToolHints
 
+# How-to questions ("how do I make cold brew coffee?") are for the web even when they name
+# food; "recipes" is left out, so a recipes connector keeps its own word.
 KEYWORDS = re.compile(
-    r"\b(search the web|web|google|internet|online|look up|wikipedia|news)\b", re.I
+    r"\b(search the web|web|google|internet|online|look up|wikipedia|news|how to|"
+    r"how (?:do|can|should) (?:i|you|we) (?:make|cook|bake|brew|build|fix|install|learn|grow)|"
+    r"what time is it|history of|meaning of|definition of)\b",
+    re.I,
 )
 _PREFIX = re.compile(
     r"^(?:please\s+)?(?:(?:can you|could you)\s+)?(?:search(?: the web| online| google)?"

@@ -131,7 +131,9 @@ def steps(clause: Clause) -> list[Step]:
         "longitude": None,
         "price": _price(lowered),
         "open_now": bool(
-            re.search(r"\b(open now|open right now|still open|currently open)\b", lowered)
+            re.search(
+                r"\b(open now|right now|still open|currently open|open at this hour)\b", lowered
+            )
         ),
         "sort_by": _sort_by(lowered),
         "limit": max(1, min(limit, 20)),

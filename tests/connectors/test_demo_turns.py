@@ -60,6 +60,9 @@ async def test_gmail_sends_what_yelp_found(demo_server: LiveServer) -> None:
     assert found["response"][0]["name"] in sent["response"]["body"]
     described = {e["name"]: e["description"] for e in events if e["type"] == "tool_call"}
     assert described["send_google_email"] == "Sending an email"
+    # The list was just emailed to Bob: the follow-ups offer what comes next, not that again.
+    offered = events[-1]["prompts"]
+    assert offered and "Email this list to bob@example.com" not in offered
 
 
 async def test_plaid_balances_then_an_email(demo_server: LiveServer) -> None:
@@ -118,7 +121,8 @@ async def test_a_disconnected_demo_connector_shows_the_connect_card(
         assert "Connect" in answer and "didn't find" not in answer
 
         bank = await turn(demo_server, "what did I spend on food this month?")
-        assert outputs(bank)[0]["response_type"] == "plaid_spending_summary"  # others unaffected
+        # Others unaffected; spending on one thing is its transactions (the total in the answer).
+        assert outputs(bank)[0]["response_type"] == "plaid_transactions_response"
 
         assert (await client.post("/api/connectors/gmail/connect")).json()["status"] == "connected"
         again = await turn(demo_server, "what's in my inbox?")

@@ -304,6 +304,25 @@ async def test_transactions_filter_and_validate() -> None:
     assert "after end_date" in swapped["error_message"]
 
 
+async def test_transactions_filtered_by_merchant_or_category() -> None:
+    everything = (await invoke("plaid", "get_transactions_at_plaid"))["response"]
+    every = [t for account in everything.values() for t in account["transactions"]]
+    coffee = (await invoke("plaid", "get_transactions_at_plaid", query="Coffee"))["response"]
+    kept = [t for account in coffee.values() for t in account["transactions"]]
+    # Case does not matter; a category level counts ("TATTE BAKERY & CAFE" is a coffee shop).
+    assert kept and len(kept) < len(every)
+    assert all(any("coffee" in f.lower() for f in [t["name"], *t["category"]]) for t in kept)
+    assert any("coffee" not in t["name"].lower() for t in kept)
+    assert kept == [
+        t for t in every if any("coffee" in f.lower() for f in [t["name"], *t["category"]])
+    ]
+    # A plural finds the singular, and accounts with nothing that matches are left out.
+    restaurants = await invoke("plaid", "get_transactions_at_plaid", query="restaurants")
+    assert all(account["transactions"] for account in restaurants["response"].values())
+    nothing = await invoke("plaid", "get_transactions_at_plaid", query="no such merchant")
+    assert nothing["response"] == {}
+
+
 async def test_spending_summary_totals_categories() -> None:
     output = await invoke("plaid", "get_spending_summary_at_plaid", days=30)
     summary = output["response"]

@@ -1,0 +1,576 @@
+"""The offline demo model against everyday prompts: for each built-in connector at least 15
+things people type, with the agent the request must reach, the tool it must call and, where
+it matters, the arguments (the coffee and "last month" filters). Plus prompts answered
+without any tool.
+
+Each row is a whole turn through the real Agents SDK runner, the real orchestrator and the
+demo connectors, with the offline model built from the connectors' own hints, exactly as
+``make run`` without a model key serves it. Approvals (sending an email) are granted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from agents import RunConfig, Runner
+from agents.result import RunResultStreaming
+
+from app.llm.offline import OfflineModelProvider
+from app.settings import Settings
+from connectors.context import ChatContext, DemoStore
+from connectors.orchestrator import build_orchestrator
+from connectors.registry import load_connectors
+
+SETTINGS = Settings()
+CONNECTORS = load_connectors(SETTINGS)
+ORCHESTRATOR = "Switchboard"
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()  # the offline model's clock
+
+
+def last_month() -> dict[str, str]:
+    end = _today().replace(day=1) - timedelta(days=1)
+    return {"start_date": end.replace(day=1).isoformat(), "end_date": end.isoformat()}
+
+
+def this_month() -> dict[str, str]:
+    return {"start_date": _today().replace(day=1).isoformat(), "end_date": _today().isoformat()}
+
+
+def last_week() -> dict[str, str]:
+    return {
+        "start_date": (_today() - timedelta(days=7)).isoformat(),
+        "end_date": _today().isoformat(),
+    }
+
+
+def months_ago(count: int) -> date:
+    first = _today().replace(day=1)
+    for _ in range(count):
+        first = (first - timedelta(days=1)).replace(day=1)
+    return first
+
+
+def named_month() -> dict[str, str]:
+    first = months_ago(2)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return {
+        "start_date": first.isoformat(),
+        "end_date": (following - timedelta(days=1)).isoformat(),
+    }
+
+
+def yesterday() -> dict[str, str]:
+    day = (_today() - timedelta(days=1)).isoformat()
+    return {"start_date": day, "end_date": day}
+
+
+# An expected argument: a value that must be equal, or a check of the value.
+Expected = Any | Callable[[Any], bool]
+
+
+def contains(*words: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        text = json.dumps(value).lower()
+        return all(word.lower() in text for word in words)
+
+    check.__name__ = f"contains{words}"
+    return check
+
+
+def lacks(*words: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        text = json.dumps(value).lower()
+        return not any(word.lower() in text for word in words)
+
+    check.__name__ = f"lacks{words}"
+    return check
+
+
+@dataclass(frozen=True)
+class Row:
+    prompt: str
+    agent: str | None  # the one connector agent it reaches; None: answered without tools
+    tool: str | None = None  # the tool the answer rests on (the turn's last call)
+    arguments: Mapping[str, Expected] = field(default_factory=dict)
+    dates: Callable[[], dict[str, str]] | None = None  # expected start/end, computed today
+
+
+GMAIL = [
+    Row("What's in my inbox?", "GMail", "google_email_inbox"),
+    Row("check my gmail", "GMail", "google_email_inbox"),
+    Row("any new mail?", "GMail", "google_email_inbox"),
+    Row("Show my unread emails", "GMail", "google_email_search", {"query": contains("is:unread")}),
+    Row(
+        "do I have any unread messages?",
+        "GMail",
+        "google_email_search",
+        {"query": contains("is:unread")},
+    ),
+    Row(
+        "Find emails from dana about the offsite",
+        "GMail",
+        "google_email_search",
+        {"query": contains("from:dana", "offsite")},
+    ),
+    Row(
+        "emails from dana@example.com",
+        "GMail",
+        "google_email_search_from_email",
+        {"email": "dana@example.com"},
+    ),
+    Row(
+        "search my email for the flight confirmation",
+        "GMail",
+        "google_email_search",
+        {"query": contains("flight", "confirmation")},
+    ),
+    Row("show the emails I sent", "GMail", "google_email_search", {"query": contains("in:sent")}),
+    Row(
+        "any emails about my invoice?",
+        "GMail",
+        "google_email_search",
+        {"query": contains("invoice")},
+    ),
+    Row("open the newest email", "GMail", "read_google_email"),
+    Row(
+        "did I get any email from my landlord",
+        "GMail",
+        "google_email_search",
+        {"query": contains("landlord")},
+    ),
+    Row(
+        "Email bob@example.com about lunch tomorrow",
+        "GMail",
+        "send_google_email",
+        {"to": ["bob@example.com"], "subject": contains("lunch")},
+    ),
+    Row(
+        "send a message to ana@example.com saying I'm running late",
+        "GMail",
+        "send_google_email",
+        {"to": ["ana@example.com"], "body": contains("running late")},
+    ),
+    Row(
+        "write an email to carol@example.com about the budget review",
+        "GMail",
+        "send_google_email",
+        {"to": ["carol@example.com"], "subject": contains("budget review")},
+    ),
+    Row(
+        "Reply to the latest email saying thanks",
+        "GMail",
+        "reply_to_google_email",
+        {"body": contains("thanks")},
+    ),
+    Row(
+        "did anyone email me about the offsite?",
+        "GMail",
+        "google_email_search",
+        {"query": contains("offsite")},
+    ),
+]
+
+PLAID = [
+    Row(
+        "what did I spend on coffee last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "coffee"},
+        last_month,
+    ),
+    Row(
+        "show my coffee transactions from last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "coffee"},
+        last_month,
+    ),
+    Row("What are my account balances?", "Plaid", "get_accounts_at_plaid"),
+    Row("how much money do I have?", "Plaid", "get_accounts_at_plaid"),
+    Row("what's my checking balance", "Plaid", "get_accounts_at_plaid"),
+    Row("how much do I owe on my credit card?", "Plaid", "get_accounts_at_plaid"),
+    Row(
+        "Show my transactions from last week",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": None},
+        last_week,
+    ),
+    Row(
+        "list my card charges from yesterday",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": None},
+        yesterday,
+    ),
+    Row("show my recent purchases", "Plaid", "get_transactions_at_plaid", {"query": None}),
+    Row(
+        "How much did I spend this month?",
+        "Plaid",
+        "get_spending_summary_at_plaid",
+        {"days": _today().day},
+    ),
+    Row("show my spending by category", "Plaid", "get_spending_summary_at_plaid", {"days": 30}),
+    Row("what's my budget looking like this month?", "Plaid", "get_spending_summary_at_plaid"),
+    Row(
+        "how much did I spend on Uber in the past 30 days?",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("uber")},
+    ),
+    Row(
+        "what did I buy at Amazon this week",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("amazon")},
+        last_week,
+    ),
+    Row(
+        "how much have I spent on groceries this month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "groceries"},
+        this_month,
+    ),
+    Row(
+        "what did I spend at restaurants last month?",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("restaurant")},
+        last_month,
+    ),
+    Row("did my paycheck come in?", "Plaid", "get_transactions_at_plaid"),
+    Row(
+        f"how much did I spend on coffee in {months_ago(2).strftime('%B')}",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "coffee"},
+        named_month,
+    ),
+    Row(
+        "what did I pay for Netflix last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("netflix")},
+        last_month,
+    ),
+    Row(
+        "my uber charges this week",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": contains("uber")},
+        last_week,
+    ),
+    Row(
+        "what were my biggest expenses last month",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": None},
+        last_month,
+    ),
+    Row(
+        "how much did I spend in the past two weeks",
+        "Plaid",
+        "get_spending_summary_at_plaid",
+        {"days": 14},
+    ),
+    Row("how much have I spent eating out this month", "Plaid", "get_spending_summary_at_plaid"),
+]
+
+YELP = [
+    Row(
+        "Find sushi in Boston",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "sushi", "location": "Boston, MA"},
+    ),
+    Row("find coffee near me", "Yelp", "search_businesses_at_yelp", {"term": "coffee"}),
+    Row(
+        "Cheap tacos open now",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": contains("taco"), "price": "1,2", "open_now": True},
+    ),
+    Row(
+        "best pizza in Chicago",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "pizza", "location": "Chicago, IL", "sort_by": "rating"},
+    ),
+    Row(
+        "where can I get ramen in Seattle?",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "ramen", "location": "Seattle, WA"},
+    ),
+    Row(
+        "any good Thai restaurants nearby?",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "thai"},
+    ),
+    Row(
+        "recommend a brunch spot in Brooklyn",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "brunch", "location": "Brooklyn, NY"},
+    ),
+    Row(
+        "top 3 Italian places in San Francisco",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "italian", "location": "San Francisco, CA", "limit": 3},
+    ),
+    Row(
+        "find a bakery in Austin",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "bakery", "location": "Austin, TX"},
+    ),
+    Row(
+        "vegan food in Portland",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "vegan", "location": "Portland, OR"},
+    ),
+    Row(
+        "where should we eat dinner in Denver",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"location": "Denver, CO"},
+    ),
+    Row(
+        "coffee shops in Cambridge",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "coffee", "location": "Cambridge, MA"},
+    ),
+    Row(
+        "fancy steak dinner in Miami",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "steak", "price": "3,4", "location": "Miami, FL"},
+    ),
+    Row(
+        "burgers near me that are open now",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": contains("burger"), "open_now": True},
+    ),
+    Row(
+        "show reviews for the best sushi place in Boston",
+        "Yelp",
+        "get_business_reviews_at_yelp",
+    ),
+    Row("I'm hungry, any lunch spots around here?", "Yelp", "search_businesses_at_yelp"),
+    Row(
+        "where can I get coffee right now",
+        "Yelp",
+        "search_businesses_at_yelp",
+        {"term": "coffee", "open_now": True},
+    ),
+]
+
+SEARCH = [
+    Row(
+        "Search the web for python asyncio",
+        "Search",
+        "search_google",
+        {"query": "python asyncio"},
+    ),
+    Row("Who wrote Moby Dick?", "Search", "search_google", {"query": contains("moby dick")}),
+    Row(
+        "Look up the latest news on the Mars rover",
+        "Search",
+        "search_google",
+        {"query": contains("mars rover")},
+    ),
+    Row(
+        "what is the capital of Australia?",
+        "Search",
+        "search_google",
+        {"query": contains("capital of australia")},
+    ),
+    Row(
+        "how tall is the Eiffel Tower?",
+        "Search",
+        "search_google",
+        {"query": contains("eiffel tower")},
+    ),
+    Row("google best laptops 2026", "Search", "search_google", {"query": "best laptops 2026"}),
+    Row(
+        "what's the weather in Paris tomorrow",
+        "Search",
+        "search_google",
+        {"query": contains("weather", "paris")},
+    ),
+    Row(
+        "latest news about electric cars",
+        "Search",
+        "search_google",
+        {"query": contains("electric cars")},
+    ),
+    Row(
+        "when was the first iPhone released?",
+        "Search",
+        "search_google",
+        {"query": contains("iphone")},
+    ),
+    Row(
+        "explain how vaccines work",
+        "Search",
+        "search_google",
+        {"query": contains("vaccines")},
+    ),
+    Row(
+        "search online for cheap flights to Tokyo",
+        "Search",
+        "search_google",
+        {"query": contains("flights to tokyo")},
+    ),
+    Row(
+        "who is the CEO of Microsoft",
+        "Search",
+        "search_google",
+        {"query": contains("ceo of microsoft")},
+    ),
+    Row(
+        "how do I make cold brew coffee?",
+        "Search",
+        "search_google",
+        {"query": contains("cold brew")},
+    ),
+    Row(
+        "how can I bake pizza dough at home?",
+        "Search",
+        "search_google",
+        {"query": contains("pizza dough")},
+    ),
+    Row(
+        "tell me about the history of Rome",
+        "Search",
+        "search_google",
+        {"query": contains("history of rome")},
+    ),
+    Row(
+        "what time is it in Tokyo right now",
+        "Search",
+        "search_google",
+        {"query": contains("tokyo")},
+    ),
+]
+
+NO_TOOLS = [
+    Row("hi", None),
+    Row("thanks!", None),
+    Row("what can you do?", None),
+    Row("Count from 1 to 5", None),
+    Row("Say hello", None),
+]
+
+TABLE = {"gmail": GMAIL, "plaid": PLAID, "yelp": YELP, "search": SEARCH, "none": NO_TOOLS}
+CASES = [
+    pytest.param(row, id=f"{name}-{index:02d}-{row.prompt[:40]}")
+    for name, rows in TABLE.items()
+    for index, row in enumerate(rows)
+]
+
+
+@dataclass
+class Turn:
+    agents: list[str] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    answer: str = ""
+
+
+async def run_turn(prompt: str) -> Turn:
+    store = DemoStore()
+    context = ChatContext("user-1", "chat-1", "turn-1", SETTINGS, store.for_user("user-1"))
+    orchestrator = build_orchestrator(SETTINGS, CONNECTORS)
+    config = RunConfig(
+        model_provider=OfflineModelProvider(connectors=CONNECTORS), tracing_disabled=True
+    )
+    turn = Turn()
+    result = Runner.run_streamed(orchestrator, input=prompt, context=context, run_config=config)
+    await _record(turn, result)
+    while result.interruptions:
+        state = result.to_state()
+        for item in result.interruptions:
+            state.approve(item)
+        result = Runner.run_streamed(orchestrator, state, run_config=config)
+        await _record(turn, result)
+    turn.answer = str(result.final_output)
+    return turn
+
+
+async def _record(turn: Turn, result: RunResultStreaming) -> None:
+    async for event in result.stream_events():
+        if event.type == "agent_updated_stream_event":
+            if turn.agents[-1:] != [event.new_agent.name]:
+                turn.agents.append(event.new_agent.name)
+        elif event.type == "run_item_stream_event" and event.name == "tool_called":
+            raw = event.item.raw_item
+            turn.calls.append((raw.name, json.loads(raw.arguments)))
+        elif event.type == "run_item_stream_event" and event.name == "tool_output":
+            turn.outputs.append(event.item.output)
+
+
+def _matches(expected: Expected, actual: Any) -> bool:
+    return expected(actual) if callable(expected) else bool(expected == actual)
+
+
+def test_the_table_has_fifteen_prompts_per_connector() -> None:
+    connectors = {connector.name for connector in CONNECTORS}
+    assert {"gmail", "plaid", "yelp", "search"} <= connectors
+    for name in ("gmail", "plaid", "yelp", "search"):
+        assert len(TABLE[name]) >= 15, name
+        assert len({row.prompt.lower() for row in TABLE[name]}) == len(TABLE[name])
+
+
+@pytest.mark.parametrize("row", CASES)
+async def test_an_everyday_prompt_reaches_the_right_tool(row: Row) -> None:
+    turn = await run_turn(row.prompt)
+
+    if row.agent is None:
+        assert turn.agents == [ORCHESTRATOR] and turn.calls == [], turn.calls
+        assert turn.answer.strip()
+        return
+    assert turn.agents == [ORCHESTRATOR, row.agent], turn.calls
+    tools = [name for name, _ in turn.calls if not name.startswith("transfer_to_")]
+    assert tools and tools[-1] == row.tool, turn.calls
+    arguments = turn.calls[-1][1]
+    expected = dict(row.arguments)
+    if row.dates is not None:
+        expected.update(row.dates())
+    wrong = {
+        key: arguments.get(key)
+        for key, value in expected.items()
+        if not _matches(value, arguments.get(key))
+    }
+    assert not wrong, f"{row.prompt!r}: {arguments}"
+
+
+async def test_the_coffee_answer_totals_the_coffee_transactions_of_last_month() -> None:
+    turn = await run_turn("what did I spend on coffee last month")
+
+    (shown,) = turn.outputs
+    spent = [
+        txn
+        for account in shown["response"].values()
+        for txn in account["transactions"]
+        if txn["amount"] > 0
+    ]
+    assert spent and all("coffee" in json.dumps(txn).lower() for txn in spent)
+    dates = last_month()
+    assert all(dates["start_date"] <= txn["date"][:10] <= dates["end_date"] for txn in spent)
+    total = sum(txn["amount"] for txn in spent)
+    assert turn.answer.startswith(f"You spent ${total:,.2f} on coffee from {dates['start_date']}")
