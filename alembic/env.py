@@ -19,6 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from alembic import context
 from storage.engine import SCHEMA_PARAM, WRITE_OPTION, Database
+from storage.migrate import modelled
 from storage.models import Base
 
 config = context.config
@@ -49,6 +50,8 @@ def _configure(**kwargs: object) -> None:
         render_as_batch=is_sqlite,
         # Our engine emits BEGIN itself on SQLite, so DDL is transactional there too.
         transactional_ddl=True,
+        # `alembic revision --autogenerate` leaves the search index's engine parts alone.
+        include_name=modelled,
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -146,6 +146,35 @@ class ChatPage(ApiModel):
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null: last")
 
 
+class ChatSearchHit(ChatSummary):
+    matched: Literal["title", "prompt", "answer"] = Field(
+        description="Where the snippet comes from (a tool's output is never searched)"
+    )
+    snippet: str = Field(description="About 160 characters of that text around the match")
+
+
+class ChatSearchPage(ApiModel):
+    chats: list[ChatSearchHit] = Field(description="Matching chats, newest first")
+    next_cursor: str | None = Field(description="Pass as ?cursor= (with the same q): next page")
+
+
+MAX_TITLE_CHARS = 200
+
+
+class ChatRename(ApiModel):
+    title: str = Field(
+        min_length=1,
+        max_length=MAX_TITLE_CHARS,
+        description="The new title; surrounding spaces are trimmed, and it may not be blank",
+        examples=["Coffee spending in May"],
+    )
+
+
+class ChatExport(ApiModel):
+    chat: ChatSummary
+    events: list[WireEvent] = Field(description="Every persisted event, in seq order")
+
+
 class Turn(ApiModel):
     id: str
     prompt: str

@@ -20,7 +20,11 @@ from app.api_docs import Answer, Operation, Query, documented
 from app.api_json import approval_model, rfc3339
 from app.api_models import (
     ChatDetail,
+    ChatExport,
     ChatPage,
+    ChatRename,
+    ChatSearchHit,
+    ChatSearchPage,
     ChatSummary,
     ErrorBody,
     EventPage,
@@ -28,15 +32,20 @@ from app.api_models import (
     Turn,
     json_answer,
 )
+from app.chat_export import export_filename, markdown_transcript
 from app.errors import ApiError
-from app.request_input import bool_param, chat_id_param, int_param
+from app.request_input import bool_param, chat_id_param, int_param, json_body
 from app.services import services_of
 from storage.chats import ChatRepository
+from storage.engine import Database
 from storage.events import EventStore
 from storage.records import ChatRecord, TurnRecord
+from storage.search import MAX_QUERY_CHARS, BadQuery, search_chats
 from wire.events import Usage
 
 NOT_FOUND = Answer("No such chat of this user's (another user's chat answers the same)", ErrorBody)
+RENAME_EXAMPLE = '{"title": "Coffee spending in May"}'
+EXPORT_FORMATS = {"markdown": "md", "json": "json"}  # format → file extension
 BAD_QUERY = Answer("A query parameter out of range, or a cursor not from a page", ErrorBody)
 
 
@@ -99,17 +108,35 @@ async def me(request: Request) -> Response:
                 "Chats per page",
             ),
             Query("cursor", {"type": "string"}, "The next_cursor of the previous page"),
+            Query(
+                "q",
+                {"type": "string", "maxLength": MAX_QUERY_CHARS},
+                "Full-text search of titles, prompts and answers (every word, as a prefix): "
+                "answers a ChatSearchPage, with a snippet per chat",
+            ),
         ),
-        answers={200: Answer("One page of chats", ChatPage), 400: BAD_QUERY},
+        description=(
+            "A chat is listed once it has a prompt: a chat only opened, or whose first "
+            "send never reached the server, is not."
+        ),
+        answers={
+            200: Answer("One page of chats (of matching chats with q)", ChatPage | ChatSearchPage),
+            400: Answer("A bad limit or cursor, or a q that is empty or too long", ErrorBody),
+        },
     ),
 )
 async def list_chats(request: Request) -> Response:
     user = signed_in(request)
     limit = int_param(request, "limit", default=50, low=1, high=100)
     cursor = request.query_params.get("cursor") or None
-    repo = ChatRepository(services_of(request).db, user.id)
+    query = request.query_params.get("q")
+    db = services_of(request).db
     try:
-        chats, next_cursor = await repo.list(limit=limit, cursor=cursor)
+        if query is not None:
+            return json_answer(await _search(db, user.id, query, limit, cursor))
+        chats, next_cursor = await ChatRepository(db, user.id).list(limit=limit, cursor=cursor)
+    except BadQuery as exc:
+        raise ApiError(400, "invalid_request", str(exc)) from None
     except ValueError:
         raise ApiError(
             400, "invalid_request", "cursor is not valid; pass the next_cursor of a previous page"
@@ -118,6 +145,21 @@ async def list_chats(request: Request) -> Response:
         chats=[ChatSummary.model_validate(chat_fields(c)) for c in chats], next_cursor=next_cursor
     )
     return json_answer(page)
+
+
+async def _search(
+    db: Database, user_id: str, query: str, limit: int, cursor: str | None
+) -> ChatSearchPage:
+    hits, next_cursor = await search_chats(db, user_id, query, limit=limit, cursor=cursor)
+    return ChatSearchPage(
+        chats=[
+            ChatSearchHit.model_validate(
+                chat_fields(hit.chat) | {"matched": hit.kind, "snippet": hit.snippet}
+            )
+            for hit in hits
+        ],
+        next_cursor=next_cursor,
+    )
 
 
 async def get_chat(request: Request) -> Response:
@@ -229,11 +271,91 @@ async def delete_chat(request: Request) -> Response:
         },
     ),
 )
+@documented(
+    "PATCH",
+    Operation(
+        summary="Rename a chat",
+        tag="chats",
+        body=ChatRename,
+        answers={
+            200: Answer("The renamed chat", ChatSummary),
+            400: Answer("Not a JSON object with a title of 1 to 200 characters", ErrorBody),
+            404: NOT_FOUND,
+        },
+    ),
+)
 async def chat(request: Request) -> Response:
     # One route per path, so a 405 lists every allowed method in its Allow header.
     if request.method == "DELETE":
         return await delete_chat(request)
+    if request.method == "PATCH":
+        return await rename_chat(request)
     return await get_chat(request)
+
+
+async def rename_chat(request: Request) -> Response:
+    user = signed_in(request)
+    chat_id = chat_id_param(request)
+    body: ChatRename = await json_body(request, ChatRename, RENAME_EXAMPLE)
+    # Trimmed and on one line: a title is a sidebar entry and a file name.
+    title = " ".join(body.title.split())
+    if not title:
+        raise ApiError(
+            400, "invalid_request", f"title may not be blank (expected {RENAME_EXAMPLE})"
+        )
+    repo = ChatRepository(services_of(request).db, user.id)
+    await repo.set_title(chat_id, title)  # ChatNotFound (another user's too) → 404
+    chat = await repo.get(chat_id)
+    if chat is None:  # deleted in between
+        raise ApiError(404, "not_found", "chat not found")
+    return json_answer(ChatSummary.model_validate(chat_fields(chat)))
+
+
+@documented(
+    "GET",
+    Operation(
+        summary="Download a chat as a Markdown transcript or as its JSON events",
+        tag="chats",
+        query=(
+            Query(
+                "format",
+                {"type": "string", "enum": list(EXPORT_FORMATS), "default": "markdown"},
+                "markdown: prompts, answers, tool cards by their plain text, approvals; "
+                "json: the chat and every stored event",
+            ),
+        ),
+        answers={
+            200: Answer(
+                "The file (Content-Disposition: attachment, named after the title)",
+                ChatExport,
+                headers={"Content-Disposition": "attachment; filename=<title>.md or .json"},
+                also=("text/markdown",),
+            ),
+            400: Answer("format is not markdown or json", ErrorBody),
+            404: NOT_FOUND,
+        },
+    ),
+)
+async def export_chat(request: Request) -> Response:
+    user = signed_in(request)
+    chat_id = chat_id_param(request)
+    export_format = request.query_params.get("format", "markdown")
+    if export_format not in EXPORT_FORMATS:
+        raise ApiError(400, "invalid_request", "format must be markdown or json")
+    repo = ChatRepository(services_of(request).db, user.id)
+    chat = await repo.get(chat_id)
+    if chat is None:
+        raise ApiError(404, "not_found", "chat not found")
+    events = await repo.events(chat_id)
+    extension = EXPORT_FORMATS[export_format]
+    headers = {"Content-Disposition": f'attachment; filename="{export_filename(chat, extension)}"'}
+    if export_format == "json":
+        document = ChatExport(
+            chat=ChatSummary.model_validate(chat_fields(chat)),
+            events=[e.to_wire() for e in events],
+        )
+        return json_answer(document, headers=headers)
+    return Response(markdown_transcript(chat, events), media_type="text/markdown", headers=headers)
 
 
 def rest_routes() -> list[BaseRoute]:
@@ -241,7 +363,15 @@ def rest_routes() -> list[BaseRoute]:
     return [
         Route("/api/me", me, methods=["GET"], middleware=signed_in_only),
         Route("/api/chats", list_chats, methods=["GET"], middleware=signed_in_only),
-        Route("/api/chats/{chat_id}", chat, methods=["GET", "DELETE"], middleware=signed_in_only),
+        Route(
+            "/api/chats/{chat_id}",
+            chat,
+            methods=["GET", "PATCH", "DELETE"],
+            middleware=signed_in_only,
+        ),
+        Route(
+            "/api/chats/{chat_id}/export", export_chat, methods=["GET"], middleware=signed_in_only
+        ),
         Route(
             "/api/chats/{chat_id}/events", chat_events, methods=["GET"], middleware=signed_in_only
         ),

@@ -14,13 +14,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, select, tuple_, update
+from sqlalchemy import ColumnElement, Select, delete, exists, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.engine import Database, rowcount
 from storage.errors import ChatForbidden, ChatNotFound
 from storage.events import select_events, select_turns
-from storage.models import chats, utcnow
+from storage.models import chats, turns, utcnow
 from storage.records import ChatRecord, EventRecord, TurnRecord, chat_from_row
 
 MAX_CHAT_ID_CHARS = 64
@@ -66,14 +66,14 @@ class ChatRepository:
     async def list(
         self, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[ChatRecord], str | None]:
-        """A page of the user's chats, most recently active first.
+        """A page of the user's chats that have a prompt, most recently active first.
 
         Returns ``(chats, next_cursor)``; ``next_cursor`` is None on the last page.
         Raises ``ValueError`` for a ``cursor`` this method did not produce.
         """
         if not 1 <= limit <= MAX_PAGE:
             raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-        query = select(chats).where(chats.c.user_id == self.user_id)
+        query = select(chats).where(chats.c.user_id == self.user_id, has_prompt())
         if cursor is not None:
             updated_at, chat_id = decode_cursor(cursor)
             # Keyset pagination on (updated_at, id): stable however many chats exist.
@@ -129,6 +129,13 @@ class ChatRepository:
         )
         if found is None:
             raise ChatNotFound(chat_id)
+
+
+def has_prompt() -> ColumnElement[bool]:
+    """A chat worth listing: it has a prompt. Opening a chat creates its row (the socket
+    needs it), and a send that never reached the server leaves it empty: such a chat is
+    no "New chat" entry in anyone's sidebar. Served by ix_turns_chat_seq."""
+    return exists().where(turns.c.chat_id == chats.c.id)
 
 
 def encode_cursor(chat: ChatRecord) -> str:

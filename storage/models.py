@@ -334,6 +334,31 @@ class PausedTurn(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class ChatSearchEntry(Base):
+    """One searchable text of a chat: its title, a prompt, or a turn's final answer
+    (never a tool's output). Written only by database triggers (migration 0006) on
+    ``chats.title``, ``turns.prompt`` and ``turns.final_text``, so every writer keeps it in
+    step without a round trip of its own. The full-text index over ``body`` is engine
+    specific and lives beside this table (storage/search.py): an FTS5 table on SQLite, a
+    GIN index on ``to_tsvector('english', body)`` on PostgreSQL."""
+
+    __tablename__ = "chat_search"
+
+    # INTEGER PRIMARY KEY on SQLite: a stable rowid, which the FTS5 index refers to.
+    id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('title', 'prompt', 'answer')", name="kind"),
+        # The triggers replace a chat's title or a turn's answer through it; the chat's
+        # cascade delete uses it too.
+        Index("ix_chat_search_chat_turn", "chat_id", "turn_id"),
+    )
+
+
 # Core tables for the repositories' statements (cast: the ORM types them as FromClause).
 users = cast(Table, User.__table__)
 api_tokens = cast(Table, ApiToken.__table__)
@@ -347,3 +372,4 @@ rap_subscriptions = cast(Table, RapSubscription.__table__)
 open_responses = cast(Table, OpenResponse.__table__)
 approvals = cast(Table, Approval.__table__)
 paused_turns = cast(Table, PausedTurn.__table__)
+chat_search = cast(Table, ChatSearchEntry.__table__)

@@ -25,6 +25,7 @@ from storage.models import (
     api_tokens,
     approvals,
     chat_events,
+    chat_search,
     chats,
     connected_accounts,
     conversation_items,
@@ -44,6 +45,8 @@ CHAT_TABLES: tuple[Table, ...] = (
     rap_subscriptions,
     conversation_items,
     chat_events,
+    # Derived from chats and turns (a search index), so exported too: it is their text.
+    chat_search,
     turns,
 )
 USER_TABLES: tuple[Table, ...] = (chats, connected_accounts, api_tokens, user_identities)

@@ -151,6 +151,24 @@ async def slow_states(browser: Browser, live: LiveServer) -> None:
         await page.context.close()
 
 
+async def history_states(browser: Browser, live: LiveServer) -> None:
+    """The sidebar's search with its snippets, and a chat's rename/download menu."""
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    await chat(page, "find coffee near me")
+    for prompt in ("what are my account balances", "show reviews for Umi Sushi Bar in Boston"):
+        await page.click("#new-chat")
+        await chat(page, prompt)
+    await page.fill("#chat-search", "sushi")
+    await page.wait_for_selector("#chat-list .chat-snippet")
+    await shoot(page, "history-search.png")
+    await page.press("#chat-search", "Escape")
+    await page.wait_for_selector("#chat-list .chat-group-title")
+    await page.locator("#chat-list li.chat-item .chat-menu-button").first.click()
+    await shoot(page, "history-menu.png")
+    await page.context.close()
+
+
 async def main() -> int:
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing: run `make browser-deps`", file=sys.stderr)
@@ -169,6 +187,7 @@ async def main() -> int:
                 )
                 async with serve(settings) as live:
                     await fast_states(browser, live)
+                    await history_states(browser, live)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )

@@ -77,7 +77,9 @@ async def _set_updated_at(db: Database, chat_id: str, when: datetime) -> None:
         await session.commit()
 
 
-async def test_list_pages_newest_first_with_ties(db: Database, alice_chats: ChatRepository) -> None:
+async def test_list_pages_newest_first_with_ties(
+    db: Database, alice_chats: ChatRepository, store: EventStore, ts: str
+) -> None:
     base = datetime(2025, 1, 1, tzinfo=UTC)
     # 7 chats, several sharing an updated_at, so the id tie-break matters.
     stamps = {
@@ -91,6 +93,7 @@ async def test_list_pages_newest_first_with_ties(db: Database, alice_chats: Chat
     }
     for chat_id, when in stamps.items():
         await alice_chats.get_or_create(chat_id)
+        await store.start_turn(chat_id, "hello", None, ts)  # only chats with a prompt list
         await _set_updated_at(db, chat_id, when)
 
     seen: list[str] = []

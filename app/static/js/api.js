@@ -61,10 +61,37 @@ export class Api {
     return this.request("GET", "/api/auth/config");
   }
 
-  listChats(cursor = null) {
+  /** A page of the user's chats; with ``q``, of the chats matching it (with snippets). */
+  listChats(cursor = null, q = null) {
     const query = new URLSearchParams({ limit: "50" });
     if (cursor) query.set("cursor", cursor);
+    if (q !== null) query.set("q", q);
     return this.request("GET", `/api/chats?${query}`);
+  }
+
+  renameChat(chatId, title) {
+    return this.request("PATCH", `/api/chats/${encodeURIComponent(chatId)}`, { title });
+  }
+
+  /** The chat as a file, {blob, filename}: fetched (it needs the credential), not linked. */
+  async exportChat(chatId, format) {
+    const headers = {};
+    const token = this.getToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const path = `/api/chats/${encodeURIComponent(chatId)}/export?format=${encodeURIComponent(format)}`;
+    let response;
+    try {
+      response = await fetch(path, { headers, credentials: "same-origin", signal: AbortSignal.timeout(TIMEOUT_MS) });
+    } catch {
+      throw new ApiError(0, "network", "Cannot reach the server. Check that it is running.");
+    }
+    if (!response.ok) {
+      const data = await response.json().catch(() => null);
+      throw new ApiError(response.status, data?.error?.code || "http_error",
+        data?.error?.message || `The server answered ${response.status}.`);
+    }
+    const named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+    return { blob: await response.blob(), filename: named ? named[1] : `chat.${format === "json" ? "json" : "md"}` };
   }
 
   chat(chatId) {

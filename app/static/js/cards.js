@@ -86,10 +86,15 @@ function connectCard(response, output, ctx) {
   const data = isObject(response) ? response : { message: asText(response) };
   const connector = asText(data.connector) || connectorOfConnectType(output.response_type);
   const status = h("p", { class: "connect-status", role: "status" });
-  const button = h("button", { type: "button", class: "button primary" }, icon("plug"),
-    h("span", { text: buttonLabel(connector, output, ctx) }));
-  const retry = h("button", { type: "button", class: "button", hidden: true }, icon("retry"),
-    h("span", { text: "Ask again" }));
+  // Classes and data-connector: connect-state.js keeps an old chat's card in step with
+  // the connection as it is now (data-live: just drawn from the server's own word).
+  const marks = connector ? { connector, ...(ctx.live ? { live: "" } : {}) } : null;
+  const button = h("button", { type: "button", class: "button primary connect-button",
+    dataset: marks }, icon("plug"),
+  h("span", { text: buttonLabel(connector, output, ctx) }));
+  const retry = h("button", { type: "button", class: "button connect-retry", hidden: true,
+    dataset: ctx.retry ? { ready: "" } : null }, icon("retry"),
+  h("span", { text: "Ask again" }));
   button.addEventListener("click", async () => {
     if (!ctx.connect || !connector) {
       status.textContent = "Connections are not available here.";

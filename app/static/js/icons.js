@@ -24,6 +24,9 @@ const PATHS = {
   retry: "M4 12a8 8 0 1 0 2.3-5.7 M4 4v4h4",
   shield: "M12 3l8 3v6c0 5-3.4 8.3-8 9-4.6-0.7-8-4-8-9V6z M12 8v4 M12 15.5v.01",
   clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18z M12 7v5l3 2",
+  more: "M5 12h.01 M12 12h.01 M19 12h.01",
+  edit: "M4 20h4l10-10-4-4L4 16z M13 7l4 4",
+  download: "M12 4v11 M7 10l5 5 5-5 M5 20h14",
 };
 
 const SVG = "http://www.w3.org/2000/svg";

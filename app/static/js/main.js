@@ -6,6 +6,7 @@ import { askForToken, tokenStore } from "./auth.js";
 import { OidcSession, askToSignIn } from "./oidc.js";
 import { loadCardModules } from "./card-modules.js";
 import { Connections } from "./connections.js";
+import { syncConnectCards } from "./connect-state.js";
 import { h } from "./dom.js";
 import { icon } from "./icons.js";
 import { CHAT_ID, newChatId, uuid } from "./ids.js";
@@ -88,8 +89,16 @@ class App {
     });
     this.pendingApprovals = new PendingApprovals(this.api, (pending) => this.showPendingApprovals(pending));
     this.chats = new ChatList(this.api,
-      { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status") },
-      { onDelete: (chat) => this.confirmDelete(chat), onOpen: () => this.closeSidebar() });
+      { list: $("chat-list"), more: $("more-chats"), status: $("chat-list-status"), search: $("chat-search") },
+      {
+        onDelete: (chat) => this.confirmDelete(chat),
+        onOpen: () => this.closeSidebar(),
+        onRenamed: (chat) => {
+          if (chat.id === this.chatId) this.setTitle(chatTitle(chat));
+          this.toast("Chat renamed.");
+        },
+        onError: (message) => this.toast(message),
+      });
     this.connections = new Connections(this.api, {
       dialog: $("connections-dialog"), list: $("connector-list"), status: $("connections-status"),
     });
@@ -103,7 +112,7 @@ class App {
     this.renderExamples();
     const me = await this.signIn();
     this.showUser(me);
-    this.connectionsReady = this.connections.load().catch(() => {});
+    this.connectionsReady = this.connections.load().then(() => this.syncConnectCards(), () => {});
     this.chats.refresh();
     // The cards before the chat: history is drawn with its connectors' own cards.
     const cards = this.connectionsReady.then(() => loadCardModules(this.connections.connectors));
@@ -257,6 +266,7 @@ class App {
     this.connections.onChange = async () => {
       await this.connections.load().catch(() => {});
       if ($("connections-dialog").open) this.connections.render();
+      this.syncConnectCards({ fresh: true });
     };
     $("sign-out").addEventListener("click", () => {
       if (this.oidc) {
@@ -743,7 +753,18 @@ class App {
 
   afterChange() {
     this.updateEmptyState();
+    this.syncConnectCards();
     if (this.stick) this.scrollToEnd();
+  }
+
+  /** Every connect card on the page shows the connection as it is now. */
+  syncConnectCards(options = {}) {
+    if (!this.connections?.available) return;
+    syncConnectCards($("transcript"), (name) => {
+      const connector = this.connections.connectors.find((c) => c.name === name);
+      if (!connector) return null;
+      return connector.needs_account === false || Boolean(connector.connected);
+    }, options);
   }
 
   scrollToEnd() {

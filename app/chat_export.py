@@ -1,0 +1,74 @@
+"""A chat as a Markdown transcript a person can read, save or paste elsewhere.
+
+Built from the persisted events (what the socket sent): prompts and final answers in
+full; tool cards summarised by their plain text; approvals with their decision; errors.
+Streaming deltas, suggestions and usage are left out: they are not the conversation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from storage.records import ChatRecord, EventRecord
+
+TOOL_TEXT_CHARS = 500
+FILENAME_CHARS = 60
+
+
+def export_filename(chat: ChatRecord, extension: str) -> str:
+    """An ASCII file name from the title (``chat-<id>`` without one)."""
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", chat.title or "").strip("-")[:FILENAME_CHARS]
+    stem = stem.strip("-") or f"chat-{re.sub(r'[^A-Za-z0-9_-]+', '', chat.id)[:FILENAME_CHARS]}"
+    return f"{stem}.{extension}"
+
+
+def markdown_transcript(chat: ChatRecord, events: Iterable[EventRecord]) -> str:
+    lines = [f"# {_one_line(chat.title) or 'Untitled chat'}", ""]
+    for event in events:
+        lines += _event_lines(event.type, event.payload, event.ts)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:
+    if kind == "user_prompt":
+        return [f"## You · {ts}", "", str(payload.get("text", "")), ""]
+    if kind == "llm_response":
+        return ["## Assistant", "", str(payload.get("text", "")), ""]
+    if kind == "tool_output":
+        output = payload.get("output")
+        output = output if isinstance(output, Mapping) else {}
+        name = _one_line(output.get("friendly_name") or output.get("response_type") or "Tool")
+        text = _tool_text(output)
+        return [f"> **{name}**" + (f": {text}" if text else ""), ""]
+    if kind == "approval_required":
+        what = _one_line(payload.get("description") or payload.get("name"))
+        return [f"> **Approval asked**: {what}", ""]
+    if kind == "approval_resolved":
+        reason = payload.get("reason")
+        because = f" ({_one_line(reason)})" if reason else ""
+        return [f"> **Approval {payload.get('decision', '')}**{because}", ""]
+    if kind == "error":
+        return [f"> **Error**: {_one_line(payload.get('message'))}", ""]
+    return []
+
+
+def _tool_text(output: Mapping[str, Any]) -> str:
+    """The card's plain text: its ``text`` render hint, its error, or a string response."""
+    for hint in output.get("display_as") or []:
+        if isinstance(hint, Mapping) and hint.get("type") == "text":
+            return _clip(hint.get("content"))
+    if output.get("error_message"):
+        return _clip(output["error_message"])
+    response = output.get("response")
+    return _clip(response) if isinstance(response, str) else ""
+
+
+def _clip(value: object) -> str:
+    text = _one_line(value)
+    return text if len(text) <= TOOL_TEXT_CHARS else text[: TOOL_TEXT_CHARS - 1] + "…"
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split()) if value is not None else ""
