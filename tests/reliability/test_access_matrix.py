@@ -71,7 +71,9 @@ MATRIX = {
     ("GET", "/api/chats"),
     ("GET", "/api/chats/{chat_id}"),
     ("DELETE", "/api/chats/{chat_id}"),
+    ("PATCH", "/api/chats/{chat_id}"),
     ("GET", "/api/chats/{chat_id}/events"),
+    ("GET", "/api/chats/{chat_id}/export"),
     ("WS", "/ws/chats/{chat_id}"),
     ("GET", "/api/connectors"),
     ("POST", "/api/connectors/{name}/exchange"),
@@ -349,9 +351,13 @@ async def attack_chats(live: LiveServer, alice: Alice, bob: Person, ledger: Ledg
                     ("HEAD", f"/api/chats/{chat_id}/events", {}),
                     ("GET", f"/api/chats/{chat_id}/rap-subscriptions", {}),
                     ("HEAD", f"/api/chats/{chat_id}/rap-subscriptions", {}),
+                    ("GET", f"/api/chats/{chat_id}/export", {"format": "markdown"}),
+                    ("GET", f"/api/chats/{chat_id}/export", {"format": "json"}),
+                    ("PATCH", f"/api/chats/{chat_id}", {}),
                 ]
                 for method, path, params in requests:
-                    response = await http.request(method, path, params=params)
+                    body = {"title": "renamed by bob"} if method == "PATCH" else None
+                    response = await http.request(method, path, params=params, json=body)
                     body_ok = method == "HEAD" or response.json()["error"]["code"] == "not_found"
                     ledger.record(
                         f"{carrier} {method} {path} {params}",
@@ -376,6 +382,14 @@ async def attack_listings(live: LiveServer, alice: Alice, bob: Person, ledger: L
                 f"{carrier} GET /api/chats",
                 chats.status_code == 200 and ids and all(i.startswith("bob-chat-") for i in ids),
                 shown(chats),
+            )
+            # Searching for the words of Alice's prompts finds none of her chats.
+            found = await http.get("/api/chats", params={"q": "sushi Boston"})
+            ledger.record(
+                f"{carrier} GET /api/chats?q=<alice's words>",
+                found.status_code == 200
+                and all(chat["id"].startswith("bob-chat-") for chat in found.json()["chats"]),
+                shown(found),
             )
             paged = await http.get("/api/chats", params={"cursor": alice.cursor, "limit": 100})
             ledger.record(
@@ -751,6 +765,8 @@ async def test_bob_cannot_reach_anything_of_alices(
         for chat_id, count in alice.events_before.items():
             stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
             assert len(stored) == count
+        titles = [chat["title"] for chat in (await http.get("/api/chats")).json()["chats"]]
+        assert "renamed by bob" not in titles
         listing = (await http.get("/api/connectors")).json()["connectors"]
         plaid = next(c for c in listing if c["name"] == "plaid")
         assert plaid["connected"] and plaid["account"]["institutions"] == ["Tartan Bank"]
@@ -770,7 +786,9 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("GET", "/api/chats"): ("/api/chats", {}),
         ("GET", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
         ("DELETE", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
+        ("PATCH", "/api/chats/{chat_id}"): (f"/api/chats/{chat_id}", {}),
         ("GET", "/api/chats/{chat_id}/events"): (f"/api/chats/{chat_id}/events", {}),
+        ("GET", "/api/chats/{chat_id}/export"): (f"/api/chats/{chat_id}/export", {}),
         ("GET", "/api/chats/{chat_id}/rap-subscriptions"): (
             f"/api/chats/{chat_id}/rap-subscriptions",
             {},
