@@ -11,6 +11,7 @@ turn as ``cancelled`` (``failed`` only where its server was killed).
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,6 +116,16 @@ async def run_prompt(
             hop -= 1  # no Redis: only the server running the turn streams it
 
 
+def closed_as_orphans(cluster: Cluster) -> set[str]:
+    """The turns some server closed because their runner's lease had expired."""
+    closed = set()
+    for server in cluster.servers:
+        for line in server.log().splitlines():
+            if "closed an orphaned turn" in line:
+                closed.add(json.loads(line)["turn_id"])
+    return closed
+
+
 def logs_of(cluster: Cluster, chat_id: str) -> str:
     """What the servers logged at WARNING and above or about the chat, to explain a stall."""
     lines = []
@@ -167,7 +178,11 @@ async def torture(cluster: Cluster, chaos: Any = None) -> None:
         for outcome in outcomes:
             assert log.ends[outcome.turn_id] == outcome.end
             if outcome.cancel_acknowledged and not outcome.killed:
-                assert outcome.end == "cancelled", (chat_id, outcome)
+                # A turn whose runner missed its lease (a starved process on a busy
+                # machine; LEASE is one second) is closed as failed by the other
+                # instance, which says so in its log: that end is right too.
+                orphaned = outcome.turn_id in closed_as_orphans(cluster)
+                assert outcome.end == "cancelled" or orphaned, (chat_id, outcome)
 
 
 def started(servers: Any, database_url: str, count: int, **settings: Any) -> Cluster:

@@ -115,6 +115,10 @@ class FakeProvider:
             "iat": now,
             "exp": now + (self.access_ttl if ttl is None else ttl),
             "azp": self.client_id,
+            # Unique per token, as providers do: RS256 signatures are deterministic, so two
+            # tokens issued in the same second would otherwise be the same string (a
+            # refresh right after sign-in looked like no refresh at all).
+            "jti": secrets.token_hex(8),
             **self.user,
         }
         body.update(claims)
