@@ -3,8 +3,6 @@ scale-out, and Redis."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +14,7 @@ from app.settings import Settings
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.support.processes import ServerProcess
 from tests.support.proxies import DroppingProxy, dropping_proxy
-
-REDIS_URL = os.environ.get("SWITCHBOARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+from tests.support.redis_server import reachable_redis
 
 
 @pytest.fixture
@@ -57,20 +54,8 @@ def proxied_settings(
 
 
 @pytest.fixture
-async def redis_url() -> AsyncIterator[str]:
-    import redis.asyncio as redis
-
-    client = redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        await asyncio.wait_for(client.ping(), 3)
-    except Exception as exc:
-        reason = f"Redis not reachable at {REDIS_URL}: {type(exc).__name__}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " (CI=true: Redis tests must run)")
-        pytest.skip(reason)
-    finally:
-        await client.aclose()
-    yield REDIS_URL
+async def redis_url() -> str:
+    return await reachable_redis()
 
 
 @pytest.fixture
