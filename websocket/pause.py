@@ -42,16 +42,21 @@ def rejection_message(approval: ApprovalRecord | None) -> str:
 
 
 def paused_state(
-    result: RunResultStreaming, session: TurnSession, current_agent: str
+    result: RunResultStreaming,
+    session: TurnSession,
+    current_agent: str,
+    shown_types: list[str],
 ) -> dict[str, Any]:
     """The stored form of a paused run. The run context is left out (it holds clients
-    and credentials): it is rebuilt for the resumed run."""
+    and credentials): it is rebuilt for the resumed run. ``shown_types`` are the cards
+    already shown, so the resumed turn's suggestions know the whole turn."""
     run = result.to_state().to_json(context_serializer=lambda _context: {})
     return {
         "version": STATE_VERSION,
         "run": run,
         "session": list(session.pending),
         "agent": current_agent,
+        "shown_types": list(shown_types),
     }
 
 
@@ -83,3 +88,9 @@ async def restore(
 def restore_session(session: TurnSession, state: dict[str, Any]) -> None:
     """Give the resumed turn's session the items the paused run had not saved yet."""
     session.pending[:] = [dict(item) for item in state.get("session", [])]
+
+
+def shown_before_pause(state: dict[str, Any]) -> list[str]:
+    """The response types of the cards shown before the pause (none for a pause stored
+    before they were kept)."""
+    return [str(kind) for kind in state.get("shown_types", [])]

@@ -37,7 +37,13 @@ from websocket.active_turns import ActiveTurn, ActiveTurns
 from websocket.after_turn import give_title, suggest_prompts
 from websocket.hub import Frame, Hub
 from websocket.metrics import Metrics
-from websocket.pause import ResumeFailed, paused_state, restore, restore_session
+from websocket.pause import (
+    ResumeFailed,
+    paused_state,
+    restore,
+    restore_session,
+    shown_before_pause,
+)
 from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
 from websocket.tracing import TurnTrace
@@ -215,6 +221,7 @@ class TurnRun:
     async def _restore(self, resume: PausedRun) -> RunState[Any]:
         """§3a: the person has decided every call the turn paused on."""
         restore_session(self.session, resume.state)
+        self.shown_types[:] = shown_before_pause(resume.state)
         state = await restore(self.agent, resume.state, self.context, resume.approvals)
         approved = [a for a in resume.approvals if a.status == "approved"]
         self.translator.resume(
@@ -338,7 +345,12 @@ class TurnRun:
                 self.active.chat_id,
                 self.active.turn_id,
                 requests,
-                paused_state(self.active.result, self.session, self.translator.current_agent),
+                paused_state(
+                    self.active.result,
+                    self.session,
+                    self.translator.current_agent,
+                    self.shown_types,
+                ),
                 self.usage.model_dump(),
                 expires_at,
                 now_ts(),

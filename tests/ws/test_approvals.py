@@ -84,6 +84,9 @@ async def test_a_send_pauses_and_runs_only_after_approve(server: LiveServer) -> 
         asked["approval_id"],
     )
     assert resolved["decided_by"] == LOCAL_USER and resolved["decided_via"].startswith("socket:")
+    # The suggestions know the whole turn: the places shown before the pause too.
+    suggested = next(e for e in after if e["type"] == "suggested_prompts")
+    assert "Show reviews for the top result" in suggested["prompts"]
     output = next(e for e in after if e["type"] == "tool_output")
     assert output["call_id"] == asked["call_id"]
     assert output["output"]["response"]["to"] == asked["arguments"]["to"]
