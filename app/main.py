@@ -29,6 +29,7 @@ from app.metrics import metrics_route
 from app.openapi import openapi_routes
 from app.openresponses.routes import open_responses_routes
 from app.rap_api import rap_routes
+from app.feedback_api import feedback_routes
 from app.rest import rest_routes
 from app.services import AppState, Services, safe_url, services_of, start_services
 from app.settings import Settings, load_settings
@@ -127,6 +128,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *feedback_routes(),
         *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),
