@@ -25,11 +25,11 @@ from app.auth_challenge import BearerChallenge
 from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
+from app.feedback_api import feedback_routes
 from app.metrics import metrics_route
 from app.openapi import openapi_routes
 from app.openresponses.routes import open_responses_routes
 from app.rap_api import rap_routes
-from app.feedback_api import feedback_routes
 from app.rest import rest_routes
 from app.services import AppState, Services, safe_url, services_of, start_services
 from app.settings import Settings, load_settings
