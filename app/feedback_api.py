@@ -24,7 +24,7 @@ from app.api_models import ErrorBody, FeedbackIn, TurnFeedback, json_answer
 from app.errors import ApiError
 from app.request_input import chat_id_param, json_body
 from app.services import services_of
-from storage.errors import TurnInProgress, TurnNotFound
+from storage.errors import ChatNotFound, TurnInProgress, TurnNotFound
 from storage.feedback import FeedbackRecord, FeedbackRepository
 
 EXAMPLE = '{"rating": "down", "comment": "optional, up to 2000 characters"}'
@@ -63,6 +63,8 @@ async def rate(request: Request) -> Response:
         change = await FeedbackRepository(services.db, user.id).rate(
             chat_id, turn_id, body.rating, comment
         )
+    except ChatNotFound:
+        raise ApiError(404, "not_found", "chat not found") from None
     except TurnNotFound:
         raise ApiError(404, "not_found", "turn not found in this chat") from None
     except TurnInProgress:
@@ -83,6 +85,8 @@ async def clear(request: Request) -> Response:
     services = services_of(request)
     try:
         before = await FeedbackRepository(services.db, user.id).clear(chat_id, turn_id)
+    except ChatNotFound:
+        raise ApiError(404, "not_found", "chat not found") from None
     except TurnNotFound:
         raise ApiError(404, "not_found", "turn not found in this chat") from None
     if before is not None:
