@@ -168,6 +168,7 @@ class FeedbackControl {
     this.form.hidden = false;
     this.show();
     this.textarea.focus();
+    this.form.scrollIntoView({ block: "nearest" });
   }
 
   closeForm(focus = true) {
