@@ -60,8 +60,6 @@ export class Feedback {
   }
 }
 
-let formCount = 0;
-
 class FeedbackControl {
   constructor(feedback, turnId, saved) {
     this.feedback = feedback;
@@ -88,8 +86,8 @@ class FeedbackControl {
   }
 
   buildForm() {
-    formCount += 1;
-    const id = `feedback-comment-${formCount}`;
+    // Named after the turn: a chat drawn again (reopened, reloaded) gets the same ids.
+    const id = `feedback-comment-${this.turnId}`;
     this.textarea = h("textarea", { id, rows: "2", maxlength: String(MAX_COMMENT_CHARS),
       placeholder: "Optional: say what was wrong or what would help" });
     this.label = h("label", { for: id, text: "Tell us more" });
