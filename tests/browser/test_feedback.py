@@ -39,7 +39,7 @@ async def test_rate_comment_reload_change_and_clear(live: LiveServer, page: Page
     comment = page.get_by_label("What was wrong? (optional)")
     await expect(comment).to_be_focused()
     await comment.fill(HOSTILE)
-    await page.get_by_role("button", name="Save comment").click()
+    await page.keyboard.press("Control+Enter")  # saves (a plain Enter is a new line)
     note = page.locator("#transcript .feedback-note")
     await expect(note).to_have_text(f"Your comment: {HOSTILE}")
     await expect(comment).to_be_hidden()
@@ -54,12 +54,17 @@ async def test_rate_comment_reload_change_and_clear(live: LiveServer, page: Page
     await expect(note).to_have_text(f"Your comment: {HOSTILE}")
     assert await page.locator("#injected").count() == 0
 
-    # Esc closes an opened comment box without saving.
+    # Esc closes an opened comment box without saving; its button saves an edit.
     await page.get_by_role("button", name="Edit comment").click()
     await comment.fill("never sent")
     await page.keyboard.press("Escape")
     await expect(comment).to_be_hidden()
     assert (await stored(live, chat_id))[0]["comment"] == HOSTILE
+    await page.get_by_role("button", name="Edit comment").click()
+    await comment.fill("Still the wrong month")
+    await page.get_by_role("button", name="Save comment").click()
+    await expect(note).to_have_text("Your comment: Still the wrong month")
+    assert (await stored(live, chat_id))[0]["comment"] == "Still the wrong month"
 
     # The other thumb replaces the rating (and its comment); pressing it again clears it.
     await up.click()

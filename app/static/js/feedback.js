@@ -91,17 +91,18 @@ class FeedbackControl {
     this.textarea = h("textarea", { id, rows: "2", maxlength: String(MAX_COMMENT_CHARS),
       placeholder: "Optional: say what was wrong or what would help" });
     this.label = h("label", { for: id, text: "Tell us more" });
-    const send = h("button", { type: "submit", class: "button small primary", text: "Save comment" });
+    const send = h("button", { type: "button", class: "button small primary", text: "Save comment" });
     const skip = h("button", { type: "button", class: "button small", text: "Skip" });
-    const form = h("form", { class: "feedback-form", hidden: true }, this.label, this.textarea,
+    // Not a <form>: nothing in the conversation may submit anywhere (tests/browser/test_security.py).
+    const form = h("div", { class: "feedback-form", hidden: true }, this.label, this.textarea,
       h("div", { class: "feedback-actions" }, send, skip));
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.sendComment();
-    });
+    send.addEventListener("click", () => this.sendComment());
     skip.addEventListener("click", () => this.closeForm());
     form.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault(); // Ctrl+Enter saves, as a plain Enter makes a new line
+        this.sendComment();
+      } else if (event.key === "Escape") {
         event.stopPropagation(); // Esc closes this box, nothing else on the page
         this.closeForm();
       }
