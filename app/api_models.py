@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from starlette.responses import JSONResponse
 
+from storage.feedback import MAX_COMMENT_CHARS
 from storage.records import ApprovalStatus, TurnStatus
 from wire.events import TS_PATTERN, Usage
 
@@ -170,9 +171,38 @@ class ChatRename(ApiModel):
     )
 
 
+FeedbackRating = Literal["up", "down"]
+
+
+class FeedbackIn(ApiModel):
+    """A rating of one answer; sending it again replaces the earlier one."""
+
+    rating: FeedbackRating = Field(description="Thumbs up or down", examples=["down"])
+    comment: str | None = Field(
+        default=None,
+        max_length=MAX_COMMENT_CHARS,
+        description=f"Optional, up to {MAX_COMMENT_CHARS} characters, kept as plain text; "
+        "blank is no comment",
+        examples=["It listed last year's transactions"],
+    )
+
+
+class TurnFeedback(ApiModel):
+    """The signed-in user's current rating of a turn's answer."""
+
+    turn_id: str
+    rating: FeedbackRating
+    comment: str | None
+    created_at: Timestamp = Field(description="When the answer was first rated")
+    updated_at: Timestamp = Field(description="When the rating or comment last changed")
+
+
 class ChatExport(ApiModel):
     chat: ChatSummary
     events: list[WireEvent] = Field(description="Every persisted event, in seq order")
+    feedback: list[TurnFeedback] = Field(
+        default_factory=list, description="The user's ratings of the chat's answers"
+    )
 
 
 class Turn(ApiModel):
@@ -184,6 +214,9 @@ class Turn(ApiModel):
     created_at: Timestamp
     finished_at: Timestamp | None
     client_message_id: str | None
+    feedback: TurnFeedback | None = Field(
+        default=None, description="The signed-in user's rating of the answer; null: none"
+    )
 
 
 class Approval(ApiModel):

@@ -2,7 +2,8 @@
 
 Built from the persisted events (what the socket sent): prompts and final answers in
 full; tool cards summarised by their plain text; approvals with their decision; errors.
-Streaming deltas, suggestions and usage are left out: they are not the conversation.
+Streaming deltas, suggestions and usage are left out: they are not the conversation. The
+person's rating of an answer (thumbs up or down, and its comment) closes its turn.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from storage.feedback import FeedbackRecord
 from storage.records import ChatRecord, EventRecord
 
 TOOL_TEXT_CHARS = 500
@@ -24,11 +26,26 @@ def export_filename(chat: ChatRecord, extension: str) -> str:
     return f"{stem}.{extension}"
 
 
-def markdown_transcript(chat: ChatRecord, events: Iterable[EventRecord]) -> str:
+RATING_WORDS = {"up": "👍 helpful", "down": "👎 not helpful"}
+
+
+def markdown_transcript(
+    chat: ChatRecord,
+    events: Iterable[EventRecord],
+    ratings: Mapping[str, FeedbackRecord] | None = None,
+) -> str:
     lines = [f"# {_one_line(chat.title) or 'Untitled chat'}", ""]
     for event in events:
         lines += _event_lines(event.type, event.payload, event.ts)
+        rating = (ratings or {}).get(event.turn_id or "")
+        if event.type == "end_of_stream" and rating is not None:
+            lines += _rating_lines(rating)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _rating_lines(rating: FeedbackRecord) -> list[str]:
+    comment = f" — {_one_line(rating.comment)}" if rating.comment else ""
+    return [f"> **Your rating**: {RATING_WORDS[rating.rating]}{comment}", ""]
 
 
 def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:

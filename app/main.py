@@ -25,6 +25,7 @@ from app.auth_challenge import BearerChallenge
 from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
 from app.errors import exception_handlers
+from app.feedback_api import feedback_routes
 from app.metrics import metrics_route
 from app.openapi import openapi_routes
 from app.openresponses.routes import open_responses_routes
@@ -127,6 +128,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         metrics_route(),
         *rest_routes(),
+        *feedback_routes(),
         *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),

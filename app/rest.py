@@ -34,11 +34,13 @@ from app.api_models import (
 )
 from app.chat_export import export_filename, markdown_transcript
 from app.errors import ApiError
+from app.feedback_api import feedback_model
 from app.request_input import bool_param, chat_id_param, int_param, json_body
 from app.services import services_of
 from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.events import EventStore
+from storage.feedback import FeedbackRecord, FeedbackRepository
 from storage.records import ChatRecord, TurnRecord
 from storage.search import MAX_QUERY_CHARS, BadQuery, search_chats
 from wire.events import Usage
@@ -59,7 +61,7 @@ def chat_fields(chat: ChatRecord) -> dict[str, str | None]:
     }
 
 
-def turn_model(turn: TurnRecord) -> Turn:
+def turn_model(turn: TurnRecord, rating: FeedbackRecord | None = None) -> Turn:
     return Turn(
         id=turn.id,
         prompt=turn.prompt,
@@ -69,6 +71,7 @@ def turn_model(turn: TurnRecord) -> Turn:
         created_at=rfc3339(turn.created_at) or "",
         finished_at=rfc3339(turn.finished_at),
         client_message_id=turn.client_message_id,
+        feedback=feedback_model(rating) if rating is not None else None,
     )
 
 
@@ -170,11 +173,12 @@ async def get_chat(request: Request) -> Response:
     if chat is None:
         raise ApiError(404, "not_found", "chat not found")
     turns = await repo.turns(chat_id)
+    ratings = await FeedbackRepository(services_of(request).db, user.id).for_chat(chat_id)
     approvals = await services_of(request).turns.approvals.for_chat(chat_id)
     detail = ChatDetail.model_validate(
         chat_fields(chat)
         | {
-            "turns": [turn_model(t) for t in turns],
+            "turns": [turn_model(t, ratings.get(t.id)) for t in turns],
             "usage": usage_totals(turns),
             # Every approval asked for in the chat, with who decided, when, how and why.
             "approvals": [approval_model(a) for a in approvals],
@@ -347,15 +351,19 @@ async def export_chat(request: Request) -> Response:
     if chat is None:
         raise ApiError(404, "not_found", "chat not found")
     events = await repo.events(chat_id)
+    ratings = await FeedbackRepository(services_of(request).db, user.id).for_chat(chat_id)
     extension = EXPORT_FORMATS[export_format]
     headers = {"Content-Disposition": f'attachment; filename="{export_filename(chat, extension)}"'}
     if export_format == "json":
         document = ChatExport(
             chat=ChatSummary.model_validate(chat_fields(chat)),
             events=[e.to_wire() for e in events],
+            feedback=[feedback_model(r) for r in ratings.values()],
         )
         return json_answer(document, headers=headers)
-    return Response(markdown_transcript(chat, events), media_type="text/markdown", headers=headers)
+    return Response(
+        markdown_transcript(chat, events, ratings), media_type="text/markdown", headers=headers
+    )
 
 
 def rest_routes() -> list[BaseRoute]:

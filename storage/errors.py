@@ -87,3 +87,11 @@ class DuplicateName(StorageError):
     def __init__(self, name: str) -> None:
         super().__init__(f"a user named {name!r} already exists; choose another name")
         self.name = name
+
+
+class TurnNotFound(StorageError):
+    """The chat has no turn with this id (it may be another chat's turn)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"turn {turn_id!r} not found in this chat")
+        self.turn_id = turn_id

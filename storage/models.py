@@ -359,6 +359,33 @@ class ChatSearchEntry(Base):
     )
 
 
+FEEDBACK_RATINGS = ("up", "down")
+
+
+class Feedback(Base):
+    """A person's rating of one answer (a turn): thumbs up or down, with an optional
+    comment, stored as plain text. One current rating per (turn, user): rating again
+    replaces it, clearing deletes the row."""
+
+    __tablename__ = "feedback"
+
+    turn_id: Mapped[str] = mapped_column(String(64), ForeignKey("turns.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(64), ForeignKey("users.id", ondelete="CASCADE"))
+    # Redundant with the turn's, so a chat's ratings are read (and exported, deleted with
+    # the chat) without a join.
+    chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
+    rating: Mapped[str] = mapped_column(String(8))
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        PrimaryKeyConstraint("turn_id", "user_id"),
+        CheckConstraint("rating IN ('up', 'down')", name="rating"),
+        Index("ix_feedback_chat", "chat_id"),
+    )
+
+
 # Core tables for the repositories' statements (cast: the ORM types them as FromClause).
 users = cast(Table, User.__table__)
 api_tokens = cast(Table, ApiToken.__table__)
@@ -373,3 +400,4 @@ open_responses = cast(Table, OpenResponse.__table__)
 approvals = cast(Table, Approval.__table__)
 paused_turns = cast(Table, PausedTurn.__table__)
 chat_search = cast(Table, ChatSearchEntry.__table__)
+feedback = cast(Table, Feedback.__table__)

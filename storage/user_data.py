@@ -29,6 +29,7 @@ from storage.models import (
     chats,
     connected_accounts,
     conversation_items,
+    feedback,
     open_responses,
     paused_turns,
     rap_subscriptions,
@@ -47,6 +48,8 @@ CHAT_TABLES: tuple[Table, ...] = (
     chat_events,
     # Derived from chats and turns (a search index), so exported too: it is their text.
     chat_search,
+    # The user's ratings of their chats' answers (one chat's owner rates its turns).
+    feedback,
     turns,
 )
 USER_TABLES: tuple[Table, ...] = (chats, connected_accounts, api_tokens, user_identities)

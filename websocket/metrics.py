@@ -66,6 +66,21 @@ class Metrics:
             "switchboard_model_tokens", "Tokens used, input and output", ["model"], registry=r
         )
 
+        # Ratings of answers (app.feedback_api): each time an answer gets a rating it did
+        # not have (a first rating, or a change to the other one); editing only the
+        # comment is not counted. Current totals are in the database, not here.
+        self.feedback = Counter(
+            "switchboard_feedback",
+            "Answers rated up or down (a first rating, or a change of rating)",
+            ["rating"],
+            registry=r,
+        )
+        for rating in ("up", "down"):
+            self.feedback.labels(rating)  # both series exist (at 0) from the start
+        self.feedback_cleared = Counter(
+            "switchboard_feedback_cleared", "Ratings taken back (cleared)", registry=r
+        )
+
     def count_tokens(self, model: str, input_tokens: int, output_tokens: int, total: int) -> None:
         self.model_requests.labels(model).inc()
         # A server that reports no usage counts as zero, never as a negative increment.

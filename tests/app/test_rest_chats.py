@@ -106,6 +106,7 @@ async def test_chat_detail_with_turns_and_usage_totals(
         "created_at",
         "finished_at",
         "client_message_id",
+        "feedback",  # the user's rating of the answer (tests/app/test_feedback_api.py)
     }
     assert (first["prompt"], first["final_text"], first["status"]) == ("first", "one", "completed")
     assert first["client_message_id"] == "m1"

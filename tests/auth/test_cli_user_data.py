@@ -24,6 +24,7 @@ from storage.models import (
     chats,
     connected_accounts,
     conversation_items,
+    feedback,
     open_responses,
     paused_turns,
     rap_subscriptions,
@@ -141,6 +142,17 @@ async def seed_everything(db: Database, name: str) -> tuple[str, str]:
         await session.execute(
             insert(paused_turns).values(
                 turn_id=turn, chat_id=chat, state={"paused": True}, created_at=now
+            )
+        )
+        await session.execute(
+            insert(feedback).values(
+                turn_id=turn,
+                user_id=user.id,
+                chat_id=chat,
+                rating="down",
+                comment=f"{name}'s comment",
+                created_at=now,
+                updated_at=now,
             )
         )
         await session.commit()

@@ -169,6 +169,19 @@ async def history_states(browser: Browser, live: LiveServer) -> None:
     await page.context.close()
 
 
+async def feedback_states(browser: Browser, live: LiveServer) -> None:
+    """An answer rated thumbs down, its comment box open."""
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    await chat(page, "what did I spend on coffee last month")
+    await page.get_by_role("button", name="Bad answer").click()
+    await page.get_by_label("What was wrong? (optional)").fill(
+        "I asked about coffee only, not every category."
+    )
+    await shoot(page, "feedback.png")
+    await page.context.close()
+
+
 async def main() -> int:
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing: run `make browser-deps`", file=sys.stderr)
@@ -188,6 +201,7 @@ async def main() -> int:
                 async with serve(settings) as live:
                     await fast_states(browser, live)
                     await history_states(browser, live)
+                    await feedback_states(browser, live)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )

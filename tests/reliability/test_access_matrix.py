@@ -46,6 +46,7 @@ MULTI_AGENT = "find sushi in Boston and show my account balances"
 CALLBACK = "/oauth/google/callback"
 CALLBACK_ROUTE = "/oauth/{name}/callback"
 RAP_CALLBACK = "/rap/callback"
+FEEDBACK_ROUTE = "/api/chats/{chat_id}/turns/{turn_id}/feedback"
 
 # Routes anyone may call: they hold no user data (checked below all the same).
 PUBLIC = {
@@ -89,6 +90,8 @@ MATRIX = {
     ("WS", "/v1/responses"),
     ("GET", "/api/approvals"),
     ("POST", "/api/chats/{chat_id}/approvals/{approval_id}"),
+    ("PUT", FEEDBACK_ROUTE),
+    ("DELETE", FEEDBACK_ROUTE),
     ("POST", "/ag-ui"),
 }
 # Authenticated by its own per-call token (a remote tool answering), never a user's.
@@ -622,6 +625,32 @@ async def attack_approvals(live: LiveServer, alice: Alice, bob: Person, ledger: 
         )
 
 
+async def attack_feedback(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """Rating Alice's answers, or clearing her ratings: through her chats or his own."""
+    own_chat = f"bob-chat-{bob.name[4:]}"
+    # A rating of hers for Bob to try to take back (checked at the end of the test).
+    async with http_as(live, alice.token) as http:
+        path = f"/api/chats/{alice.chats[0]}/turns/{alice.turn_ids[0]}/feedback"
+        rated = await http.put(path, json={"rating": "up"})
+        assert rated.status_code == 200, rated.text
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            for chat_id in (*alice.chats, alice.running_chat, own_chat):
+                for turn_id in alice.turn_ids:
+                    path = f"/api/chats/{chat_id}/turns/{turn_id}/feedback"
+                    for method in ("PUT", "DELETE"):
+                        body = {"rating": "down", "comment": "bob was here"}
+                        answer = await http.request(
+                            method, path, json=body if method == "PUT" else None
+                        )
+                        ledger.record(
+                            f"{carrier} {method} {path}",
+                            answer.status_code == 404
+                            and answer.json()["error"]["code"] == "not_found",
+                            shown(answer),
+                        )
+
+
 async def attack_socket(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """Bob's sockets on Alice's chats: refused with 4403 before any data frame."""
     for carrier in CARRIERS:
@@ -682,6 +711,7 @@ ATTACKS: list[Attack] = [
     attack_open_responses,
     attack_agui,
     attack_approvals,
+    attack_feedback,
     attack_socket,
     attack_frames,
     attack_public,
@@ -772,6 +802,11 @@ async def test_bob_cannot_reach_anything_of_alices(
         assert plaid["connected"] and plaid["account"]["institutions"] == ["Tartan Bank"]
         pending = (await http.get("/api/approvals")).json()["approvals"]
         assert [a["approval_id"] for a in pending] == [alice.approval_id]
+        ratings = [
+            [turn["feedback"] and turn["feedback"]["rating"] for turn in detail["turns"]]
+            for detail in [(await http.get(f"/api/chats/{c}")).json() for c in alice.chats]
+        ]
+        assert ratings == [["up"], [None]]  # hers, untouched; none of Bob's
 
 
 async def test_no_token_or_a_wrong_one_is_401_everywhere(
@@ -809,6 +844,11 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ),
         ("POST", "/ag-ui"): ("/ag-ui", {}),
         ("GET", "/metrics"): ("/metrics", {}),
+        ("PUT", FEEDBACK_ROUTE): (f"/api/chats/{chat_id}/turns/{alice.turn_ids[0]}/feedback", {}),
+        ("DELETE", FEEDBACK_ROUTE): (
+            f"/api/chats/{chat_id}/turns/{alice.turn_ids[0]}/feedback",
+            {},
+        ),
     }
     sockets = {("WS", "/ws/chats/{chat_id}"), ("WS", "/v1/responses")}
     assert set(requests) == MATRIX - CALL_TOKEN_ROUTES - sockets

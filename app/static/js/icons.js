@@ -27,6 +27,8 @@ const PATHS = {
   more: "M5 12h.01 M12 12h.01 M19 12h.01",
   edit: "M4 20h4l10-10-4-4L4 16z M13 7l4 4",
   download: "M12 4v11 M7 10l5 5 5-5 M5 20h14",
+  "thumb-up": "M7 11v9H4v-9z M7 11l4-8a2 2 0 0 1 2 2v4h5.5a2 2 0 0 1 2 2.3l-1.2 7A2 2 0 0 1 17.3 20H7",
+  "thumb-down": "M7 13V4H4v9z M7 13l4 8a2 2 0 0 0 2-2v-4h5.5a2 2 0 0 0 2-2.3l-1.2-7A2 2 0 0 0 17.3 4H7",
 };
 
 const SVG = "http://www.w3.org/2000/svg";

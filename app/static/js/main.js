@@ -6,6 +6,7 @@ import { askForToken, tokenStore } from "./auth.js";
 import { OidcSession, askToSignIn } from "./oidc.js";
 import { loadCardModules } from "./card-modules.js";
 import { Connections } from "./connections.js";
+import { Feedback } from "./feedback.js";
 import { syncConnectCards } from "./connect-state.js";
 import { h } from "./dom.js";
 import { icon } from "./icons.js";
@@ -66,7 +67,9 @@ class App {
       serverLimits());
     this.connectionsReady = Promise.resolve();
 
+    this.feedback = new Feedback(this.api, () => this.chatId);
     this.transcript = new Transcript($("transcript"), {
+      answerFooter: (turnId, foot) => this.feedback.attach(turnId, foot),
       onChip: (text) => this.send(text),
       onRetry: (text) => this.send(text),
       connect: (name) => this.connections.connect(name),
@@ -339,6 +342,7 @@ class App {
     this.socket?.close();
     this.socket = null;
     this.outbox.clear();
+    this.feedback.reset();
     this.transcript.reset();
     this.showRunning(null);
     this.showConnection("idle");
@@ -375,6 +379,7 @@ class App {
       .filter((t) => (t.status === "cancelled" || t.status === "failed") && t.final_text)
       .map((t) => [t.id, t.final_text]));
     this.transcript.setInterruptedTexts(interrupted);
+    this.feedback.load(detail?.turns);
     for (const event of events) this.transcript.apply(event, { live: false });
     $("transcript").removeAttribute("aria-busy");
     this.setTitle(chatTitle(detail));

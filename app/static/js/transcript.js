@@ -49,7 +49,7 @@ class TurnView {
 export class Transcript {
   /**
    * hooks: {onChip(text), onRetry(text), connect(connector), displayName(connector),
-   *         onRunning(turnId | null), changed(),
+   *         onRunning(turnId | null), changed(), answerFooter(turnId, footerEl),
    *         approvals: {accountOf(toolName, agent), decide(approvalId, decision, reason), onEscape(),
    *                     shown(card, event, live), resolved(card, event, live)}}
    */
@@ -367,6 +367,7 @@ export class Transcript {
         title: `${count(usage.input_tokens)} in, ${count(usage.output_tokens)} out, ${count(usage.requests)} model requests` }) : null,
     ];
     clear(view.foot).append(...foot.filter(Boolean));
+    this.hooks.answerFooter?.(view.id, view.foot); // e.g. feedback.js's thumbs
     view.el.classList.add(`status-${status.replace(/[^a-z]/g, "") || "unknown"}`);
     if (this.runningTurnId === view.id) this.setRunning(null);
   }
