@@ -27,6 +27,8 @@ const PATHS = {
   more: "M5 12h.01 M12 12h.01 M19 12h.01",
   edit: "M4 20h4l10-10-4-4L4 16z M13 7l4 4",
   download: "M12 4v11 M7 10l5 5 5-5 M5 20h14",
+  copy: "M9 9h11v11H9z M5 15H4V4h11v1",
+  down: "M12 5v14 M6 13l6 6 6-6",
 };
 
 const SVG = "http://www.w3.org/2000/svg";

@@ -4,10 +4,11 @@
 // following llm_response says, which history renders directly.
 import { ApprovalCard } from "./approval-card.js";
 import { asList, asText, clear, h, isObject } from "./dom.js";
-import { count } from "./format.js";
+import { answerFoot } from "./turn-foot.js";
 import { icon } from "./icons.js";
+import { renderAnswer } from "./answer-view.js";
 import { renderCard } from "./cards.js";
-import { renderMarkdown } from "./markdown.js";
+import { timeElement } from "./message-time.js";
 
 const CUT_OFF_NOTES = {
   max_output_tokens: "Cut off: the answer reached the model's length limit.",
@@ -173,7 +174,8 @@ export class Transcript {
   on_user_prompt(event) {
     const view = this.turn(event);
     view.prompt = asText(event.text);
-    clear(view.user).append(h("p", { class: "pre-wrap", text: view.prompt }));
+    view.promptTs = asText(event.ts);
+    clear(view.user).append(h("p", { class: "pre-wrap", text: view.prompt }), timeElement(event.ts));
     if (event.client_message_id) this.dropPending(event.client_message_id);
     // A new turn: whatever streamed before belongs to an earlier message.
     view.message = null;
@@ -359,12 +361,12 @@ export class Transcript {
       card.turnEnded();
       if (wasPending) this.hooks.approvals?.resolved?.(card, event, live);
     }
-    const usage = isObject(event.usage) ? event.usage : {};
+    const answer = () => [...view.body.querySelectorAll(".message.assistant")]
+      .map((el) => el.dataset.text || "").filter(Boolean).join("\n\n");
     const foot = [
       status === "cancelled" ? h("span", { class: "turn-status cancelled", text: "Stopped" }) : null,
       status === "failed" ? h("span", { class: "turn-status failed", text: "Did not finish" }) : null,
-      usage.total_tokens ? h("span", { class: "usage", text: `${count(usage.total_tokens)} tokens`,
-        title: `${count(usage.input_tokens)} in, ${count(usage.output_tokens)} out, ${count(usage.requests)} model requests` }) : null,
+      ...answerFoot(event, { answer, startTs: view.promptTs }),
     ];
     clear(view.foot).append(...foot.filter(Boolean));
     view.el.classList.add(`status-${status.replace(/[^a-z]/g, "") || "unknown"}`);
@@ -413,12 +415,12 @@ export class Transcript {
     if (message.frame) return;
     message.frame = requestAnimationFrame(() => {
       message.frame = 0;
-      this.renderMessage(view, message);
+      this.renderMessage(view, message, true);
       this.changed();
     });
   }
 
-  renderMessage(view, message) {
-    clear(message.content).append(renderMarkdown(message.text, view.chunks));
+  renderMessage(view, message, streaming = false) {
+    renderAnswer(message.content, message.text, view.chunks, { streaming });
   }
 }
