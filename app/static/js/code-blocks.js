@@ -52,7 +52,7 @@ export function decorateCodeBlocks(root, { streaming = false, openLast = false }
       code.classList.add("hljs");
     }
     if (streaming) return;
-    const source = code.textContent;
+    const source = code.textContent.replace(/\n$/, ""); // marked ends a block with a newline
     const head = h("div", { class: "code-head" },
       h("span", { class: "code-language", text: language || "" }),
       copyButton({ label: "Copy code", what: language ? `the ${language} code` : "the code",

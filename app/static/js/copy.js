@@ -22,7 +22,7 @@ export async function copyText(text) {
 
 function copyWithSelection(text) {
   const focused = document.activeElement;
-  const area = h("textarea", { class: "visually-hidden", readonly: true, "aria-hidden": "true",
+  const area = h("textarea", { class: "copy-buffer", readonly: true, "aria-hidden": "true",
     tabindex: "-1" });
   area.value = text;
   document.body.append(area);
