@@ -187,7 +187,7 @@ async def test_times_and_details_show_under_messages_also_after_a_reload(
         times = await page.eval_on_selector_all(
             "#transcript time.msg-time",
             "els => els.map(el => [el.dateTime, el.title, el.textContent,"
-            " el.closest('.message.user') ? 'user' : 'answer'])",
+            " el.classList.contains('user-time') ? 'user' : 'answer'])",
         )
         iso = await page.evaluate(
             "ts => ts.map(t => new Date(t).toISOString())", [prompt_ts, end_ts]

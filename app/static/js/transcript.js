@@ -175,7 +175,10 @@ export class Transcript {
     const view = this.turn(event);
     view.prompt = asText(event.text);
     view.promptTs = asText(event.ts);
-    clear(view.user).append(h("p", { class: "pre-wrap", text: view.prompt }), timeElement(event.ts));
+    clear(view.user).append(h("p", { class: "pre-wrap", text: view.prompt }));
+    view.userTime?.remove(); // when it was sent: under the bubble, not part of its text
+    view.userTime = timeElement(event.ts, "user-time");
+    if (view.userTime) view.user.after(view.userTime);
     if (event.client_message_id) this.dropPending(event.client_message_id);
     // A new turn: whatever streamed before belongs to an earlier message.
     view.message = null;
