@@ -19,8 +19,8 @@ from app.settings import load_settings
 from storage.migrate import upgrade
 from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
 from tests.fakes.model_server import FakeModelServer, Say, reply, running_model_server
-from tests.support.models import API_KEY, model_spec
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.models import API_KEY, model_spec
 from tests.support.proxies import dropping_proxy
 from tests.support.servers import LiveServer, serve
 
@@ -213,7 +213,9 @@ async def code_states(browser: Browser, tmp: str) -> None:
                     {"viewport": PHONE, "device_scale_factor": 2, "has_touch": True},
                 ),
             ):
-                model.script(reply(Say(CODE_ANSWER, chunk=12), input_tokens=6300, output_tokens=116))
+                model.script(
+                    reply(Say(CODE_ANSWER, chunk=12), input_tokens=6300, output_tokens=116)
+                )
                 page = await new_page(browser, **options)
                 await open_ui(page, live.http)
                 await send(page, "How do I fetch two URLs at once in Python?")

@@ -37,7 +37,9 @@ ANSWER = (
 # Streamed three characters at a time and frozen after this many deltas: the python block
 # has closed, the bash block is still open ("```bash\npip inst").
 FROZEN_AFTER = (ANSWER.index("pip inst") + len("pip inst")) // 3
-LONG = "\n\n".join(f"Paragraph {n}: **some** text to read back, with `code` in it." for n in range(60))
+LONG = "\n\n".join(
+    f"Paragraph {n}: **some** text to read back, with `code` in it." for n in range(60)
+)
 
 
 @pytest.fixture
