@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from playwright.async_api import BrowserContext, Page
+from playwright.async_api import Browser, BrowserContext, Page
 
 from app.settings import Settings
 from tests.browser.pages import (
@@ -24,6 +24,7 @@ from tests.browser.pages import (
     wait_turns_ended,
 )
 from tests.fakes.model_server import FakeModelServer, Say, reply, running_model_server
+from tests.support.browser import DESKTOP
 from tests.support.models import API_KEY, model_spec
 from tests.support.servers import LiveServer, serve
 
@@ -220,10 +221,14 @@ async def test_times_and_details_show_under_messages_also_after_a_reload(
 async def test_escape_stops_only_when_the_key_is_not_meant_for_something_else(
     live: LiveServer, fake_model: FakeModelServer, page: Page
 ) -> None:
-    fake_model.script(reply(Say(LONG, chunk=8), break_after=5, break_with="stall"))
+    # Stalls after "Paragraph 0: **s": inside the bold.
+    fake_model.script(reply(Say(LONG, chunk=8), break_after=2, break_with="stall"))
     await open_ui(page, live.http)
     await send(page, "write a lot")
     await running(page)
+    await page.wait_for_function(
+        "() => document.querySelector('.message.assistant.streaming strong')?.textContent === 's'"
+    )
 
     async def still_running() -> None:
         # cancel() changes the button at once: the key's handler has run by now.
@@ -250,6 +255,15 @@ async def test_escape_stops_only_when_the_key_is_not_meant_for_something_else(
     # With nothing running, Escape does nothing (and sends nothing).
     await page.keyboard.press("Escape")
     assert await page.locator(".toast").count() == 0
+    # The stopped answer ends tidily, live and reopened: bold, not "**s".
+    for reload in (False, True):
+        if reload:
+            await page.reload()
+            await wait_turns_ended(page, 1)
+        stopped = page.locator("#transcript .message.assistant.stopped")
+        assert await stopped.get_attribute("data-text") == "Paragraph 0: **s"
+        assert await stopped.locator(".markdown").inner_text() == "Paragraph 0: s"
+        assert await stopped.locator("strong").inner_text() == "s"
 
 
 async def scroll_state(page: Page) -> dict[str, Any]:
@@ -294,3 +308,61 @@ async def test_scrolled_up_the_view_stays_and_jump_to_latest_brings_it_back(
     await page.wait_for_function("() => document.querySelector('.jump-latest').hidden")
     assert (await scroll_state(page))["distance"] <= 24
     await other.close()
+
+
+HOSTILE = (
+    "Markup in code is code:\n\n"
+    '```html\n<img src="x" onerror="alert(1)"><script>alert(2)</script>\n```\n\n'
+    '```"><img src=x onerror=alert(3)>\n<b>plain</b>\n```\n\n'
+    "Done `<i>x</i>`."
+)
+
+
+async def test_code_answers_run_under_the_policy_and_code_stays_text(
+    live: LiveServer, fake_model: FakeModelServer, browser: Browser
+) -> None:
+    fake_model.script(reply(Say(HOSTILE, chunk=5)))
+    # Enforced (no bypass_csp): the highlighter's styles and spans are all the policy allows.
+    context = await browser.new_context(viewport=DESKTOP, color_scheme="dark")
+    try:
+        page = await context.new_page()
+        violations: list[str] = []
+        page.on(
+            "console",
+            lambda message: (
+                violations.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        await page.goto(live.http + "/")
+        await page.fill("#prompt", "show me some html")
+        await page.press("#prompt", "Enter")
+        await page.locator("#transcript .turn .turn-foot .copy-answer").wait_for()
+        codes = page.locator("#transcript .message.assistant pre > code")
+        assert await codes.count() == 2
+        assert await codes.nth(0).text_content() == (
+            '<img src="x" onerror="alert(1)"><script>alert(2)</script>\n'
+        )
+        assert await codes.nth(0).locator(".hljs-tag").count() >= 3  # coloured as HTML
+        # The odd "language" is no class, no attribute, no markup: the block stays plain.
+        assert await codes.nth(1).get_attribute("class") is None
+        assert await codes.nth(1).text_content() == "<b>plain</b>\n"
+        found = await page.evaluate("""() => {
+            const root = document.getElementById('transcript');
+            return {
+                tags: [...new Set([...root.querySelectorAll('pre *')].map(el => el.tagName))],
+                handlers: [...root.querySelectorAll('*')].flatMap(el => [...el.attributes]
+                    .filter(a => a.name.startsWith('on')).map(a => a.name)),
+                images: root.querySelectorAll('img').length,
+            };
+        }""")
+        assert found == {"tags": ["CODE", "SPAN"], "handlers": [], "images": 0}
+        # The dark theme of the highlighter is the one in force.
+        colour = await codes.nth(0).locator(".hljs-tag").first.evaluate(
+            "el => getComputedStyle(el.querySelector('.hljs-name') || el).color"
+        )
+        assert colour == "rgb(126, 231, 135)", colour  # github-dark's tag names
+        assert violations == []
+    finally:
+        await context.close()

@@ -6,10 +6,14 @@ import { decorateCodeBlocks } from "./code-blocks.js";
 import { renderMarkdown } from "./markdown.js";
 import { stableMarkdown } from "./markdown-stream.js";
 
-/** Draw ``text`` into ``content`` (chunks: the turn's citations, see renderMarkdown). */
-export function renderAnswer(content, text, chunks, { streaming = false } = {}) {
-  const stable = streaming ? stableMarkdown(text) : { text, openFence: false };
+/**
+ * Draw ``text`` into ``content`` (chunks: the turn's citations, see renderMarkdown).
+ * ``cut``: the answer was stopped part-way; it keeps the streaming view's tidy ending.
+ */
+export function renderAnswer(content, text, chunks, { streaming = false, cut = false } = {}) {
+  const stable = streaming || cut ? stableMarkdown(text) : { text, openFence: false };
   const fragment = renderMarkdown(stable.text, chunks);
-  decorateCodeBlocks(fragment, { streaming, openLast: stable.openFence });
+  // Stopped, nothing more will come: an unclosed last block is coloured like the rest.
+  decorateCodeBlocks(fragment, { streaming, openLast: streaming && stable.openFence });
   content.replaceChildren(fragment);
 }

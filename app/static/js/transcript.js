@@ -405,7 +405,7 @@ export class Transcript {
   finishMessage(view, message, stopped = false) {
     if (message.frame) cancelAnimationFrame(message.frame);
     message.frame = 0;
-    this.renderMessage(view, message);
+    this.renderMessage(view, message, false, stopped);
     message.el.classList.remove("streaming");
     if (stopped) message.el.classList.add("stopped");
     message.el.setAttribute("aria-busy", "false");
@@ -423,7 +423,7 @@ export class Transcript {
     });
   }
 
-  renderMessage(view, message, streaming = false) {
-    renderAnswer(message.content, message.text, view.chunks, { streaming });
+  renderMessage(view, message, streaming = false, cut = false) {
+    renderAnswer(message.content, message.text, view.chunks, { streaming, cut });
   }
 }
