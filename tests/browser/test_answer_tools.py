@@ -359,8 +359,10 @@ async def test_code_answers_run_under_the_policy_and_code_stays_text(
         }""")
         assert found == {"tags": ["CODE", "SPAN"], "handlers": [], "images": 0}
         # The dark theme of the highlighter is the one in force.
-        colour = await codes.nth(0).locator(".hljs-tag").first.evaluate(
-            "el => getComputedStyle(el.querySelector('.hljs-name') || el).color"
+        colour = (
+            await codes.nth(0)
+            .locator(".hljs-tag")
+            .first.evaluate("el => getComputedStyle(el.querySelector('.hljs-name') || el).color")
         )
         assert colour == "rgb(126, 231, 135)", colour  # github-dark's tag names
         assert violations == []
