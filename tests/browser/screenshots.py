@@ -198,8 +198,11 @@ async def code_states(browser: Browser, tmp: str) -> None:
     model.structured["FollowUps"] = {"prompts": ["Add a timeout per request", "Retry failed calls"]}
     model.structured["ChatTitle"] = {"title": "Concurrent requests with asyncio"}
     async with running_model_server(model):
+        # Its own database: these chats stay out of the other pictures' chat lists.
+        database = f"sqlite+aiosqlite:///{tmp}/code.db"
+        await asyncio.to_thread(upgrade, database)
         settings = load_settings(
-            database_url=f"sqlite+aiosqlite:///{tmp}/screens.db",
+            database_url=database,
             data_dir=Path(tmp) / "data",
             model=model_spec("responses", model),
             model_api_key=API_KEY,
@@ -227,6 +230,15 @@ async def code_states(browser: Browser, tmp: str) -> None:
                     " s.scrollTop = s.scrollHeight; }"
                 )
                 await shoot(page, name)
+                if name == "code-answer-phone.png":
+                    # Scrolled up to read: the view stays, "Jump to latest" offers the way back.
+                    model.script(reply(Say(CODE_ANSWER, chunk=12)))
+                    await send(page, "And with a timeout for each request?")
+                    await wait_chips(page, turns=2)
+                    await page.mouse.move(195, 400)
+                    await page.mouse.wheel(0, -700)
+                    await page.locator(".jump-latest").wait_for()
+                    await shoot(page, "jump-latest-phone.png")
                 await page.context.close()
 
 
