@@ -21,6 +21,9 @@ export const SAMPLES = [
   "Total: **$1,234** (*approx.*)\nNext line with **bold across\nlines** and `code`.",
   "### **Step 1**: connect\n\n* Open **[the dashboard](https://example.com/dash)** first\n* Then run `make run` — **it takes `30 s`** at most\n\nAnd 3 * 4 = 12, a \\[bracket\\] stays.",
   "_Note_: see [1][2] and the **`config.toml`** file; ~~old~~ values are gone.\n\n1) First\n2) Second with *emphasis*",
+  "I found 4 sushi spots in Boston, MA. Top picks: **Umi Sushi Bar**, **Hana Hand Roll** and **Nori & Rice**. I sent **Sushi in Boston, MA** to [bob@example.com](mailto:bob@example.com). Is there anything else you'd like me to send or look up?",
+  "1. Install the client:\n   ```bash\n   pip install httpx\n   ```\n2. Run **it**:\n   ```python\n   httpx.get(\"https://example.com\", timeout=10)\n   ```\n3. Check `response.status_code` — *200* means OK.",
+  "Mixed: **bold _and italic_ text**, *an **inner** bold*, ~~gone~~, and a [**bold link**](https://example.com/x?a=1&b=2).\n\n> Quoted `code` and **bold**\n> on two lines.",
   "A heading\n---\n\nText after a *setext* heading, then a rule:\n\n***\n\nEnd with [a link](https://example.com).",
 ];
 

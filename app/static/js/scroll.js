@@ -28,7 +28,15 @@ export class FollowScroll {
     // streaming answer could pull the view back down.
     scroller.addEventListener("wheel", (event) => { if (event.deltaY < 0) this.release(); },
       { passive: true });
-    scroller.addEventListener("touchmove", () => this.release(), { passive: true });
+    // A finger moving down drags the content down: back up the conversation.
+    let touchY = null;
+    scroller.addEventListener("touchstart", (event) => { touchY = event.touches[0]?.clientY ?? null; },
+      { passive: true });
+    scroller.addEventListener("touchmove", (event) => {
+      const y = event.touches[0]?.clientY;
+      if (touchY !== null && y !== undefined && y > touchY) this.release();
+      touchY = y ?? touchY;
+    }, { passive: true });
     scroller.addEventListener("keydown", (event) => { if (UP_KEYS.has(event.key)) this.release(); });
   }
 
