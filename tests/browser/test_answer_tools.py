@@ -2,8 +2,9 @@
 a copy button for the whole answer (its Markdown source), message times, the token counts
 behind a Details toggle, streaming Markdown that never shows a half-typed marker, "Jump to
 latest" and auto-scroll that leave a person who scrolled up alone, and Escape as Stop.
-The model is the scripted fake Open Responses server; its ``stall`` break keeps an
-answer streaming for as long as a test needs."""
+The model is the scripted fake Open Responses server (its ``stall`` break keeps an
+answer streaming for as long as a test needs), or the offline demo model where a turn
+must wait on an approval."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from playwright.async_api import Browser, BrowserContext, Page
 from app.settings import Settings
 from tests.browser.pages import (
     RECORD_STREAMING,
+    approval_card,
     assistant_texts,
+    cards_loaded,
     chat_id_of,
     open_ui,
     rest_events,
@@ -368,3 +371,25 @@ async def test_code_answers_run_under_the_policy_and_code_stays_text(
         assert violations == []
     finally:
         await context.close()
+
+
+async def test_escape_on_an_approval_card_goes_back_to_the_message_box_first(
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
+    # The offline demo model: its email asks for an approval, and the turn waits on it.
+    async with serve(ui_settings(offline_delta_delay=0.002)) as offline:
+        await open_ui(page, offline.http)
+        await cards_loaded(page)
+        await send(page, "find sushi in Boston and email the list to bob@example.com")
+        card = approval_card(page, "pending")
+        await card.wait_for()
+        await card.focus()
+        await page.keyboard.press("Escape")
+        # The card's own Escape: back to the message box, the request still waiting.
+        assert await page.evaluate("() => document.activeElement.id") == "prompt"
+        assert await approval_card(page, "pending").count() == 1
+        assert (await page.locator("#cancel").inner_text()).strip() == "Stop"
+        # From the message box, Escape is Stop: the waiting turn is cancelled.
+        await page.keyboard.press("Escape")
+        await page.wait_for_selector("#transcript .turn.status-cancelled")
+        assert await approval_card(page, "pending").count() == 0
