@@ -2,8 +2,10 @@
 // and rendered by the vendored marked as the page renders it: the visible text must never
 // show a half-open marker. Prints a JSON report: {prefixes, samples, failures: [...]}
 // (tests/browser/test_streaming_markdown.py reads it).
-import { Marked } from "../../app/static/vendor/marked/marked.esm.js";
-import { stableMarkdown } from "../../app/static/js/markdown-stream.js";
+import { importSource } from "./source.mjs";
+
+const { Marked } = await importSource("app/static/vendor/marked/marked.esm.js");
+const { stableMarkdown } = await importSource("app/static/js/markdown-stream.js");
 
 const marked = new Marked({ gfm: true, breaks: true });
 

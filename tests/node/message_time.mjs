@@ -1,6 +1,8 @@
 // The short times under messages (app/static/js/message-time.js) for fixed moments, in
 // en-US, in the time zone the test gives (TZ). Prints {cases: [[got, want], ...]}.
-import { fullTime, shortTime } from "../../app/static/js/message-time.js";
+import { importSource } from "./source.mjs";
+
+const { fullTime, shortTime } = await importSource("app/static/js/message-time.js");
 
 const now = new Date(2026, 2, 11, 15, 30); // Wednesday, March 11, 2026, 15:30 local
 const at = (...parts) => new Date(...parts);
