@@ -4,11 +4,11 @@
 // following llm_response says, which history renders directly.
 import { ApprovalCard } from "./approval-card.js";
 import { asList, asText, clear, h, isObject } from "./dom.js";
-import { answerFoot } from "./turn-foot.js";
 import { icon } from "./icons.js";
 import { renderAnswer } from "./answer-view.js";
 import { renderCard } from "./cards.js";
 import { timeElement } from "./message-time.js";
+import { answerFoot } from "./turn-foot.js";
 
 const CUT_OFF_NOTES = {
   max_output_tokens: "Cut off: the answer reached the model's length limit.",
