@@ -15,11 +15,11 @@ const MAX_CHARS = 100_000; // past this a block stays plain: colouring it would 
 const cache = new Map(); // `${language}\n${code}` -> highlighted HTML (a block re-renders every frame)
 const CACHE_SIZE = 200;
 
-/** The block's language as written after its fence, if highlight.js knows it. */
+/** The block's language as written after its fence ("python"), or null. */
 export function languageOf(code) {
   for (const name of code.classList) {
     const match = LANGUAGE.exec(name);
-    if (match && hljs.getLanguage(match[1])) return match[1];
+    if (match) return match[1];
   }
   return null;
 }
@@ -28,7 +28,11 @@ function highlighted(language, text) {
   const key = `${language}\n${text}`;
   let html = cache.get(key);
   if (html === undefined) {
-    html = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+    try {
+      html = hljs.highlight(text, { language, ignoreIllegals: true }).value;
+    } catch {
+      return null; // a grammar that fails on this text: the block stays plain
+    }
     if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value);
     cache.set(key, html);
   }
@@ -46,10 +50,13 @@ export function decorateCodeBlocks(root, { streaming = false, openLast = false }
     const pre = code.parentElement;
     const language = languageOf(code);
     const unfinished = openLast && index === blocks.length - 1;
-    if (language && !unfinished && code.textContent.length <= MAX_CHARS) {
-      const text = code.textContent;
-      code.replaceChildren(highlighted(language, text));
-      code.classList.add("hljs");
+    const known = language && hljs.getLanguage(language);
+    if (known && !unfinished && code.textContent.length <= MAX_CHARS) {
+      const coloured = highlighted(language, code.textContent);
+      if (coloured) {
+        code.replaceChildren(coloured);
+        code.classList.add("hljs");
+      }
     }
     if (streaming) return;
     const source = code.textContent.replace(/\n$/, ""); // marked ends a block with a newline
