@@ -47,17 +47,34 @@ async def test_the_docs_page_loads_only_vendored_files_under_its_policy(live: An
         assert 'data-url="/openapi.json"' in page.text
 
 
-def test_vendored_swagger_ui_is_the_listed_release() -> None:
-    listed = dict(
+def listed_digests(folder: str) -> dict[str, str]:
+    """The sha256 the vendor list gives each file of ``folder``."""
+    return dict(
         (name, digest)
         for digest, name in re.findall(
-            r"^\s+([0-9a-f]{64})\s+(swagger-ui/\S+)$",
+            rf"^\s+([0-9a-f]{{64}})\s+({re.escape(folder)}/\S+)$",
             (VENDOR / "README.md").read_text(),
             re.MULTILINE,
         )
     )
+
+
+def test_vendored_swagger_ui_is_the_listed_release() -> None:
+    listed = listed_digests("swagger-ui")
     assert set(listed) == {"swagger-ui/swagger-ui-bundle.js", "swagger-ui/swagger-ui.css"}
     for name, digest in listed.items():
         assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
     for licence in ("LICENSE", "NOTICE", "swagger-ui-bundle.js.LICENSE.txt"):
         assert (VENDOR / "swagger-ui" / licence).stat().st_size > 0
+
+
+def test_vendored_highlight_js_is_the_listed_release() -> None:
+    listed = listed_digests("highlight")
+    assert set(listed) == {
+        "highlight/highlight.min.js",
+        "highlight/github.min.css",
+        "highlight/github-dark.min.css",
+    }
+    for name, digest in listed.items():
+        assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
+    assert "BSD 3-Clause" in (VENDOR / "highlight" / "LICENSE").read_text()

@@ -18,7 +18,9 @@ from playwright.async_api import Browser, Page, async_playwright
 from app.settings import load_settings
 from storage.migrate import upgrade
 from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
+from tests.fakes.model_server import FakeModelServer, Say, reply, running_model_server
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.models import API_KEY, model_spec
 from tests.support.proxies import dropping_proxy
 from tests.support.servers import LiveServer, serve
 
@@ -180,6 +182,75 @@ async def feedback_states(browser: Browser, live: LiveServer) -> None:
     )
     await shoot(page, "feedback.png")
     await page.context.close()
+CODE_ANSWER = """Run the two calls at once with `asyncio.gather`; it returns their results **in order**:
+
+```python
+import asyncio
+
+import httpx
+
+
+async def fetch_all(urls: list[str]) -> list[int]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        responses = await asyncio.gather(*(client.get(url) for url in urls))
+    return [response.status_code for response in responses]
+
+
+print(asyncio.run(fetch_all(["https://example.com", "https://example.org"])))
+```
+
+Install the client first with `pip install httpx`."""
+
+
+async def code_states(browser: Browser, tmp: str) -> None:
+    """A highlighted code block with its copy button and the answer's Details, in light
+    and dark, on desktop and phone. The model is the scripted fake model server."""
+    model = FakeModelServer(api_key=API_KEY)
+    model.structured["FollowUps"] = {"prompts": ["Add a timeout per request", "Retry failed calls"]}
+    model.structured["ChatTitle"] = {"title": "Concurrent requests with asyncio"}
+    async with running_model_server(model):
+        # Its own database: these chats stay out of the other pictures' chat lists.
+        database = f"sqlite+aiosqlite:///{tmp}/code.db"
+        await asyncio.to_thread(upgrade, database)
+        settings = load_settings(
+            database_url=database,
+            data_dir=Path(tmp) / "data",
+            model=model_spec("responses", model),
+            model_api_key=API_KEY,
+        )
+        async with serve(settings) as live:
+            for name, options in (
+                ("code-answer.png", {}),
+                ("code-answer-dark.png", {"color_scheme": "dark"}),
+                (
+                    "code-answer-phone.png",
+                    {"viewport": PHONE, "device_scale_factor": 2, "has_touch": True},
+                ),
+            ):
+                model.script(
+                    reply(Say(CODE_ANSWER, chunk=12), input_tokens=6300, output_tokens=116)
+                )
+                page = await new_page(browser, **options)
+                await open_ui(page, live.http)
+                await send(page, "How do I fetch two URLs at once in Python?")
+                await wait_chips(page)
+                await page.locator("#transcript .turn-details summary").click()
+                await page.get_by_role("button", name="Copy code").focus()
+                await page.evaluate(
+                    "() => { const s = document.getElementById('scroller');"
+                    " s.scrollTop = s.scrollHeight; }"
+                )
+                await shoot(page, name)
+                if name == "code-answer-phone.png":
+                    # Scrolled up to read: the view stays, "Jump to latest" offers the way back.
+                    model.script(reply(Say(CODE_ANSWER, chunk=12)))
+                    await send(page, "And with a timeout for each request?")
+                    await wait_chips(page, turns=2)
+                    await page.mouse.move(195, 400)
+                    await page.mouse.wheel(0, -700)
+                    await page.locator(".jump-latest").wait_for()
+                    await shoot(page, "jump-latest-phone.png")
+                await page.context.close()
 
 
 async def main() -> int:
@@ -202,6 +273,7 @@ async def main() -> int:
                     await fast_states(browser, live)
                     await history_states(browser, live)
                     await feedback_states(browser, live)
+                await code_states(browser, tmp)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )

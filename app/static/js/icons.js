@@ -29,6 +29,8 @@ const PATHS = {
   download: "M12 4v11 M7 10l5 5 5-5 M5 20h14",
   "thumb-up": "M7 11v9H4v-9z M7 11l4-8a2 2 0 0 1 2 2v4h5.5a2 2 0 0 1 2 2.3l-1.2 7A2 2 0 0 1 17.3 20H7",
   "thumb-down": "M7 13V4H4v9z M7 13l4 8a2 2 0 0 0 2-2v-4h5.5a2 2 0 0 0 2-2.3l-1.2-7A2 2 0 0 0 17.3 4H7",
+  copy: "M9 9h11v11H9z M5 15H4V4h11v1",
+  down: "M12 5v14 M6 13l6 6 6-6",
 };
 
 const SVG = "http://www.w3.org/2000/svg";

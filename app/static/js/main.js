@@ -12,8 +12,10 @@ import { h } from "./dom.js";
 import { icon } from "./icons.js";
 import { CHAT_ID, newChatId, uuid } from "./ids.js";
 import { PromptLimit, charCount, serverLimits, utf8Bytes } from "./prompt-limit.js";
+import { FollowScroll } from "./scroll.js";
 import { ChatList, chatTitle } from "./sidebar.js";
 import { ChatSocket } from "./socket.js";
+import { bindStopKey } from "./stop-key.js";
 import { Transcript } from "./transcript.js";
 
 const EXAMPLES = [
@@ -28,7 +30,6 @@ const TOAST_MS = 6000;
 // How long the first paint of a chat waits for the connectors' card modules; one that
 // comes later draws its cards again in place.
 const CARDS_WAIT_MS = 5000;
-const STICK_PX = 80;
 const TITLE_CHECKS = 4;
 // A key pressed in the message box this recently means the person is typing there.
 const TYPING_MS = 3000;
@@ -56,9 +57,9 @@ class App {
     // was sent on)}; a prompt leaves it when the server takes it (user_prompt) or refuses it.
     this.outbox = new Map();
     this.opening = 0;
-    this.stick = true;
     this.countdown = null;
     this.scroller = $("scroller");
+    this.follow = new FollowScroll(this.scroller);
     this.prompt = $("prompt");
     this.lastTyped = 0;
     this.busy = false; // an answer is running (and not waiting on an approval)
@@ -288,10 +289,8 @@ class App {
     document.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) this.closeSidebar();
     });
-    this.scroller.addEventListener("scroll", () => {
-      const el = this.scroller;
-      this.stick = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
-    }, { passive: true });
+    bindStopKey({ isRunning: () => Boolean(this.transcript.runningTurnId), stop: () => this.cancel(),
+      prompt: this.prompt });
     $("banner-action").addEventListener("click", () => this.bannerAction?.());
     window.addEventListener("offline", () => this.showConnection("offline"));
     // Approvals may have been decided (or asked for) in another tab meanwhile.
@@ -384,8 +383,7 @@ class App {
     $("transcript").removeAttribute("aria-busy");
     this.setTitle(chatTitle(detail));
     this.updateEmptyState();
-    this.stick = true;
-    this.scrollToEnd();
+    this.follow.toEnd();
     this.connect();
     this.pendingApprovals.refresh();
     // Reopened (or reloaded) while a tool waits: the card is live again; bring it forward.
@@ -549,8 +547,7 @@ class App {
     this.outbox.set(id, { text, sent: false, attempts: 0 });
     this.transcript.addPending(id, text);
     this.updateEmptyState();
-    this.stick = true;
-    this.scrollToEnd();
+    this.follow.toEnd();
     if (this.socket) this.flushOutbox();
     else this.connect();
     this.closeSidebar();
@@ -759,7 +756,7 @@ class App {
   afterChange() {
     this.updateEmptyState();
     this.syncConnectCards();
-    if (this.stick) this.scrollToEnd();
+    this.follow.changed();
   }
 
   /** Every connect card on the page shows the connection as it is now. */
@@ -770,10 +767,6 @@ class App {
       if (!connector) return null;
       return connector.needs_account === false || Boolean(connector.connected);
     }, options);
-  }
-
-  scrollToEnd() {
-    this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 }
 

@@ -29,9 +29,15 @@ const ALLOWED_TAGS = [
   "hr", "i", "li", "ol", "p", "pre", "s", "strong", "sub", "sup", "table",
   "tbody", "td", "th", "thead", "tr", "ul",
 ];
-const ALLOWED_ATTR = ["href", "title", "align", "start", "colspan", "rowspan"];
+const ALLOWED_ATTR = ["href", "title", "align", "start", "colspan", "rowspan", "class"];
+// The one class kept: a code block's language ("language-python"), for its highlighting.
+const CODE_LANGUAGE = /^language-[\w+#.-]{1,32}$/;
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.hasAttribute?.("class")
+      && !(node.tagName === "CODE" && CODE_LANGUAGE.test(node.getAttribute("class")))) {
+    node.removeAttribute("class");
+  }
   if (node.tagName === "A") {
     const href = safeUrl(node.getAttribute("href"));
     if (href) {

@@ -4,10 +4,11 @@
 // following llm_response says, which history renders directly.
 import { ApprovalCard } from "./approval-card.js";
 import { asList, asText, clear, h, isObject } from "./dom.js";
-import { count } from "./format.js";
 import { icon } from "./icons.js";
+import { renderAnswer } from "./answer-view.js";
 import { renderCard } from "./cards.js";
-import { renderMarkdown } from "./markdown.js";
+import { timeElement } from "./message-time.js";
+import { answerFoot } from "./turn-foot.js";
 
 const CUT_OFF_NOTES = {
   max_output_tokens: "Cut off: the answer reached the model's length limit.",
@@ -173,7 +174,11 @@ export class Transcript {
   on_user_prompt(event) {
     const view = this.turn(event);
     view.prompt = asText(event.text);
+    view.promptTs = asText(event.ts);
     clear(view.user).append(h("p", { class: "pre-wrap", text: view.prompt }));
+    view.userTime?.remove(); // when it was sent: under the bubble, not part of its text
+    view.userTime = timeElement(event.ts, "user-time");
+    if (view.userTime) view.user.after(view.userTime);
     if (event.client_message_id) this.dropPending(event.client_message_id);
     // A new turn: whatever streamed before belongs to an earlier message.
     view.message = null;
@@ -359,12 +364,12 @@ export class Transcript {
       card.turnEnded();
       if (wasPending) this.hooks.approvals?.resolved?.(card, event, live);
     }
-    const usage = isObject(event.usage) ? event.usage : {};
+    const answer = () => [...view.body.querySelectorAll(".message.assistant")]
+      .map((el) => el.dataset.text || "").filter(Boolean).join("\n\n");
     const foot = [
       status === "cancelled" ? h("span", { class: "turn-status cancelled", text: "Stopped" }) : null,
       status === "failed" ? h("span", { class: "turn-status failed", text: "Did not finish" }) : null,
-      usage.total_tokens ? h("span", { class: "usage", text: `${count(usage.total_tokens)} tokens`,
-        title: `${count(usage.input_tokens)} in, ${count(usage.output_tokens)} out, ${count(usage.requests)} model requests` }) : null,
+      ...answerFoot(event, { answer, startTs: view.promptTs }),
     ];
     clear(view.foot).append(...foot.filter(Boolean));
     this.hooks.answerFooter?.(view.id, view.foot); // e.g. feedback.js's thumbs
@@ -401,7 +406,7 @@ export class Transcript {
   finishMessage(view, message, stopped = false) {
     if (message.frame) cancelAnimationFrame(message.frame);
     message.frame = 0;
-    this.renderMessage(view, message);
+    this.renderMessage(view, message, false, stopped);
     message.el.classList.remove("streaming");
     if (stopped) message.el.classList.add("stopped");
     message.el.setAttribute("aria-busy", "false");
@@ -414,12 +419,12 @@ export class Transcript {
     if (message.frame) return;
     message.frame = requestAnimationFrame(() => {
       message.frame = 0;
-      this.renderMessage(view, message);
+      this.renderMessage(view, message, true);
       this.changed();
     });
   }
 
-  renderMessage(view, message) {
-    clear(message.content).append(renderMarkdown(message.text, view.chunks));
+  renderMessage(view, message, streaming = false, cut = false) {
+    renderAnswer(message.content, message.text, view.chunks, { streaming, cut });
   }
 }
