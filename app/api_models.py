@@ -184,6 +184,13 @@ class Turn(ApiModel):
     created_at: Timestamp
     finished_at: Timestamp | None
     client_message_id: str | None
+    superseded_by: str | None = Field(
+        default=None,
+        description="The turn that replaced this one (regenerate or edit); it stays in the log",
+    )
+    continues: str | None = Field(
+        default=None, description="The stopped turn this one continues (a continue frame)"
+    )
 
 
 class Approval(ApiModel):

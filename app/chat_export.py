@@ -24,18 +24,33 @@ def export_filename(chat: ChatRecord, extension: str) -> str:
     return f"{stem}.{extension}"
 
 
+# How a turn replaced by a regenerate or an edit is marked (docs/protocol.md,
+# "Regenerate, edit and continue"): it stays in the transcript, labelled.
+REPLACED = "replaced by a newer answer"
+
+
 def markdown_transcript(chat: ChatRecord, events: Iterable[EventRecord]) -> str:
+    events = list(events)
+    replaced = {e.turn_id for e in events if e.type == "turn_superseded"}
     lines = [f"# {_one_line(chat.title) or 'Untitled chat'}", ""]
     for event in events:
-        lines += _event_lines(event.type, event.payload, event.ts)
+        lines += _event_lines(event.type, event.payload, event.ts, event.turn_id in replaced)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:
+def _event_lines(
+    kind: str, payload: Mapping[str, Any], ts: str, replaced: bool = False
+) -> list[str]:
+    mark = f" ({REPLACED})" if replaced else ""
     if kind == "user_prompt":
-        return [f"## You · {ts}", "", str(payload.get("text", "")), ""]
+        if payload.get("action") == "continue":
+            return [f"## You · {ts} · asked to continue{mark}", ""]
+        return [f"## You · {ts}{mark}", "", str(payload.get("text", "")), ""]
     if kind == "llm_response":
-        return ["## Assistant", "", str(payload.get("text", "")), ""]
+        return [f"## Assistant{mark}", "", str(payload.get("text", "")), ""]
+    if kind == "turn_superseded":
+        how = "edited prompt" if payload.get("action") == "edit" else "regenerated answer"
+        return [f"> *The turn above was {REPLACED} ({how} below).*", ""]
     if kind == "tool_output":
         output = payload.get("output")
         output = output if isinstance(output, Mapping) else {}
