@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -49,11 +49,9 @@ def build_engine(
     *,
     fernet: MultiFernet | None = None,
     http: httpx.AsyncClient | None = None,
-    on_titled: Callable[[str, str, str], None] | None = None,
 ) -> TurnEngine:
     """The turn engine; ``models`` (``build_models(settings)`` when omitted) picks the models,
-    and its ``aclose()`` is the caller's to await on shutdown. ``on_titled(user_id,
-    chat_id, title)``: a chat was named after its first turn."""
+    and its ``aclose()`` is the caller's to await on shutdown."""
     models = models if models is not None else build_models(settings, connectors=connectors)
     orchestrator = build_orchestrator(
         settings, connectors, model=models.orchestrator, connector_model=models.connector
@@ -86,8 +84,6 @@ def build_engine(
         chat = await chats.get(chat_id)
         if chat is not None and not chat.title:
             await chats.set_title(chat_id, title)
-            if on_titled is not None:
-                on_titled(user_id, chat_id, title)
 
     async def title_chat(user_id: str, chat_id: str, prompt: str) -> None:
         if suggester.model is None:  # offline: instant, so done in line
@@ -187,18 +183,7 @@ async def streaming_lifespan(
     connections = ConnectionCounter()
     models = build_models(settings, connectors=connectors, otel=tracer is not None)
     logger.info("models configured", extra=describe(models))
-    engine = build_engine(
-        settings,
-        db,
-        connectors,
-        demo,
-        models,
-        fernet=fernet,
-        http=http,
-        # Every open tab of the chat learns its new name (``turns`` is set below, before
-        # any turn can run).
-        on_titled=lambda user_id, chat_id, title: turns.announce_title(user_id, chat_id, title),
-    )
+    engine = build_engine(settings, db, connectors, demo, models, fernet=fernet, http=http)
     engine.tracer = tracer
     check_approval_settings(settings, engine.orchestrator)
 

@@ -88,28 +88,34 @@ class ApprovalFrame(_Frame):
 
 # Project frames (docs/protocol.md, "Regenerate, edit and continue"): each starts a turn
 # made from the chat's turn ``turn_id``; idempotent by ``client_message_id`` like a prompt.
-_TURN_ID = Field(min_length=1, max_length=64)
-_MESSAGE_ID = Field(default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID)
+# (No shared FieldInfo between models: pydantic may change one as it builds a model.)
+MAX_TURN_ID = 64
 
 
 class RegenerateFrame(_Frame):
     type: Literal["regenerate"] = "regenerate"
-    turn_id: str = _TURN_ID
-    client_message_id: str | None = _MESSAGE_ID
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
 
 
 class EditFrame(_Frame):
     type: Literal["edit"] = "edit"
-    turn_id: str = _TURN_ID
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
     # Bounded like a prompt's text (``max_prompt_chars``, checked by parse_client_frame).
     prompt: str = Field(min_length=1, json_schema_extra={"maxLength": DEFAULT_MAX_PROMPT_CHARS})
-    client_message_id: str | None = _MESSAGE_ID
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
 
 
 class ContinueFrame(_Frame):
     type: Literal["continue"] = "continue"
-    turn_id: str = _TURN_ID
-    client_message_id: str | None = _MESSAGE_ID
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
 
 
 ActionFrame: TypeAlias = RegenerateFrame | EditFrame | ContinueFrame

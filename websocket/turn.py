@@ -353,8 +353,8 @@ class TurnManager:
         return True
 
     def announce_title(self, user_id: str, chat_id: str, title: str) -> None:
-        """Tell every socket on the chat, on every instance, its new title (renamed, or
-        named after its first turn): ``chat_renamed``, ephemeral."""
+        """Tell every socket on the chat, on every instance, the title a person gave it:
+        ``chat_renamed``, ephemeral."""
         event = ChatRenamedEvent(title=title)
         frame = Frame(None, encode(event.enveloped(chat_id, None, None)))
         self.hub.publish(channel_of(user_id, chat_id), [frame])

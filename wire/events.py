@@ -263,8 +263,8 @@ class TurnSupersededEvent(Event):
 
 
 class ChatRenamedEvent(Event):
-    """The chat has a new title (renamed, or named after its first turn): told to every
-    socket on the chat. Ephemeral: a client reads the title again from the REST API."""
+    """A person renamed the chat: told to every socket on it. Ephemeral: a client reads
+    the title again from the REST API."""
 
     type = "chat_renamed"
     persisted = False

@@ -111,15 +111,15 @@ def test_json_that_is_not_an_object(text: str) -> None:
     [
         (
             '{"type":"foo"}',
-            "unknown frame type 'foo'; expected prompt, cancel, resume, ping or approval",
+            "unknown frame type 'foo'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
         ),
         (
             '{"type":"PROMPT","text":"x"}',
-            "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping or approval",
+            "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
         ),
-        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping or approval"),
-        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
-        ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
+        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
+        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
+        ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
         ('{"type":"prompt","text":"hi","foo":1}', "unknown field 'foo' in prompt frame"),
         ('{"type":"ping","x":true}', "unknown field 'x' in ping frame"),
         ('{"type":"cancel","chat_id":"c"}', "unknown field 'chat_id' in cancel frame"),
@@ -239,6 +239,9 @@ def test_client_frame_schema_has_every_frame() -> None:
         "resume",
         "ping",
         "approval",
+        "regenerate",
+        "edit",
+        "continue",
     }
     prompt = schema["$defs"]["PromptFrame"]
     assert prompt["additionalProperties"] is False
@@ -348,6 +351,27 @@ VALID: list[tuple[str, str | None, int | None, dict[str, Any]]] = [
             "reason": None,
             "decided_by": None,
             "decided_via": "prompt",
+        },
+    ),
+    # Project events and fields (docs/protocol.md, "Regenerate, edit and continue").
+    ("turn_superseded", "t1", 12, {"by_turn_id": "t2", "action": "regenerate"}),
+    (
+        "user_prompt",
+        "t2",
+        13,
+        {"text": "hi", "client_message_id": "m2", "action": "regenerate", "source_turn_id": "t1"},
+    ),
+    ("chat_renamed", None, None, {"title": "Coffee spending"}),
+    (
+        "error",
+        None,
+        None,
+        {
+            "code": "invalid_request",
+            "message": "only the chat's latest turn can be regenerated",
+            "retryable": False,
+            "refusal": "not_latest_turn",
+            "client_message_id": "m3",
         },
     ),
 ]
