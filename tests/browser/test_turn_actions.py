@@ -87,6 +87,7 @@ async def test_edit_in_place_replaces_that_turn_and_the_ones_after(
     editor = page.get_by_role("textbox", name="Edit your message")
     assert await editor.input_value() == "hello"
     assert await editor.evaluate("el => el === document.activeElement")
+    assert await first.locator(".message.user").inner_text() == "Cancel\nSend"
     # Esc leaves it as it was.
     await editor.press("Escape")
     assert await editor.count() == 0

@@ -215,7 +215,8 @@ export class TurnActions {
       }
     });
     view.user.classList.add("editing");
-    clear(view.user).append(input, warning, h("div", { class: "edit-buttons" }, cancel, save));
+    const parts = [input, warning, h("div", { class: "edit-buttons" }, cancel, save)];
+    clear(view.user).append(...parts.filter(Boolean));
     input.focus();
     input.setSelectionRange(input.value.length, input.value.length);
   }
