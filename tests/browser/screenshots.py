@@ -181,7 +181,9 @@ async def turn_action_states(browser: Browser, live: LiveServer) -> None:
     last = page.locator("#transcript .turn").last
     await last.hover()
     await last.get_by_role("button", name="Edit message").click()
-    await page.get_by_role("textbox", name="Edit your message").fill("What can you do with my email?")
+    await page.get_by_role("textbox", name="Edit your message").fill(
+        "What can you do with my email?"
+    )
     await shoot(page, "turn-actions.png")
     await page.context.close()
 

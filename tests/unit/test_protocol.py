@@ -117,9 +117,18 @@ def test_json_that_is_not_an_object(text: str) -> None:
             '{"type":"PROMPT","text":"x"}',
             "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
         ),
-        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
-        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
-        ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue"),
+        (
+            '{"type":5}',
+            "unknown frame type '5'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
+        (
+            '{"text":"hi"}',
+            "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
+        (
+            "{}",
+            "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
         ('{"type":"prompt","text":"hi","foo":1}', "unknown field 'foo' in prompt frame"),
         ('{"type":"ping","x":true}', "unknown field 'x' in ping frame"),
         ('{"type":"cancel","chat_id":"c"}', "unknown field 'chat_id' in cancel frame"),

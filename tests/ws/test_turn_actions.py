@@ -231,7 +231,12 @@ async def test_continue_a_stopped_answer(
         # A continuation has no prompt of its own to edit.
         error = await refused(
             client,
-            {"type": "edit", "turn_id": prompt["turn_id"], "prompt": "x", "client_message_id": "c2"},
+            {
+                "type": "edit",
+                "turn_id": prompt["turn_id"],
+                "prompt": "x",
+                "client_message_id": "c2",
+            },
         )
         assert (error["code"], error["refusal"]) == ("invalid_request", "not_editable")
     sent = fake_model.turn_requests()[1].body["input"]
@@ -287,8 +292,11 @@ async def test_every_refusal_names_its_cause_and_changes_nothing(server: LiveSer
             ({"type": "regenerate", "turn_id": one}, "invalid_request", "not_latest_turn"),
             ({"type": "continue", "turn_id": one}, "invalid_request", "not_latest_turn"),
             ({"type": "regenerate", "turn_id": replaced}, "invalid_request", "turn_superseded"),
-            ({"type": "edit", "turn_id": replaced, "prompt": "x"}, "invalid_request",
-             "turn_superseded"),
+            (
+                {"type": "edit", "turn_id": replaced, "prompt": "x"},
+                "invalid_request",
+                "turn_superseded",
+            ),
             ({"type": "continue", "turn_id": latest}, "invalid_request", "not_stopped"),
         ]
         for frame, code, refusal in cases:
