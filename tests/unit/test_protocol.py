@@ -617,11 +617,11 @@ import sys
 from pydantic import Field, ValidationError
 from wire.events import Event, encode, server_event_json_schema, validate_server_event
 
-class ChatRenamedEvent(Event):
-    type = "chat_renamed"
+class ChatPinnedEvent(Event):
+    type = "chat_pinned"
     title: str = Field(min_length=1)
 
-event = ChatRenamedEvent(title="Sushi in Boston")
+event = ChatPinnedEvent(title="Sushi in Boston")
 wire = event.enveloped("chat-1", "turn-1", 7, "2025-01-31T12:00:00.123Z")
 validate_server_event(json.loads(encode(wire)))
 try:
@@ -632,14 +632,14 @@ else:
     raise SystemExit("an empty title was accepted")
 schema = json.dumps(server_event_json_schema())
 print(encode(wire))
-print("chat_renamed" in schema)
+print("chat_pinned" in schema)
 """
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        '{"type":"chat_renamed","chat_id":"chat-1","turn_id":"turn-1","seq":7,'
+        '{"type":"chat_pinned","chat_id":"chat-1","turn_id":"turn-1","seq":7,'
         '"ts":"2025-01-31T12:00:00.123Z","title":"Sushi in Boston"}',
         "True",
     ]
