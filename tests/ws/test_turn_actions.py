@@ -141,9 +141,25 @@ async def test_a_repeated_regenerate_starts_nothing_and_a_reused_id_is_refused(
             client, {"type": "continue", "turn_id": first_turn, "client_message_id": "again-1"}
         )
         assert error["code"] == "invalid_request" and "already used" in error["message"]
+        # An edit repeated is answered the same way; the same id with another prompt is
+        # refused.
+        edit = {
+            "type": "edit",
+            "turn_id": prompt["turn_id"],
+            "prompt": "what can you do?",
+            "client_message_id": "again-2",
+        }
+        edited = first(await act(client, edit), "user_prompt")
+        after_edit = await stored(server, chat_id)
+        await client.send(edit)
+        assert (await client.until("user_prompt"))[-1] == edited
+        error = await refused(client, {**edit, "prompt": "something else"})
+        assert error["code"] == "invalid_request" and "already used" in error["message"]
         await client.send({"type": "ping"})
         await client.until("pong")
-    assert await stored(server, chat_id) == before
+    assert await stored(server, chat_id) == after_edit
+    assert after_edit[: len(before)] == before
+    assert [e["type"] for e in after_edit].count("user_prompt") == 3
 
 
 # --------------------------------------------------------------------------- edit
