@@ -51,10 +51,13 @@ def continuation(
     if any(item.get("type") == "function_call" for item in items[asks[-1] + 1 :]):
         return None  # not the first step of the continuation: go on as usual
     before = items[: asks[-1]]
+    # The stopped answer: an assistant message after the request it answered (none when
+    # the turn stopped before it said anything; an older answer is not it).
+    request = asks[-2] if len(asks) > 1 else -1
     said = next(
         (
             i
-            for i in range(len(before) - 1, -1, -1)
+            for i in range(len(before) - 1, request, -1)
             if before[i].get("role") == "assistant"
             and before[i].get("type", "message") == "message"
         ),

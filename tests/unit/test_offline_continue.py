@@ -29,6 +29,18 @@ async def test_an_answer_that_was_not_started_is_given_whole() -> None:
     assert (await run_turn(_continue("hi", ""))).messages() == [whole]
 
 
+async def test_an_older_answer_is_not_taken_for_the_stopped_one() -> None:
+    greeting = (await run_turn("hi")).messages()[0]
+    whole = (await run_turn("help")).messages()[0]
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": greeting},
+        {"role": "user", "content": "help"},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ]
+    assert (await run_turn(history)).messages() == [whole]
+
+
 async def test_an_answer_already_complete_has_nothing_left() -> None:
     whole = (await run_turn("hi")).messages()[0]
     assert (await run_turn(_continue("hi", whole))).messages() == [NOTHING_LEFT]
