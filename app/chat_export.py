@@ -27,6 +27,9 @@ def export_filename(chat: ChatRecord, extension: str) -> str:
 
 
 RATING_WORDS = {"up": "👍 helpful", "down": "👎 not helpful"}
+# How a turn replaced by a regenerate or an edit is marked (docs/protocol.md,
+# "Regenerate, edit and continue"): it stays in the transcript, labelled.
+REPLACED = "replaced by a newer answer"
 
 
 def markdown_transcript(
@@ -34,9 +37,11 @@ def markdown_transcript(
     events: Iterable[EventRecord],
     ratings: Mapping[str, FeedbackRecord] | None = None,
 ) -> str:
+    events = list(events)
+    replaced = {e.turn_id for e in events if e.type == "turn_superseded"}
     lines = [f"# {_one_line(chat.title) or 'Untitled chat'}", ""]
     for event in events:
-        lines += _event_lines(event.type, event.payload, event.ts)
+        lines += _event_lines(event.type, event.payload, event.ts, event.turn_id in replaced)
         rating = (ratings or {}).get(event.turn_id or "")
         if event.type == "end_of_stream" and rating is not None:
             lines += _rating_lines(rating)
@@ -48,11 +53,19 @@ def _rating_lines(rating: FeedbackRecord) -> list[str]:
     return [f"> **Your rating**: {RATING_WORDS[rating.rating]}{comment}", ""]
 
 
-def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:
+def _event_lines(
+    kind: str, payload: Mapping[str, Any], ts: str, replaced: bool = False
+) -> list[str]:
+    mark = f" ({REPLACED})" if replaced else ""
     if kind == "user_prompt":
-        return [f"## You · {ts}", "", str(payload.get("text", "")), ""]
+        if payload.get("action") == "continue":
+            return [f"## You · {ts} · asked to continue{mark}", ""]
+        return [f"## You · {ts}{mark}", "", str(payload.get("text", "")), ""]
     if kind == "llm_response":
-        return ["## Assistant", "", str(payload.get("text", "")), ""]
+        return [f"## Assistant{mark}", "", str(payload.get("text", "")), ""]
+    if kind == "turn_superseded":
+        how = "edited prompt" if payload.get("action") == "edit" else "regenerated answer"
+        return [f"> *The turn above was {REPLACED} ({how} below).*", ""]
     if kind == "tool_output":
         output = payload.get("output")
         output = output if isinstance(output, Mapping) else {}

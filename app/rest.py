@@ -72,6 +72,8 @@ def turn_model(turn: TurnRecord, rating: FeedbackRecord | None = None) -> Turn:
         finished_at=rfc3339(turn.finished_at),
         client_message_id=turn.client_message_id,
         feedback=feedback_model(rating) if rating is not None else None,
+        superseded_by=turn.superseded_by,
+        continues=turn.continues,
     )
 
 
@@ -307,11 +309,13 @@ async def rename_chat(request: Request) -> Response:
         raise ApiError(
             400, "invalid_request", f"title may not be blank (expected {RENAME_EXAMPLE})"
         )
-    repo = ChatRepository(services_of(request).db, user.id)
+    services = services_of(request)
+    repo = ChatRepository(services.db, user.id)
     await repo.set_title(chat_id, title)  # ChatNotFound (another user's too) → 404
     chat = await repo.get(chat_id)
     if chat is None:  # deleted in between
         raise ApiError(404, "not_found", "chat not found")
+    services.turns.announce_title(user.id, chat_id, title)  # the chat's other open tabs
     return json_answer(ChatSummary.model_validate(chat_fields(chat)))
 
 

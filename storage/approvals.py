@@ -311,7 +311,7 @@ class ApprovalStore:
                     status="cancelled", final_text=turn.partial_text, usage=usage, finished_at=now
                 )
             )
-            await _keep_history(conn, chat_id, state)
+            await _keep_history(conn, chat_id, turn_id, state)
         return records
 
     async def pending_for_user(self, user_id: str) -> list[ApprovalRecord]:
@@ -448,7 +448,9 @@ async def _claim_if_done(
     )
 
 
-async def _keep_history(conn: AsyncConnection, chat_id: str, state: dict[str, Any]) -> None:
+async def _keep_history(
+    conn: AsyncConnection, chat_id: str, turn_id: str, state: dict[str, Any]
+) -> None:
     """A stopped paused turn's conversation items, each paused call answered "not run":
     the next turn's model sees what happened."""
     items = answer_unanswered([dict(item) for item in state.get("session", [])], NOT_RUN)
@@ -456,7 +458,10 @@ async def _keep_history(conn: AsyncConnection, chat_id: str, state: dict[str, An
         now = utcnow()
         await conn.execute(
             insert(conversation_items),
-            [{"chat_id": chat_id, "item": item, "created_at": now} for item in items],
+            [
+                {"chat_id": chat_id, "item": item, "created_at": now, "turn_id": turn_id}
+                for item in items
+            ],
         )
 
 

@@ -456,7 +456,15 @@ async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate)
         now = utcnow()
         await session.execute(
             insert(conversation_items),
-            [{"chat_id": chat_id, "item": dict(item), "created_at": now} for item in change.items],
+            [
+                {
+                    "chat_id": chat_id,
+                    "item": dict(item),
+                    "created_at": now,
+                    "turn_id": change.turn_id,
+                }
+                for item in change.items
+            ],
         )
     if not values:
         return

@@ -170,6 +170,11 @@ class Turn(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # A stop asked on any instance; the runner sees it when it renews its lease.
     cancel_requested: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # Lineage (migration 0010, docs/protocol.md "Regenerate, edit and continue"): the turn
+    # that replaced this one (a regenerate or an edit; the turn stays in the log), and
+    # the stopped turn this one continues.
+    superseded_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    continues: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (
         # A retried prompt (same client_message_id) must not start a second turn.
@@ -211,6 +216,9 @@ class ConversationItem(Base):
     chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
     item: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The turn that wrote the item (NULL for rows older than migration 0010, and for
+    # writers outside a turn): a superseded turn's items are left out of the history.
+    turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     __table_args__ = (Index("ix_conversation_items_chat", "chat_id", "id"),)
 

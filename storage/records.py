@@ -55,6 +55,10 @@ class TurnRecord:
     # The instance running it and until when its lease holds (storage.models.Turn).
     runner: str | None = None
     lease_until: datetime | None = None
+    # Lineage (docs/protocol.md "Regenerate, edit and continue"): the turn that replaced
+    # this one, and the stopped turn this one continues.
+    superseded_by: str | None = None
+    continues: str | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,8 @@ def turn_from_row(row: Any) -> TurnRecord:
         current_agent=row.current_agent,
         runner=row.runner,
         lease_until=row.lease_until,
+        superseded_by=getattr(row, "superseded_by", None),
+        continues=getattr(row, "continues", None),
     )
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, or_, select
 
 from storage.engine import Database
 from storage.errors import ChatNotFound
-from storage.models import chats, conversation_items, utcnow
+from storage.models import approvals, chats, conversation_items, turns, utcnow
 
 if TYPE_CHECKING:  # the SDK is heavy to import and only needed for the types
     from agents.items import TResponseInputItem
@@ -38,7 +38,9 @@ class ChatSession:
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         table = conversation_items
-        query = select(table.c.item).where(table.c.chat_id == self.session_id)
+        query = select(table.c.item).where(
+            table.c.chat_id == self.session_id, _not_superseded(self.session_id)
+        )
         if limit is None or limit < 0:  # negative: everything, like SQLiteSession
             query = query.order_by(table.c.id)
             async with self._db.session() as session:
@@ -92,6 +94,25 @@ class ChatSession:
                 delete(conversation_items).where(conversation_items.c.chat_id == self.session_id)
             )
             await session.commit()
+
+
+def _not_superseded(chat_id: str) -> Any:
+    """The items the model still reads: a superseded turn's (regenerated or edited,
+    docs/protocol.md "Regenerate, edit and continue") are left out, except the calls the
+    person approved and their outputs: what a side-effecting tool did (an email sent)
+    stays a fact of the conversation, whichever answer replaced the one that did it."""
+    table = conversation_items
+    superseded = select(turns.c.id).where(
+        turns.c.chat_id == chat_id, turns.c.superseded_by.is_not(None)
+    )
+    approved = select(approvals.c.call_id).where(
+        approvals.c.chat_id == chat_id, approvals.c.status == "approved"
+    )
+    return or_(
+        table.c.turn_id.is_(None),
+        table.c.turn_id.not_in(superseded),
+        table.c.item["call_id"].as_string().in_(approved),
+    )
 
 
 class TurnSession:

@@ -25,6 +25,7 @@ from storage.errors import (
     ClientMessageReused,
     TurnInProgress,
 )
+from storage.turn_actions import ActionRefused, ActionRequest
 from websocket.hub import (
     Frame,
     Mark,
@@ -37,12 +38,16 @@ from websocket.ports import SocketGate, SocketServices, socket_services
 from websocket.protocol import (
     CHAT_ID,
     MAX_SEQ,
+    ActionFrame,
     ApprovalFrame,
     CancelFrame,
+    ContinueFrame,
+    EditFrame,
     ErrorCode,
     FrameError,
     PingFrame,
     PromptFrame,
+    RegenerateFrame,
     ResumeFrame,
     encode,
     now_ts,
@@ -432,6 +437,8 @@ class _Session:
             await self._cancel(frame)
         elif isinstance(frame, ApprovalFrame):
             await self._approval(frame)
+        elif isinstance(frame, RegenerateFrame | EditFrame | ContinueFrame):
+            await self._action(frame)
         elif isinstance(frame, ResumeFrame):
             await self._stop_sender()
             if await ChatRepository(self.services.db, self.user_id).get(self.chat_id) is None:
@@ -546,6 +553,61 @@ class _Session:
         except Exception:
             logger.exception("could not start turn", extra={"chat_id": self.chat_id})
             self._error("server_error", "could not start the turn; try again", retryable=True)
+            return
+        if not submitted.created and self.subscription is not None:
+            record = submitted.user_prompt
+            self.services.hub.send_to(self.subscription, Frame(None, encode(record.to_wire())))
+
+    async def _action(self, frame: ActionFrame) -> None:
+        """``regenerate``, ``edit``, ``continue`` (docs/protocol.md, "Regenerate, edit and
+        continue"): like a prompt, but a refusal names its cause (``refusal``) and the
+        frame it answers (``client_message_id``)."""
+        turns = self.services.turns
+        message_id = frame.client_message_id
+
+        def refuse(code: ErrorCode, message: str, refusal: Any = None, retry: bool = False) -> None:
+            self._reply(
+                ErrorEvent(
+                    code=code,
+                    message=message,
+                    retryable=retry,
+                    refusal=refusal,
+                    client_message_id=message_id,
+                )
+            )
+
+        if turns.draining:
+            refuse("server_error", "the server is restarting; reconnect and send again", retry=True)
+            return
+        if not await self._within_limits():
+            return
+        request = ActionRequest(
+            frame.type, frame.turn_id, frame.prompt if isinstance(frame, EditFrame) else None
+        )
+        try:
+            submitted = await turns.submit_action(
+                self.user_id, self.chat_id, request, message_id, now_ts()
+            )
+        except ActionRefused as exc:
+            code: ErrorCode = "not_found" if exc.refusal == "turn_not_found" else "invalid_request"
+            if exc.refusal == "awaiting_approval":
+                code = "turn_in_progress"
+            refuse(code, exc.message, exc.refusal)
+            return
+        except TurnInProgress:
+            refuse(
+                "turn_in_progress", "a turn is already running in this chat", "turn_running", True
+            )
+            return
+        except ClientMessageReused as exc:
+            refuse("invalid_request", str(exc))
+            return
+        except ChatNotFound:
+            await self.close(CLOSE_FORBIDDEN, CHAT_DELETED)
+            return
+        except Exception:
+            logger.exception("could not start a turn action", extra={"chat_id": self.chat_id})
+            refuse("server_error", "could not start the turn; try again", retry=True)
             return
         if not submitted.created and self.subscription is not None:
             record = submitted.user_prompt

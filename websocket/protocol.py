@@ -86,8 +86,49 @@ class ApprovalFrame(_Frame):
     reason: str | None = Field(default=None, max_length=MAX_APPROVAL_REASON)
 
 
+# Project frames (docs/protocol.md, "Regenerate, edit and continue"): each starts a turn
+# made from the chat's turn ``turn_id``; idempotent by ``client_message_id`` like a prompt.
+# (No shared FieldInfo between models: pydantic may change one as it builds a model.)
+MAX_TURN_ID = 64
+
+
+class RegenerateFrame(_Frame):
+    type: Literal["regenerate"] = "regenerate"
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
+
+
+class EditFrame(_Frame):
+    type: Literal["edit"] = "edit"
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
+    # Bounded like a prompt's text (``max_prompt_chars``, checked by parse_client_frame).
+    prompt: str = Field(min_length=1, json_schema_extra={"maxLength": DEFAULT_MAX_PROMPT_CHARS})
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
+
+
+class ContinueFrame(_Frame):
+    type: Literal["continue"] = "continue"
+    turn_id: str = Field(min_length=1, max_length=MAX_TURN_ID)
+    client_message_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
+
+
+ActionFrame: TypeAlias = RegenerateFrame | EditFrame | ContinueFrame
+
 ClientFrame: TypeAlias = Annotated[
-    PromptFrame | CancelFrame | ResumeFrame | PingFrame | ApprovalFrame,
+    PromptFrame
+    | CancelFrame
+    | ResumeFrame
+    | PingFrame
+    | ApprovalFrame
+    | RegenerateFrame
+    | EditFrame
+    | ContinueFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME_ADAPTER: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
@@ -98,8 +139,11 @@ _FRAME_MODELS: dict[str, type[_Frame]] = {
     "resume": ResumeFrame,
     "ping": PingFrame,
     "approval": ApprovalFrame,
+    "regenerate": RegenerateFrame,
+    "edit": EditFrame,
+    "continue": ContinueFrame,
 }
-_FRAME_TYPES = "prompt, cancel, resume, ping or approval"
+_FRAME_TYPES = "prompt, cancel, resume, ping, approval, regenerate, edit or continue"
 
 # What a field must be, phrased for a human; used instead of pydantic's error text.
 _FIELD_RULES: dict[tuple[str, str], str] = {
@@ -110,6 +154,14 @@ _FIELD_RULES: dict[tuple[str, str], str] = {
     ("approval", "decision"): 'must be "approve" or "reject"',
     ("approval", "reason"): f"must be a string of at most {MAX_APPROVAL_REASON} characters, "
     "or null",
+    **{
+        (kind, field): rule
+        for kind in ("regenerate", "edit", "continue")
+        for field, rule in (
+            ("turn_id", "must be a string of 1..64 characters"),
+            ("client_message_id", f"must be a string of 1..{MAX_CLIENT_MESSAGE_ID} characters"),
+        )
+    },
 }
 
 
@@ -120,10 +172,10 @@ def _frame_error(frame_type: str, exc: ValidationError, max_prompt_chars: int) -
         return FrameError(f"unknown field '{field}' in {frame_type} frame")
     if err["type"] == "missing":
         return FrameError(f"{frame_type}.{field} is required")
-    if (frame_type, field) == ("prompt", "text"):
+    if (frame_type, field) in (("prompt", "text"), ("edit", "prompt")):
         if err["type"] == "string_type":
-            return FrameError("prompt.text must be a string")
-        return FrameError(f"prompt.text must be 1..{max_prompt_chars} characters")
+            return FrameError(f"{frame_type}.{field} must be a string")
+        return FrameError(f"{frame_type}.{field} must be 1..{max_prompt_chars} characters")
     if err["type"] == "less_than_equal":
         return FrameError(f"{frame_type}.{field} must be at most {err['ctx']['le']}")
     rule = _FIELD_RULES.get((frame_type, field), "is invalid")
@@ -163,6 +215,11 @@ def parse_client_frame(text: str, *, max_prompt_chars: int) -> ClientFrame:
             raise FrameError(f"prompt.text must be 1..{max_prompt_chars} characters")
         if not frame.text.strip():
             raise FrameError("prompt.text must not be blank")
+    if isinstance(frame, EditFrame):
+        if len(frame.prompt) > max_prompt_chars:
+            raise FrameError(f"edit.prompt must be 1..{max_prompt_chars} characters")
+        if not frame.prompt.strip():
+            raise FrameError("edit.prompt must not be blank")
     # Every field, not only the stored ones: an approval id is looked up in the database.
     unstorable = unstorable_at(data)
     if unstorable is not None:
@@ -258,9 +315,13 @@ __all__ = [
     "Event",
     "ENVELOPE_KEYS",
     "server_event_adapter",
+    "ActionFrame",
     "ApprovalFrame",
     "CancelFrame",
     "ClientFrame",
+    "ContinueFrame",
+    "EditFrame",
+    "RegenerateFrame",
     "EndStatus",
     "ErrorCode",
     "FrameError",

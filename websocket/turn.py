@@ -26,21 +26,25 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 from storage.approvals import ApprovalStore, Decided
 from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
 from storage.records import EventRecord, Lease, PausedRun
+from storage.turn_actions import ActionRequest, ActionStarted, start_action_turn
 from websocket.active_turns import ActiveTurn, ActiveTurns
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
 from websocket.leases import DEFAULT_LEASE_SECONDS, Leases, every_so_often
 from websocket.metrics import Metrics
 from websocket.protocol import encode, now_ts
+from websocket.turn_actions import model_input
 from websocket.turn_plan import TurnEngine, TurnOutcome, TurnPlan
 from websocket.turn_run import RunServices, TurnRun
 from websocket.usage_hooks import UsageHooks
+from wire.events import ChatRenamedEvent
 
 # The manager's API, with the plan and outcome types its callers hand it and get back
 # (websocket.turn_plan), importable from here as before the turn runtime was split.
@@ -145,6 +149,48 @@ class TurnManager:
         task = self._start(user_id, chat_id, turn.id, text, event.seq, plan, first=event)
         return Submitted(event, created=True, task=task)
 
+    async def submit_action(
+        self,
+        user_id: str,
+        chat_id: str,
+        request: ActionRequest,
+        client_message_id: str | None,
+        ts: str,
+    ) -> Submitted:
+        """Start a ``regenerate``, ``edit`` or ``continue`` turn (docs/protocol.md,
+        "Regenerate, edit and continue"). Raises ``ActionRefused``, ``TurnInProgress``,
+        ``ClientMessageReused`` and ``ChatNotFound``; refused, nothing changed."""
+        channel = channel_of(user_id, chat_id)
+
+        async def start() -> ActionStarted:
+            return await start_action_turn(
+                self.db, chat_id, request, client_message_id, ts, owner=user_id, lease=self.lease
+            )
+
+        try:
+            started = await start()
+        except TurnInProgress as exc:
+            # A turn whose runner's lease expired is closed; then the chat is free.
+            if not await self.leases.close_orphan(chat_id, exc.turn_id, channel, ts):
+                raise
+            started = await start()
+        if not started.created:
+            return Submitted(started.user_prompt, created=False)
+        self.metrics.events_persisted.inc(1 + len(started.superseded))
+        turn = started.turn
+        task = self._start(
+            user_id,
+            chat_id,
+            turn.id,
+            turn.prompt,
+            turn.user_prompt_seq,
+            None,
+            first=started.user_prompt,
+            before=started.superseded,
+            model_input=model_input(started),
+        )
+        return Submitted(started.user_prompt, created=True, task=task)
+
     def _start(
         self,
         user_id: str,
@@ -155,10 +201,14 @@ class TurnManager:
         plan: TurnPlan | None,
         resume: PausedRun | None = None,
         first: EventRecord | None = None,
+        before: tuple[EventRecord, ...] = (),
+        model_input: list[dict[str, Any]] | None = None,
     ) -> asyncio.Task[None]:
         """Start the turn's task and register it, with no await in between: from here on
         this process runs the turn, for cancels and lease renewals. ``first``: the
-        turn's ``user_prompt``, published once the chat's earlier tasks here are done."""
+        turn's ``user_prompt``, published once the chat's earlier tasks here are done,
+        after ``before`` (the ``turn_superseded`` events written with it).
+        ``model_input``: what the model is given instead of ``prompt``."""
         active = ActiveTurn(
             turn_id=turn_id,
             chat_id=chat_id,
@@ -168,7 +218,8 @@ class TurnManager:
         )
         earlier = [other for other in self._active.of_chat(chat_id) if other.task is not None]
         active.task = asyncio.create_task(
-            self._run(active, prompt, plan, resume, first, earlier), name=f"turn-{turn_id}"
+            self._run(active, prompt, plan, resume, first, earlier, before, model_input),
+            name=f"turn-{turn_id}",
         )
         self._active.add(active)
         return active.task
@@ -181,6 +232,8 @@ class TurnManager:
         resume: PausedRun | None,
         first: EventRecord | None,
         earlier: list[ActiveTurn],
+        before: tuple[EventRecord, ...] = (),
+        model_input: list[dict[str, Any]] | None = None,
     ) -> None:
         """The turn's task: once the chat's earlier tasks here are done, its run."""
         try:
@@ -190,11 +243,12 @@ class TurnManager:
             raise
         if resume is None:
             assert first is not None
-            self.hub.begin_turn(active.channel, active.turn_id, first.seq)
-            self.hub.publish(active.channel, [Frame(first.seq, encode(first.to_wire()))])
+            opening = [*before, first]
+            self.hub.begin_turn(active.channel, active.turn_id, opening[0].seq)
+            self.hub.publish(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in opening])
         else:
             self.hub.begin_turn(active.channel, active.turn_id, resume.after_seq + 1)
-        await TurnRun(self._services, self.engine, active, prompt, plan, resume).run()
+        await TurnRun(self._services, self.engine, active, prompt, plan, resume, model_input).run()
 
     async def _after_earlier(self, earlier: list[ActiveTurn]) -> None:
         """Wait for the chat's earlier tasks here: storage says they ended (the chat runs
@@ -297,6 +351,13 @@ class TurnManager:
         )
         self.metrics.turns.labels("cancelled").inc()
         return True
+
+    def announce_title(self, user_id: str, chat_id: str, title: str) -> None:
+        """Tell every socket on the chat, on every instance, the title a person gave it:
+        ``chat_renamed``, ephemeral."""
+        event = ChatRenamedEvent(title=title)
+        frame = Frame(None, encode(event.enveloped(chat_id, None, None)))
+        self.hub.publish(channel_of(user_id, chat_id), [frame])
 
     # -- leases and orphans (websocket.leases) -----------------------------------------------
 

@@ -125,9 +125,12 @@ class TurnRun:
         prompt: str,
         plan: TurnPlan | None,
         resume: PausedRun | None,
+        model_input: list[dict[str, Any]] | None = None,
     ) -> None:
         self.services, self.engine, self.active = services, engine, active
         self.prompt, self.resume = prompt, resume
+        # The model's input when it is not just the prompt (a continue: websocket.turn_actions).
+        self.model_input = model_input
         self.log_extra = {"chat_id": active.chat_id, "turn_id": active.turn_id}
         self.writer = services.writer(active)
         services.metrics.turns_running.inc()
@@ -195,7 +198,7 @@ class TurnRun:
         if self.resume is None:
             return Runner.run_streamed(
                 self.agent,
-                input=plan.input if plan.input is not None else self.prompt,
+                input=plan.input if plan.input is not None else self._input(),
                 context=self.context,
                 run_config=plan.run_config or engine.run_config,
                 max_turns=engine.max_model_turns,
@@ -213,6 +216,9 @@ class TurnRun:
             error_handlers=self._error_handlers(),
             hooks=self.services.hooks,
         )
+
+    def _input(self) -> Any:
+        return self.model_input if self.model_input is not None else self.prompt
 
     def _error_handlers(self) -> RunErrorHandlers[Any]:
         handlers = self.plan.error_handlers

@@ -44,6 +44,18 @@ ErrorCode: TypeAlias = Literal[
 ]
 EndStatus: TypeAlias = Literal["completed", "cancelled", "failed"]
 Decision: TypeAlias = Literal["approved", "rejected", "expired", "superseded"]
+# Project frames after the shared contract (docs/protocol.md, "Regenerate, edit and
+# continue"): how a turn was made from an earlier one, and why such a frame was refused.
+TurnAction: TypeAlias = Literal["regenerate", "edit", "continue"]
+ActionRefusal: TypeAlias = Literal[
+    "turn_not_found",
+    "turn_running",
+    "awaiting_approval",
+    "not_latest_turn",
+    "turn_superseded",
+    "not_stopped",
+    "not_editable",
+]
 # Whose event it is: a turn's (turn_id set), the connection's (turn_id null), or either
 # (an ``error``: a turn's failure, or a refused frame).
 Scope: TypeAlias = Literal["turn", "connection", "either"]
@@ -107,6 +119,16 @@ class UserPromptEvent(Event):
     type = "user_prompt"
     text: str = Field(min_length=1)
     client_message_id: str | None = Field(max_length=MAX_CLIENT_MESSAGE_ID)
+    # Project fields (docs/protocol.md, "Regenerate, edit and continue"), absent unless
+    # set: the turn was started by that frame, from ``source_turn_id``.
+    action: TurnAction | None = None
+    source_turn_id: str | None = Field(default=None, min_length=1)
+
+    def payload(self) -> dict[str, Any]:
+        payload = self.model_dump()
+        if self.action is None:
+            del payload["action"], payload["source_turn_id"]
+        return payload
 
 
 class HandoffEvent(Event):
@@ -187,6 +209,10 @@ class ErrorEvent(Event):
     # On the refusal of an ``approval`` frame: the approval it was about (docs/protocol.md,
     # "Approval records"); absent otherwise.
     approval_id: str | None = Field(default=None, max_length=MAX_APPROVAL_ID)
+    # On the refusal of a ``regenerate``, ``edit`` or ``continue`` frame (docs/protocol.md,
+    # "Regenerate, edit and continue"): why, as a code, and the frame's own id.
+    refusal: ActionRefusal | None = None
+    client_message_id: str | None = Field(default=None, max_length=MAX_CLIENT_MESSAGE_ID)
 
     def payload(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -224,6 +250,26 @@ class ApprovalResolvedEvent(Event):
     # or null when the server did (expiry, a new prompt), and through what.
     decided_by: str | None = None
     decided_via: str | None = None
+
+
+class TurnSupersededEvent(Event):
+    """The turn (envelope ``turn_id``) was replaced by ``by_turn_id`` (docs/protocol.md,
+    "Regenerate, edit and continue"); it stays in the log. Persisted right before the
+    new turn's ``user_prompt``, in the same transaction."""
+
+    type = "turn_superseded"
+    by_turn_id: str = Field(min_length=1)
+    action: Literal["regenerate", "edit"]
+
+
+class ChatRenamedEvent(Event):
+    """A person renamed the chat: told to every socket on it. Ephemeral: a client reads
+    the title again from the REST API."""
+
+    type = "chat_renamed"
+    persisted = False
+    scope = "connection"
+    title: str = Field(min_length=1)
 
 
 class PongEvent(Event):

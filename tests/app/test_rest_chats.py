@@ -107,7 +107,10 @@ async def test_chat_detail_with_turns_and_usage_totals(
         "finished_at",
         "client_message_id",
         "feedback",  # the user's rating of the answer (tests/app/test_feedback_api.py)
+        "superseded_by",
+        "continues",
     }
+    assert (first["superseded_by"], first["continues"]) == (None, None)
     assert (first["prompt"], first["final_text"], first["status"]) == ("first", "one", "completed")
     assert first["client_message_id"] == "m1"
     assert RFC3339_Z.match(first["finished_at"])

@@ -251,6 +251,39 @@ async def code_states(browser: Browser, tmp: str) -> None:
                     await page.locator(".jump-latest").wait_for()
                     await shoot(page, "jump-latest-phone.png")
                 await page.context.close()
+async def turn_action_states(browser: Browser, live: LiveServer) -> None:
+    """A regenerated answer (the old one folded under its note) with a message being
+    edited in place."""
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    await chat(page, "what can you do?")
+    await page.get_by_role("button", name="Regenerate").click()
+    await wait_chips(page, turns=2)
+    await page.locator("#transcript .turn").first.get_by_role("button", name="Show").click()
+    last = page.locator("#transcript .turn").last
+    await last.hover()
+    await last.get_by_role("button", name="Edit message").click()
+    await page.get_by_role("textbox", name="Edit your message").fill(
+        "What can you do with my email?"
+    )
+    await shoot(page, "turn-actions.png")
+    await page.context.close()
+
+
+async def continue_states(browser: Browser, live: LiveServer) -> None:
+    """An answer stopped mid-way, then continued below it."""
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    await send(page, "help")
+    await page.wait_for_function("""() => {
+        const el = document.querySelector('.message.assistant.streaming .markdown');
+        return el && el.textContent.length > 40;
+    }""")
+    await page.click("#cancel")
+    await page.get_by_role("button", name="Continue").click()
+    await page.locator("#transcript .turn.continuation[class*='status-']").wait_for()
+    await shoot(page, "continue.png")
+    await page.context.close()
 
 
 async def main() -> int:
@@ -274,11 +307,13 @@ async def main() -> int:
                     await history_states(browser, live)
                     await feedback_states(browser, live)
                 await code_states(browser, tmp)
+                    await turn_action_states(browser, live)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )
                 async with serve(slow) as live:
                     await slow_states(browser, live)
+                    await continue_states(browser, live)
             finally:
                 await browser.close()
     return 0

@@ -111,15 +111,24 @@ def test_json_that_is_not_an_object(text: str) -> None:
     [
         (
             '{"type":"foo"}',
-            "unknown frame type 'foo'; expected prompt, cancel, resume, ping or approval",
+            "unknown frame type 'foo'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
         ),
         (
             '{"type":"PROMPT","text":"x"}',
-            "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping or approval",
+            "unknown frame type 'PROMPT'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
         ),
-        ('{"type":5}', "unknown frame type '5'; expected prompt, cancel, resume, ping or approval"),
-        ('{"text":"hi"}', "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
-        ("{}", "frame needs a 'type' field: prompt, cancel, resume, ping or approval"),
+        (
+            '{"type":5}',
+            "unknown frame type '5'; expected prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
+        (
+            '{"text":"hi"}',
+            "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
+        (
+            "{}",
+            "frame needs a 'type' field: prompt, cancel, resume, ping, approval, regenerate, edit or continue",
+        ),
         ('{"type":"prompt","text":"hi","foo":1}', "unknown field 'foo' in prompt frame"),
         ('{"type":"ping","x":true}', "unknown field 'x' in ping frame"),
         ('{"type":"cancel","chat_id":"c"}', "unknown field 'chat_id' in cancel frame"),
@@ -239,6 +248,9 @@ def test_client_frame_schema_has_every_frame() -> None:
         "resume",
         "ping",
         "approval",
+        "regenerate",
+        "edit",
+        "continue",
     }
     prompt = schema["$defs"]["PromptFrame"]
     assert prompt["additionalProperties"] is False
@@ -348,6 +360,27 @@ VALID: list[tuple[str, str | None, int | None, dict[str, Any]]] = [
             "reason": None,
             "decided_by": None,
             "decided_via": "prompt",
+        },
+    ),
+    # Project events and fields (docs/protocol.md, "Regenerate, edit and continue").
+    ("turn_superseded", "t1", 12, {"by_turn_id": "t2", "action": "regenerate"}),
+    (
+        "user_prompt",
+        "t2",
+        13,
+        {"text": "hi", "client_message_id": "m2", "action": "regenerate", "source_turn_id": "t1"},
+    ),
+    ("chat_renamed", None, None, {"title": "Coffee spending"}),
+    (
+        "error",
+        None,
+        None,
+        {
+            "code": "invalid_request",
+            "message": "only the chat's latest turn can be regenerated",
+            "retryable": False,
+            "refusal": "not_latest_turn",
+            "client_message_id": "m3",
         },
     ),
 ]
@@ -584,11 +617,11 @@ import sys
 from pydantic import Field, ValidationError
 from wire.events import Event, encode, server_event_json_schema, validate_server_event
 
-class ChatRenamedEvent(Event):
-    type = "chat_renamed"
+class ChatPinnedEvent(Event):
+    type = "chat_pinned"
     title: str = Field(min_length=1)
 
-event = ChatRenamedEvent(title="Sushi in Boston")
+event = ChatPinnedEvent(title="Sushi in Boston")
 wire = event.enveloped("chat-1", "turn-1", 7, "2025-01-31T12:00:00.123Z")
 validate_server_event(json.loads(encode(wire)))
 try:
@@ -599,14 +632,14 @@ else:
     raise SystemExit("an empty title was accepted")
 schema = json.dumps(server_event_json_schema())
 print(encode(wire))
-print("chat_renamed" in schema)
+print("chat_pinned" in schema)
 """
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        '{"type":"chat_renamed","chat_id":"chat-1","turn_id":"turn-1","seq":7,'
+        '{"type":"chat_pinned","chat_id":"chat-1","turn_id":"turn-1","seq":7,'
         '"ts":"2025-01-31T12:00:00.123Z","title":"Sushi in Boston"}',
         "True",
     ]

@@ -17,6 +17,7 @@ import { ChatList, chatTitle } from "./sidebar.js";
 import { ChatSocket } from "./socket.js";
 import { bindStopKey } from "./stop-key.js";
 import { Transcript } from "./transcript.js";
+import { TurnActions } from "./turn-actions.js";
 
 const EXAMPLES = [
   "Find sushi in Boston and email the list to bob@example.com",
@@ -77,6 +78,7 @@ class App {
       displayName: (name) => this.connections.displayName(name),
       onRunning: (turnId) => this.showRunning(turnId),
       changed: () => this.afterChange(),
+      applied: (event) => this.turnActions.applied(event),
       approvals: {
         accountOf: (toolName, agent) => this.connectionsReady.then(() => this.connections.accountOf(toolName, agent)),
         decide: (approvalId, decision, reason) => this.decide(approvalId, decision, reason),
@@ -90,6 +92,10 @@ class App {
           if (live && card.outcome) announce(card.outcome);
         },
       },
+    });
+    this.turnActions = new TurnActions(this.transcript, {
+      send: (frame) => Boolean(this.socket?.send(frame)),
+      toast: (text) => this.toast(text),
     });
     this.pendingApprovals = new PendingApprovals(this.api, (pending) => this.showPendingApprovals(pending));
     this.chats = new ChatList(this.api,
@@ -343,6 +349,7 @@ class App {
     this.outbox.clear();
     this.feedback.reset();
     this.transcript.reset();
+    this.turnActions.reset();
     this.showRunning(null);
     this.showConnection("idle");
     this.hideBanner();
@@ -408,6 +415,7 @@ class App {
       onOpen: () => {
         this.transcript.beginResume();
         this.flushOutbox();
+        this.turnActions.flush();
       },
       onDropped: (code) => this.onDropped(code),
       onEvent: (event) => this.onEvent(event),
@@ -418,6 +426,11 @@ class App {
 
   onEvent(event) {
     if (event.type === "pong") return;
+    if (event.type === "chat_renamed") {
+      this.setTitle(event.title);
+      this.chats.refresh();
+      return;
+    }
     if (event.type === "error" && (event.seq === null || event.seq === undefined)) {
       this.onEphemeralError(event);
       return;
@@ -450,6 +463,7 @@ class App {
   }
 
   onEphemeralError(event) {
+    if (this.turnActions.refused(event)) return; // a regenerate, edit or continue
     const message = event.message || "The server refused that.";
     // A refused decision (already decided, expired): its card shows why.
     if (/approval/i.test(message) && this.transcript.approvalRefused(message)) return;

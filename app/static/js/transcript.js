@@ -51,6 +51,7 @@ export class Transcript {
   /**
    * hooks: {onChip(text), onRetry(text), connect(connector), displayName(connector),
    *         onRunning(turnId | null), changed(), answerFooter(turnId, footerEl),
+   *         applied(event, live) -> handled,
    *         approvals: {accountOf(toolName, agent), decide(approvalId, decision, reason), onEscape(),
    *                     shown(card, event, live), resolved(card, event, live)}}
    */
@@ -143,8 +144,10 @@ export class Transcript {
       return false; // pong and connection-level errors are the app's business
     }
     const handler = this[`on_${event.type}`];
-    if (!handler) return false;
-    handler.call(this, event, live);
+    handler?.call(this, event, live);
+    // Modules drawing on top of the turns (turn-actions.js) see every event applied.
+    const taken = this.hooks.applied?.(event, live);
+    if (!handler && !taken) return false;
     this.changed();
     return true;
   }
