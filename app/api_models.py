@@ -216,6 +216,7 @@ class Turn(ApiModel):
     client_message_id: str | None
     feedback: TurnFeedback | None = Field(
         default=None, description="The signed-in user's rating of the answer; null: none"
+    )
     superseded_by: str | None = Field(
         default=None,
         description="The turn that replaced this one (regenerate or edit); it stays in the log",

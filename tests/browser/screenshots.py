@@ -306,8 +306,8 @@ async def main() -> int:
                     await fast_states(browser, live)
                     await history_states(browser, live)
                     await feedback_states(browser, live)
-                await code_states(browser, tmp)
                     await turn_action_states(browser, live)
+                await code_states(browser, tmp)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )
