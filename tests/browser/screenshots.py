@@ -182,6 +182,8 @@ async def feedback_states(browser: Browser, live: LiveServer) -> None:
     )
     await shoot(page, "feedback.png")
     await page.context.close()
+
+
 CODE_ANSWER = """Run the two calls at once with `asyncio.gather`; it returns their results **in order**:
 
 ```python
@@ -251,6 +253,8 @@ async def code_states(browser: Browser, tmp: str) -> None:
                     await page.locator(".jump-latest").wait_for()
                     await shoot(page, "jump-latest-phone.png")
                 await page.context.close()
+
+
 async def turn_action_states(browser: Browser, live: LiveServer) -> None:
     """A regenerated answer (the old one folded under its note) with a message being
     edited in place."""
