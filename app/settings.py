@@ -35,6 +35,21 @@ from websocket.protocol import (
 
 AuthMode = Literal["local", "token", "oidc", "header"]
 
+# What app.attachments.sniff recognises from a file's bytes (kept here, not imported, so
+# that settings stay free of the app's modules; a test holds the two lists together).
+SNIFFABLE_TYPES = (
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+    "text/csv",
+    "text/markdown",
+    "application/json",
+)
+DEFAULT_ATTACHMENT_TYPES = SNIFFABLE_TYPES
+
 
 class SettingsError(RuntimeError):
     """A setting is invalid; the message names the environment variable."""
@@ -118,6 +133,41 @@ class Settings(ConnectorSettings):
     approval_timeout: float = Field(86_400.0, gt=0, le=30 * 86_400)
     # How long one Open Responses WebSocket may stay open (the spec's 60 minutes).
     responses_socket_seconds: float = Field(3600.0, gt=0, le=86_400)
+    # Attachments (app/attachments): the largest file accepted, and the types accepted, as
+    # sniffed from the bytes (app.attachments.sniff.KNOWN_TYPES lists what can be sniffed).
+    attachment_max_bytes: int = Field(10 * 1024 * 1024, ge=1, le=100 * 1024 * 1024)
+    attachment_types: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ATTACHMENT_TYPES)
+    )
+    # Where their bytes go: "local" (files under <data dir>/attachments) or "s3" (an
+    # S3-compatible bucket; the ``s3`` extra).
+    attachment_store: Literal["local", "s3"] = "local"
+    attachment_s3_bucket: str | None = None
+    # Unset: AWS itself; else the base URL of an S3-compatible server (MinIO, Ceph, R2).
+    attachment_s3_endpoint: str | None = None
+    attachment_s3_region: str = "us-east-1"
+    attachment_s3_access_key_id: str | None = None
+    attachment_s3_secret_access_key: SecretStr | None = None
+
+    @field_validator("attachment_types", mode="before")
+    @classmethod
+    def _split_types(cls, value: object) -> object:
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            return json.loads(value)
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("attachment_types")
+    @classmethod
+    def _check_types(cls, value: list[str]) -> list[str]:
+        unknown = [item for item in value if item not in SNIFFABLE_TYPES]
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not a type the server can recognise; "
+                f"choose from {', '.join(SNIFFABLE_TYPES)}"
+            )
+        return value
 
     @field_validator("allowed_origins", "trusted_proxies", mode="before")
     @classmethod
@@ -238,6 +288,15 @@ class Settings(ConnectorSettings):
                 "must start with sqlite+aiosqlite:// or postgresql+asyncpg:// (async drivers only)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _check_attachment_store(self) -> Settings:
+        if self.attachment_store == "s3" and not self.attachment_s3_bucket:
+            raise ValueError(
+                "SWITCHBOARD_ATTACHMENT_STORE=s3 needs SWITCHBOARD_ATTACHMENT_S3_BUCKET "
+                "(and, for a server other than AWS, SWITCHBOARD_ATTACHMENT_S3_ENDPOINT)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_auth(self) -> Settings:

@@ -24,6 +24,7 @@ from storage.engine import Database
 from storage.models import (
     api_tokens,
     approvals,
+    attachments,
     chat_events,
     chat_search,
     chats,
@@ -43,6 +44,9 @@ CHAT_TABLES: tuple[Table, ...] = (
     paused_turns,
     open_responses,
     rap_subscriptions,
+    # Metadata only: the bytes are in the blob store, which the caller empties
+    # (storage.attachments.AttachmentRepository.blob_keys_of_user, before this runs).
+    attachments,
     conversation_items,
     chat_events,
     # Derived from chats and turns (a search index), so exported too: it is their text.
