@@ -30,6 +30,8 @@ from websocket.protocol import (
     DEFAULT_MAX_PROMPT_CHARS,
     MAX_APPROVAL_ID,
     MAX_APPROVAL_REASON,
+    MAX_ATTACHMENT_ID,
+    MAX_ATTACHMENTS,
     MAX_CLIENT_MESSAGE_ID,
 )
 
@@ -364,12 +366,13 @@ FRAME_SLACK_BYTES = 1024
 def min_frame_bytes(max_prompt_chars: int) -> int:
     """The smallest frame limit that lets through every frame a client may legally send.
 
-    The largest is a prompt of ``max_prompt_chars`` characters with a client_message_id,
-    or (for a tiny prompt limit) an approval with its id and the longest reason; every
+    The largest is a prompt of ``max_prompt_chars`` characters with a client_message_id
+    and the most attachment ids, or (for a tiny prompt limit) an approval with its id and the longest reason; every
     character of them escaped at the worst case.
     """
     longest_text = max(
-        max_prompt_chars + MAX_CLIENT_MESSAGE_ID, MAX_APPROVAL_ID + MAX_APPROVAL_REASON
+        max_prompt_chars + MAX_CLIENT_MESSAGE_ID + MAX_ATTACHMENTS * MAX_ATTACHMENT_ID,
+        MAX_APPROVAL_ID + MAX_APPROVAL_REASON,
     )
     return ESCAPED_BYTES_PER_CHAR * longest_text + FRAME_SLACK_BYTES
 

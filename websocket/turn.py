@@ -25,14 +25,19 @@ database, never on "I am alone" or on Redis:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agents import TResponseInputItem
+
 from storage.approvals import ApprovalStore, Decided
+from storage.attachments import AttachmentRecord
 from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
 from storage.records import EventRecord, Lease, PausedRun
 from websocket.active_turns import ActiveTurn, ActiveTurns
+from websocket.attachment_input import prompt_input
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
 from websocket.leases import DEFAULT_LEASE_SECONDS, Leases, every_so_often
@@ -117,15 +122,24 @@ class TurnManager:
         client_message_id: str | None,
         ts: str,
         plan: TurnPlan | None = None,
+        attachments: Sequence[AttachmentRecord] = (),
     ) -> Submitted:
         """Persist the prompt and start the turn (raises ``TurnInProgress``, and
-        ``ClientMessageReused`` for a known ``client_message_id`` with another text)."""
+        ``ClientMessageReused`` for a known ``client_message_id`` with another text).
+        ``attachments``: the chat's attachments the prompt refers to (already checked)."""
         channel = channel_of(user_id, chat_id)
+        summaries = [record.summary() for record in attachments]
         # ``owner``: the chat may have been deleted, and its id taken by another user,
         # since this user's socket checked it (raises ChatNotFound).
         try:
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+                chat_id,
+                text,
+                client_message_id,
+                ts,
+                owner=user_id,
+                lease=self.lease,
+                attachments=summaries,
             )
         except TurnInProgress as exc:
             # §3a: a prompt while the turn waits for approvals ends that turn (its
@@ -137,12 +151,21 @@ class TurnManager:
             ):
                 raise
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+                chat_id,
+                text,
+                client_message_id,
+                ts,
+                owner=user_id,
+                lease=self.lease,
+                attachments=summaries,
             )
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
-        task = self._start(user_id, chat_id, turn.id, text, event.seq, plan, first=event)
+        content = prompt_input(text, attachments) if attachments else None
+        task = self._start(
+            user_id, chat_id, turn.id, text, event.seq, plan, first=event, content=content
+        )
         return Submitted(event, created=True, task=task)
 
     def _start(
@@ -155,6 +178,7 @@ class TurnManager:
         plan: TurnPlan | None,
         resume: PausedRun | None = None,
         first: EventRecord | None = None,
+        content: list[TResponseInputItem] | None = None,
     ) -> asyncio.Task[None]:
         """Start the turn's task and register it, with no await in between: from here on
         this process runs the turn, for cancels and lease renewals. ``first``: the
@@ -168,7 +192,8 @@ class TurnManager:
         )
         earlier = [other for other in self._active.of_chat(chat_id) if other.task is not None]
         active.task = asyncio.create_task(
-            self._run(active, prompt, plan, resume, first, earlier), name=f"turn-{turn_id}"
+            self._run(active, prompt, plan, resume, first, earlier, content),
+            name=f"turn-{turn_id}",
         )
         self._active.add(active)
         return active.task
@@ -181,6 +206,7 @@ class TurnManager:
         resume: PausedRun | None,
         first: EventRecord | None,
         earlier: list[ActiveTurn],
+        content: list[TResponseInputItem] | None = None,
     ) -> None:
         """The turn's task: once the chat's earlier tasks here are done, its run."""
         try:
@@ -194,7 +220,7 @@ class TurnManager:
             self.hub.publish(active.channel, [Frame(first.seq, encode(first.to_wire()))])
         else:
             self.hub.begin_turn(active.channel, active.turn_id, resume.after_seq + 1)
-        await TurnRun(self._services, self.engine, active, prompt, plan, resume).run()
+        await TurnRun(self._services, self.engine, active, prompt, plan, resume, content).run()
 
     async def _after_earlier(self, earlier: list[ActiveTurn]) -> None:
         """Wait for the chat's earlier tasks here: storage says they ended (the chat runs

@@ -24,6 +24,7 @@ from agents import (
     RunErrorHandlers,
     Runner,
     RunState,
+    TResponseInputItem,
 )
 from agents.result import RunResultStreaming
 
@@ -119,9 +120,12 @@ class TurnRun:
         prompt: str,
         plan: TurnPlan | None,
         resume: PausedRun | None,
+        content: list[TResponseInputItem] | None = None,
     ) -> None:
         self.services, self.engine, self.active = services, engine, active
         self.prompt, self.resume = prompt, resume
+        # The prompt as model input items when it has attachments (else its text).
+        self.content = content
         self.log_extra = {"chat_id": active.chat_id, "turn_id": active.turn_id}
         self.writer = services.writer(active)
         services.metrics.turns_running.inc()
@@ -189,7 +193,7 @@ class TurnRun:
         if self.resume is None:
             return Runner.run_streamed(
                 self.agent,
-                input=plan.input if plan.input is not None else self.prompt,
+                input=plan.input if plan.input is not None else (self.content or self.prompt),
                 context=self.context,
                 run_config=plan.run_config or engine.run_config,
                 max_turns=engine.max_model_turns,

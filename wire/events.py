@@ -103,10 +103,32 @@ class Event(BaseModel):
         return envelope(self.type, chat_id, turn_id, seq, self.payload(), ts)
 
 
+class AttachmentSummary(BaseModel):
+    """An attachment as a prompt shows it (docs/protocol.md, "Attachments")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    content_type: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+
+
 class UserPromptEvent(Event):
     type = "user_prompt"
     text: str = Field(min_length=1)
     client_message_id: str | None = Field(max_length=MAX_CLIENT_MESSAGE_ID)
+    # The prompt's attachments, in the order sent; absent when it has none (a v1 client
+    # that ignores the field sees the same event as before).
+    attachments: list[AttachmentSummary] | None = None
+
+    def payload(self) -> dict[str, Any]:
+        data = self.model_dump()
+        if data.get("attachments") is None:
+            data.pop("attachments", None)
+        return data
 
 
 class HandoffEvent(Event):

@@ -3,7 +3,7 @@ expanded into content parts right before each model call.
 
 The prompt's user message carries one reference part per attachment (``reference_part``:
 an ``input_image`` or ``input_file`` whose URL or file id is ``switchboard-attachment:<id>``).
-That is what the chat's history stores, so a 10 MB PDF is not copied into every
+(``websocket.attachment_input``). That is what the chat's history stores, so a 10 MB PDF is not copied into every
 conversation item and every later turn still shows it to the model. ``expand`` (the run
 config's ``call_model_input_filter``, after the vendor filter) replaces each reference
 with a line that names it (``[Attachment: photo.png (PNG image, …)]``) and its content:
@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from agents import TResponseInputItem
 from agents.run_config import CallModelData, ModelInputData
@@ -31,23 +31,11 @@ from app.attachments.sniff import IMAGE_TYPES, TEXT_TYPES
 from connectors.untrusted import fence, strip_invisible
 from storage.attachments import AttachmentRecord, AttachmentRepository
 from storage.blobs import BlobMissing, BlobStore
+from websocket.attachment_input import REFERENCE
 
-REFERENCE = "switchboard-attachment:"
 MAX_QUOTED_CHARS = 100_000
 
 InputFilter = Callable[[CallModelData[Any]], ModelInputData | Awaitable[ModelInputData]]
-
-
-def reference_part(record: AttachmentRecord) -> dict[str, Any]:
-    if record.content_type in IMAGE_TYPES:
-        return {"type": "input_image", "image_url": REFERENCE + record.id, "detail": "auto"}
-    return {"type": "input_file", "file_id": REFERENCE + record.id, "filename": record.name}
-
-
-def prompt_input(text: str, records: Iterable[AttachmentRecord]) -> list[TResponseInputItem]:
-    """The turn's input: one user message with the text and a reference per attachment."""
-    content = [{"type": "input_text", "text": text}, *map(reference_part, records)]
-    return [{"role": "user", "content": content}]  # type: ignore[list-item]
 
 
 def referenced_id(part: Any) -> str | None:
@@ -95,7 +83,9 @@ def content_parts(record: AttachmentRecord, data: bytes) -> list[dict[str, Any]]
         if len(text) > MAX_QUOTED_CHARS:
             text = text[:MAX_QUOTED_CHARS]
             line += f"\n(only its first {MAX_QUOTED_CHARS:,} characters follow)"
-        return [{"type": "input_text", "text": f"{line}\n{fence(text, f'attachment {record.name}')}"}]
+        return [
+            {"type": "input_text", "text": f"{line}\n{fence(text, f'attachment {record.name}')}"}
+        ]
     document = {
         "type": "input_file",
         "file_data": _data_url(record.content_type, data),
@@ -127,7 +117,7 @@ def expand_items(
                 content.extend(content_parts(*loaded[attachment_id]))
             else:
                 content.extend(_gone())
-        expanded.append({**item, "content": content})
+        expanded.append(cast(TResponseInputItem, {**item, "content": content}))
     return expanded
 
 

@@ -187,5 +187,9 @@ def clean_name(name: str | None, fallback: str = "attachment") -> str:
     base = base.strip(". ") or fallback
     if len(base) > 200:
         stem, dot, suffix = base.rpartition(".")
-        base = (stem[: 200 - len(suffix) - 1] + dot + suffix) if dot and len(suffix) < 20 else base[:200]
+        base = (
+            (stem[: 200 - len(suffix) - 1] + dot + suffix)
+            if dot and len(suffix) < 20
+            else base[:200]
+        )
     return base
