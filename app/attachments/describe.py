@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from app.attachments.sniff import KNOWN_TYPES
 
+ATTACHMENT_LINE_START = "[Attachment: "
 _LINE = re.compile(r"^\[Attachment: (?P<what>.+)\]$", re.M)
 
 
