@@ -83,9 +83,7 @@ def content_parts(record: AttachmentRecord, data: bytes) -> list[dict[str, Any]]
         if len(text) > MAX_QUOTED_CHARS:
             text = text[:MAX_QUOTED_CHARS]
             line += f"\n(only its first {MAX_QUOTED_CHARS:,} characters follow)"
-        return [
-            {"type": "input_text", "text": f"{line}\n{fence(text, f'attachment {record.name}')}"}
-        ]
+        return [{"type": "input_text", "text": f"{line}\n{fence(text, 'attachment')}"}]
     document = {
         "type": "input_file",
         "file_data": _data_url(record.content_type, data),
