@@ -33,7 +33,7 @@ def markdown_transcript(chat: ChatRecord, events: Iterable[EventRecord]) -> str:
 
 def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:
     if kind == "user_prompt":
-        return [f"## You · {ts}", "", str(payload.get("text", "")), ""]
+        return [f"## You · {ts}", "", str(payload.get("text", "")), "", *_attachment_lines(payload)]
     if kind == "llm_response":
         return ["## Assistant", "", str(payload.get("text", "")), ""]
     if kind == "tool_output":
@@ -52,6 +52,20 @@ def _event_lines(kind: str, payload: Mapping[str, Any], ts: str) -> list[str]:
     if kind == "error":
         return [f"> **Error**: {_one_line(payload.get('message'))}", ""]
     return []
+
+
+def _attachment_lines(payload: Mapping[str, Any]) -> list[str]:
+    """The prompt's attachments by name, type and size (their bytes stay on the server)."""
+    found = payload.get("attachments")
+    if not isinstance(found, list) or not found:
+        return []
+    names = []
+    for item in found:
+        if isinstance(item, Mapping):
+            size = item.get("size")
+            shown = f"{size:,} bytes" if isinstance(size, int) else "?"
+            names.append(f"{_one_line(item.get('name'))} ({item.get('content_type')}, {shown})")
+    return [f"> **Attached**: {'; '.join(names)}", ""]
 
 
 def _tool_text(output: Mapping[str, Any]) -> str:

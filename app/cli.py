@@ -263,13 +263,15 @@ def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_users_delete(args: argparse.Namespace, settings: Settings) -> int:
+    from app.attachments.store import blob_store_for
     from storage.user_data import count_rows, delete_user
 
     async def work(db: Database) -> dict[str, int] | None:
         if not args.yes:
             counts = await count_rows(db, args.name)
             return counts if counts["users"] else None
-        return await delete_user(db, args.name)
+        # Their attachments' bytes go too, from wherever the server keeps them.
+        return await delete_user(db, args.name, blobs=blob_store_for(settings))
 
     counts = run_db(settings, work)
     if counts is None:

@@ -20,6 +20,7 @@ from storage.engine import Database
 from storage.models import (
     Base,
     approvals,
+    attachments,
     chat_events,
     chats,
     connected_accounts,
@@ -30,6 +31,8 @@ from storage.models import (
     turns,
     user_identities,
 )
+from storage.attachments import new_blob_key
+from storage.blobs import LocalBlobStore
 from storage.user_data import CHAT_TABLES, USER_TABLES, count_rows
 from storage.users import UserRepository
 
@@ -48,7 +51,9 @@ async def cli(*argv: str) -> int:
     return await asyncio.to_thread(main, list(argv))
 
 
-async def seed_everything(db: Database, name: str) -> tuple[str, str]:
+async def seed_everything(
+    db: Database, name: str, blobs: LocalBlobStore | None = None
+) -> tuple[str, str]:
     """A user named ``name`` with a row in every table; returns (user id, token)."""
     users = UserRepository(db)
     user, token = await users.create_user(name)
@@ -143,7 +148,23 @@ async def seed_everything(db: Database, name: str) -> tuple[str, str]:
                 turn_id=turn, chat_id=chat, state={"paused": True}, created_at=now
             )
         )
+        blob_key = new_blob_key()
+        await session.execute(
+            insert(attachments).values(
+                id=f"att-{name}",
+                chat_id=chat,
+                name=f"{name}.txt",
+                content_type="text/plain",
+                size=5,
+                sha256="0" * 64,
+                blob_key=blob_key,
+                turn_id=turn,
+                created_at=now,
+            )
+        )
         await session.commit()
+    if blobs is not None:
+        await blobs.put(blob_key, f"{name}'s file".encode())
     return user.id, token
 
 
@@ -153,10 +174,13 @@ def test_every_table_is_placed_for_delete_and_export() -> None:
 
 
 async def test_delete_takes_every_row_of_the_user_and_none_of_another(
-    cli_env: str, db: Database, capsys: pytest.CaptureFixture[str]
+    cli_env: str, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    await seed_everything(db, "alice")
-    await seed_everything(db, "bob")
+    # The CLI's blob store: the default one, under SWITCHBOARD_DATA_DIR.
+    blob_dir = tmp_path / "attachments"
+    blobs = LocalBlobStore(blob_dir)
+    await seed_everything(db, "alice", blobs)
+    await seed_everything(db, "bob", blobs)
     before_alice = await count_rows(db, "alice")
     before_bob = await count_rows(db, "bob")
     # The seed reaches every table, so nothing below passes for lack of data.
@@ -171,6 +195,9 @@ async def test_delete_takes_every_row_of_the_user_and_none_of_another(
     assert "deleted user 'alice'" in capsys.readouterr().out
     assert set((await count_rows(db, "alice")).values()) == {0}
     assert await count_rows(db, "bob") == before_bob
+    # Alice's attachment bytes went with her rows; Bob's stayed.
+    files = [path.read_bytes() for path in blob_dir.rglob("*") if path.is_file()]
+    assert files == [b"bob's file"]
 
     assert await cli("users", "delete", "alice", "--yes") == 1
     assert "no user named 'alice'" in capsys.readouterr().err

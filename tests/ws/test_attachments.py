@@ -101,6 +101,13 @@ async def test_a_prompt_with_attachments_is_acknowledged_and_redrawn_on_reload(
     repo = AttachmentRepository(live.services.db)
     sent = await repo.by_ids([photo, notes])
     assert {record.turn_id for record in sent.values()} == {prompt["turn_id"]}
+    # The Markdown export names them.
+    async with alice.http(live) as http:
+        exported = (await http.get(f"/api/chats/{chat}/export")).text
+    assert (
+        f"> **Attached**: photo.png (image/png, {len(image):,} bytes); "
+        f"list.txt (text/plain, {len(NOTES)} bytes)"
+    ) in exported
     # A prompt without attachments has no such field (v1 clients see what they saw).
     async with open_client(url, additional_headers=headers) as client:
         plain = await client.turn("hello")
