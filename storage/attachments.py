@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Row, delete, select, update
 
 from storage.engine import Database
-from storage.models import attachments, chats, utcnow
+from storage.models import attachments, chats
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,21 @@ class AttachmentRepository:
             )
             await session.commit()
 
+    async def delete_ids(self, ids: Sequence[str]) -> None:
+        async with self._db.session(write=True) as session:
+            await session.execute(delete(attachments).where(attachments.c.id.in_(list(ids))))
+            await session.commit()
+
+    async def move(self, ids: Sequence[str], chat_id: str) -> None:
+        """Give attachments to another chat of the same user (a response that forked)."""
+        if not ids:
+            return
+        async with self._db.session(write=True) as session:
+            await session.execute(
+                update(attachments).where(attachments.c.id.in_(list(ids))).values(chat_id=chat_id)
+            )
+            await session.commit()
+
     async def blob_keys_of_chat(self, chat_id: str) -> list[str]:
         query = select(attachments.c.blob_key).where(attachments.c.chat_id == chat_id)
         async with self._db.session() as session:
@@ -155,17 +170,3 @@ class AttachmentRepository:
         query = select(attachments.c.blob_key).where(attachments.c.chat_id.in_(their_chats))
         async with self._db.session() as session:
             return list((await session.scalars(query)).all())
-
-    async def delete_unsent_before(self, cutoff: datetime) -> list[str]:
-        """Forget attachments uploaded before ``cutoff`` and never sent; their blob keys
-        (for the caller to delete from the blob store)."""
-        stale = (attachments.c.turn_id.is_(None), attachments.c.created_at < cutoff)
-        async with self._db.session(write=True) as session:
-            keys = list((await session.scalars(select(attachments.c.blob_key).where(*stale))).all())
-            await session.execute(delete(attachments).where(*stale))
-            await session.commit()
-        return keys
-
-
-def now() -> datetime:
-    return utcnow()

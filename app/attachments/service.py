@@ -119,6 +119,12 @@ class AttachmentService:
             logger.error("attachment without its blob", extra={"attachment_id": attachment_id})
             raise LookupError(attachment_id) from None
 
+    async def discard(self, records: Sequence[AttachmentRecord]) -> None:
+        """Undo uploads that will not be used (their turn did not start)."""
+        if records:
+            await self.repo.delete_ids([record.id for record in records])
+            await self.forget([record.blob_key for record in records])
+
     async def forget(self, keys: Sequence[str]) -> None:
         """Delete blobs whose rows are gone; a failure is logged (the rows, which made them
         reachable, are already deleted)."""

@@ -100,8 +100,8 @@ def acknowledge(attachments: Sequence[str]) -> str:
         else (", ".join(attachments[:-1]) + " and " + attachments[-1])
     )
     return (
-        f"I received {received}. I'm the offline demo model, so I can't look inside "
-        "images or files; tell me what you need and I'll help with that."
+        f"I received {received}. I'm the offline demo model, which reads text only, so I "
+        "can't look at images or files; tell me what you need and I'll help with that."
     )
 
 
