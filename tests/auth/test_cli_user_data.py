@@ -16,6 +16,8 @@ import pytest
 from sqlalchemy import insert
 
 from app.cli import main
+from storage.attachments import new_blob_key
+from storage.blobs import LocalBlobStore
 from storage.engine import Database
 from storage.models import (
     Base,
@@ -31,8 +33,6 @@ from storage.models import (
     turns,
     user_identities,
 )
-from storage.attachments import new_blob_key
-from storage.blobs import LocalBlobStore
 from storage.user_data import CHAT_TABLES, USER_TABLES, count_rows
 from storage.users import UserRepository
 
