@@ -13,9 +13,11 @@ from apptest import Running, User, make_settings, running
 from sqlalchemy import func, select
 
 from app.settings import Settings
+from storage.blobs import BlobMissing
 from storage.engine import Database
 from storage.models import attachments
 from tests.support.files import PDF, png
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, local_s3
 
 LIMIT = 4096
 
@@ -208,3 +210,37 @@ async def test_deleting_the_chat_deletes_its_attachments_and_their_bytes(
     assert response.status_code == 204
     rows, blobs = await stored(db, settings.data_dir)
     assert rows == 1 and [blob.read_bytes() for blob in blobs] == [b"keep me"]
+
+
+async def test_the_s3_store_keeps_and_deletes_the_bytes(
+    database_url: str, tmp_path: Path, alice: User
+) -> None:
+    with local_s3() as s3:
+        settings = make_settings(
+            database_url,
+            tmp_path,
+            attachment_store="s3",
+            attachment_s3_bucket=s3.bucket,
+            attachment_s3_endpoint=s3.endpoint,
+            attachment_s3_access_key_id=ACCESS_KEY,
+            attachment_s3_secret_access_key=SECRET_KEY,
+        )
+        image = png(3, 2)
+        async with running(settings) as api:
+            status, body = await upload(api, alice, image, "dot.png")
+            assert status == 201, body
+            content = await api.client.get(
+                f"/api/attachments/{body['id']}/content", headers=alice.auth
+            )
+            assert content.content == image
+            record = await api.services.attachments.repo.get(alice.id, body["id"])
+            assert record is not None
+            blobs = api.services.attachments.blobs
+            assert await blobs.get(record.blob_key) == image
+            assert not (tmp_path / "attachments").exists()  # nothing went to the disk
+
+            assert (
+                await api.client.delete("/api/chats/chat-1", headers=alice.auth)
+            ).status_code == 204
+            with pytest.raises(BlobMissing):
+                await blobs.get(record.blob_key)
