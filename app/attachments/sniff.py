@@ -168,12 +168,14 @@ def _text(data: bytes, name: str) -> Sniffed:
         ) from None
     if _CONTROL.search(text):
         raise Refused("the file holds control characters, so it is not a text file")
-    try:
-        json.loads(text)
-    except ValueError:
-        pass
-    else:
-        if text.lstrip("\ufeff \t\r\n")[:1] in ("{", "["):
+    body = text.removeprefix("\ufeff")
+    # An object or an array: a bare number or word parses as JSON too, but is just text.
+    if body.lstrip()[:1] in ("{", "["):
+        try:
+            json.loads(body)
+        except ValueError:
+            pass
+        else:
             return Sniffed("application/json")
     suffix = name[name.rfind(".") :].lower() if "." in name else ""
     return Sniffed(_TEXT_BY_SUFFIX.get(suffix, "text/plain"))

@@ -19,6 +19,7 @@ from app.settings import load_settings
 from storage.migrate import upgrade
 from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.files import gradient_png
 from tests.support.proxies import dropping_proxy
 from tests.support.servers import LiveServer, serve
 
@@ -169,6 +170,33 @@ async def history_states(browser: Browser, live: LiveServer) -> None:
     await page.context.close()
 
 
+async def attachment_states(browser: Browser, live: LiveServer, folder: Path) -> None:
+    """A prompt with an image and a CSV file, its previews and the offline model's
+    acknowledgement, and the next file waiting in the composer's tray."""
+    sky, costs, notes = folder / "dusk.png", folder / "costs.csv", folder / "notes.md"
+    sky.write_bytes(gradient_png(320, 200))
+    costs.write_text("date,item,amount\n2026-11-02,coffee,4.50\n2026-11-03,lunch,12.00\n")
+    notes.write_text("# Trip notes\n\n- book the train\n")
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    for files in ([sky, costs], [notes]):
+        async with page.expect_file_chooser() as chooser:
+            await page.click("#attach")
+        await (await chooser.value).set_files([str(path) for path in files])
+        await page.wait_for_selector(
+            f"#attachment-tray .attachment-chip.ready >> nth={len(files) - 1}"
+        )
+        if files[0] == sky:
+            await send(page, "Here's the view from the hotel and my costs so far")
+            await page.wait_for_selector("#transcript .turn[class*='status-']")
+            await page.wait_for_function(
+                "() => document.querySelector('#transcript .attachment-preview img')?.naturalWidth"
+            )
+    await page.fill("#prompt", "And my notes for tomorrow")
+    await shoot(page, "attachments.png")
+    await page.context.close()
+
+
 async def main() -> int:
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing: run `make browser-deps`", file=sys.stderr)
@@ -188,6 +216,7 @@ async def main() -> int:
                 async with serve(settings) as live:
                     await fast_states(browser, live)
                     await history_states(browser, live)
+                    await attachment_states(browser, live, Path(tmp))
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08
                 )

@@ -44,3 +44,19 @@ def jpeg(width: int, height: int) -> bytes:
 
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+
+
+def gradient_png(width: int, height: int) -> bytes:
+    """A valid RGB PNG of a dusk sky: a vertical gradient, for screenshots."""
+    rows = b""
+    for y in range(height):
+        t = y / max(1, height - 1)
+        pixel = bytes((int(40 + 215 * t), int(60 + 110 * t), int(140 - 60 * t)))
+        rows += b"\x00" + pixel * width
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(rows))
+        + _chunk(b"IEND", b"")
+    )
