@@ -390,6 +390,46 @@ def _add_tokens(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     rotate.set_defaults(handler=cmd_tokens_rotate)
 
 
+# --- attachments -------------------------------------------------------------------------
+
+
+def cmd_attachments_prune(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime, timedelta
+
+    from app.attachments.store import blob_store_for
+    from storage.attachments import AttachmentRepository
+
+    cutoff = datetime.now(UTC) - timedelta(days=args.older_than_days)
+
+    async def work(db: Database) -> int:
+        keys = await AttachmentRepository(db).delete_unsent_before(cutoff)
+        await blob_store_for(settings).delete(keys)
+        return len(keys)
+
+    count = run_db(settings, work)
+    print(
+        f"deleted {count} attachment(s) uploaded over {args.older_than_days:g} days ago and never sent"
+    )
+    return 0
+
+
+def _add_attachments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    attachments = sub.add_parser("attachments", help="housekeeping of uploaded attachments")
+    actions = attachments.add_subparsers(
+        dest="attachments_command", required=True, metavar="ACTION"
+    )
+    prune = actions.add_parser(
+        "prune", help="delete uploads that no prompt named, older than a number of days"
+    )
+    prune.add_argument(
+        "--older-than-days",
+        type=float,
+        default=7.0,
+        help="age in days (default 7): younger ones may still wait in someone's message box",
+    )
+    prune.set_defaults(handler=cmd_attachments_prune)
+
+
 # --- rekey -------------------------------------------------------------------------------
 
 
@@ -537,6 +577,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     _add_rekey,
     _add_users,
     _add_tokens,
+    _add_attachments,
     _add_connectors,
 ]
 

@@ -170,3 +170,13 @@ class AttachmentRepository:
         query = select(attachments.c.blob_key).where(attachments.c.chat_id.in_(their_chats))
         async with self._db.session() as session:
             return list((await session.scalars(query)).all())
+
+    async def delete_unsent_before(self, cutoff: datetime) -> list[str]:
+        """Forget attachments uploaded before ``cutoff`` that no prompt ever named; their
+        blob keys, for the caller to delete from the blob store."""
+        stale = (attachments.c.turn_id.is_(None), attachments.c.created_at < cutoff)
+        async with self._db.session(write=True) as session:
+            keys = list((await session.scalars(select(attachments.c.blob_key).where(*stale))).all())
+            await session.execute(delete(attachments).where(*stale))
+            await session.commit()
+        return keys

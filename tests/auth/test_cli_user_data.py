@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from app.cli import main
 from storage.attachments import new_blob_key
-from storage.blobs import LocalBlobStore
+from storage.blobs import BlobMissing, LocalBlobStore
 from storage.engine import Database
 from storage.models import (
     Base,
@@ -276,3 +276,42 @@ async def test_a_token_id_that_is_not_a_number_is_a_usage_error(
         await cli("tokens", "revoke", "sb_abc")
     assert exited.value.code == 2
     assert "is not a token id" in capsys.readouterr().err
+
+
+async def test_attachments_prune_takes_only_old_uploads_never_sent(
+    cli_env: str, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed_everything(db, "alice")  # its own attachment was sent: it stays
+    blobs = LocalBlobStore(tmp_path / "attachments")
+    now = datetime.now(UTC)
+    kept = {}
+    cases = {"old-unsent": (10, None), "new-unsent": (1, None), "old-sent": (10, "turn-alice")}
+    async with db.session(write=True) as session:
+        for name, (days, turn) in cases.items():
+            key = new_blob_key()
+            kept[name] = key
+            await session.execute(
+                insert(attachments).values(
+                    id=f"att-{name}",
+                    chat_id="chat-alice",
+                    name=f"{name}.txt",
+                    content_type="text/plain",
+                    size=4,
+                    sha256="0" * 64,
+                    blob_key=key,
+                    turn_id=turn,
+                    created_at=now - timedelta(days=days),
+                )
+            )
+        await session.commit()
+    for key in kept.values():
+        await blobs.put(key, b"data")
+
+    assert await cli("attachments", "prune", "--older-than-days", "7") == 0
+    assert "deleted 1 attachment(s)" in capsys.readouterr().out
+    async with db.session() as session:
+        left = set((await session.scalars(select(attachments.c.id))).all())
+    assert left == {"att-alice", "att-new-unsent", "att-old-sent"}
+    with pytest.raises(BlobMissing):
+        await blobs.get(kept["old-unsent"])
+    assert await blobs.get(kept["new-unsent"]) == b"data"
