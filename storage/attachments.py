@@ -90,8 +90,9 @@ class AttachmentRepository:
         return _record(row) if row is not None else None
 
     async def by_ids(self, ids: Sequence[str]) -> dict[str, AttachmentRecord]:
-        """Records by id, whoever owns them: for the model input of a turn that already
-        checked them (``for_prompt``). Missing ids are simply absent."""
+        """Records by id, whoever owns them: for the model input, whose references the
+        server itself wrote after checking them (``for_prompt``, or an upload of the
+        request's own); a client can name no reference. Missing ids are simply absent."""
         if not ids:
             return {}
         query = select(attachments).where(attachments.c.id.in_(list(ids)))
@@ -133,18 +134,6 @@ class AttachmentRepository:
                 )
         return [found[attachment_id] for attachment_id in ids]
 
-    async def mark_sent(self, ids: Sequence[str], turn_id: str) -> None:
-        """Remember the first turn that sent each attachment (unsent ones stay NULL)."""
-        if not ids:
-            return
-        async with self._db.session(write=True) as session:
-            await session.execute(
-                update(attachments)
-                .where(attachments.c.id.in_(list(ids)), attachments.c.turn_id.is_(None))
-                .values(turn_id=turn_id)
-            )
-            await session.commit()
-
     async def delete_ids(self, ids: Sequence[str]) -> None:
         async with self._db.session(write=True) as session:
             await session.execute(delete(attachments).where(attachments.c.id.in_(list(ids))))
@@ -162,12 +151,6 @@ class AttachmentRepository:
 
     async def blob_keys_of_chat(self, chat_id: str) -> list[str]:
         query = select(attachments.c.blob_key).where(attachments.c.chat_id == chat_id)
-        async with self._db.session() as session:
-            return list((await session.scalars(query)).all())
-
-    async def blob_keys_of_user(self, user_id: str) -> list[str]:
-        their_chats = select(chats.c.id).where(chats.c.user_id == user_id)
-        query = select(attachments.c.blob_key).where(attachments.c.chat_id.in_(their_chats))
         async with self._db.session() as session:
             return list((await session.scalars(query)).all())
 

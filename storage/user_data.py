@@ -47,8 +47,7 @@ CHAT_TABLES: tuple[Table, ...] = (
     paused_turns,
     open_responses,
     rap_subscriptions,
-    # Metadata only: the bytes are in the blob store, which the caller empties
-    # (storage.attachments.AttachmentRepository.blob_keys_of_user, before this runs).
+    # Metadata only: the bytes are in the blob store, which delete_user empties of them.
     attachments,
     conversation_items,
     chat_events,
