@@ -528,14 +528,18 @@ async def start_response(
         stored = await store_uploads(services.attachments, user.id, chat_id, given.items)
         plan = response.plan(agent, given.items)
         try:
-            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
+            submitted = await turns.submit(
+                user.id, chat_id, given.prompt, None, now_ts(), plan, attachments=stored
+            )
         except TurnInProgress:
             if not continuing:
                 raise
             # The chat started another turn since we looked: continue in a fork instead.
             chat_id = await _new_chat(services, user, previous)
             await services.attachments.repo.move([record.id for record in stored], chat_id)
-            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
+            submitted = await turns.submit(
+                user.id, chat_id, given.prompt, None, now_ts(), plan, attachments=stored
+            )
     except BaseException as exc:
         await services.attachments.discard(stored)
         response.started.set_exception(

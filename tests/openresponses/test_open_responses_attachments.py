@@ -61,6 +61,16 @@ async def test_an_image_and_a_file_are_stored_and_acknowledged(live: LiveServer)
     )
     rows, blobs = await stored(live)
     assert (rows, len(blobs)) == (2, 2)
+    # The chat's user_prompt shows them, as for a prompt from the socket.
+    async with live.services.db.session() as session:
+        chat_id = await session.scalar(select(attachments.c.chat_id))
+    async with live.client("local") as http:
+        events = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
+    shown = events[0]["attachments"]
+    assert [(a["name"], a["content_type"]) for a in shown] == [
+        ("image.png", "image/png"),
+        ("report.pdf", "application/pdf"),
+    ]
 
 
 @pytest.mark.parametrize(
