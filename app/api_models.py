@@ -379,3 +379,31 @@ class ResponseObject(BaseModel):
     id: str
     object: Literal["response"]
     status: str = Field(examples=["completed", "incomplete"])
+
+
+# ----------------------------------------------------------------------------- attachments
+
+
+class AttachmentUpload(ApiModel):
+    """The multipart form of an upload: one part named ``file``."""
+
+    file: bytes = Field(
+        json_schema_extra={"format": "binary", "contentMediaType": "application/octet-stream"},
+        description="The file. Its type is read from its bytes; the declared Content-Type "
+        "and the file name's extension are not trusted",
+    )
+
+
+class Attachment(ApiModel):
+    """A file uploaded into a chat, as its bytes showed it to be."""
+
+    id: str = Field(examples=["att_6c8e2c7b0a3f4e1d9b5a7c3e1f2d4b6a"])
+    chat_id: str
+    name: str = Field(description="The uploaded file's name, without folders or controls")
+    content_type: str = Field(description="Sniffed from the bytes", examples=["image/png"])
+    size: int = Field(ge=1, description="In bytes")
+    width: int | None = Field(description="An image's width in pixels; null for files")
+    height: int | None = Field(description="An image's height in pixels; null for files")
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    created_at: Timestamp
+    sent: bool = Field(description="Whether a prompt has referred to it yet")

@@ -60,7 +60,8 @@ def _event_lines(
     if kind == "user_prompt":
         if payload.get("action") == "continue":
             return [f"## You · {ts} · asked to continue{mark}", ""]
-        return [f"## You · {ts}{mark}", "", str(payload.get("text", "")), ""]
+        text = str(payload.get("text", ""))
+        return [f"## You · {ts}{mark}", "", text, "", *_attachment_lines(payload)]
     if kind == "llm_response":
         return [f"## Assistant{mark}", "", str(payload.get("text", "")), ""]
     if kind == "turn_superseded":
@@ -82,6 +83,20 @@ def _event_lines(
     if kind == "error":
         return [f"> **Error**: {_one_line(payload.get('message'))}", ""]
     return []
+
+
+def _attachment_lines(payload: Mapping[str, Any]) -> list[str]:
+    """The prompt's attachments by name, type and size (their bytes stay on the server)."""
+    found = payload.get("attachments")
+    if not isinstance(found, list) or not found:
+        return []
+    names = []
+    for item in found:
+        if isinstance(item, Mapping):
+            size = item.get("size")
+            shown = f"{size:,} bytes" if isinstance(size, int) else "?"
+            names.append(f"{_one_line(item.get('name'))} ({item.get('content_type')}, {shown})")
+    return [f"> **Attached**: {'; '.join(names)}", ""]
 
 
 def _tool_text(output: Mapping[str, Any]) -> str:

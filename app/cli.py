@@ -263,13 +263,15 @@ def cmd_users_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_users_delete(args: argparse.Namespace, settings: Settings) -> int:
+    from app.attachments.store import blob_store_for
     from storage.user_data import count_rows, delete_user
 
     async def work(db: Database) -> dict[str, int] | None:
         if not args.yes:
             counts = await count_rows(db, args.name)
             return counts if counts["users"] else None
-        return await delete_user(db, args.name)
+        # Their attachments' bytes go too, from wherever the server keeps them.
+        return await delete_user(db, args.name, blobs=blob_store_for(settings))
 
     counts = run_db(settings, work)
     if counts is None:
@@ -386,6 +388,46 @@ def _add_tokens(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     rotate = actions.add_parser("rotate", help="replace a token by a new one, same label")
     rotate.add_argument("id", type=_positive_id, help="the token's id (`tokens list`)")
     rotate.set_defaults(handler=cmd_tokens_rotate)
+
+
+# --- attachments -------------------------------------------------------------------------
+
+
+def cmd_attachments_prune(args: argparse.Namespace, settings: Settings) -> int:
+    from datetime import UTC, datetime, timedelta
+
+    from app.attachments.store import blob_store_for
+    from storage.attachments import AttachmentRepository
+
+    cutoff = datetime.now(UTC) - timedelta(days=args.older_than_days)
+
+    async def work(db: Database) -> int:
+        keys = await AttachmentRepository(db).delete_unsent_before(cutoff)
+        await blob_store_for(settings).delete(keys)
+        return len(keys)
+
+    count = run_db(settings, work)
+    print(
+        f"deleted {count} attachment(s) uploaded over {args.older_than_days:g} days ago and never sent"
+    )
+    return 0
+
+
+def _add_attachments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    attachments = sub.add_parser("attachments", help="housekeeping of uploaded attachments")
+    actions = attachments.add_subparsers(
+        dest="attachments_command", required=True, metavar="ACTION"
+    )
+    prune = actions.add_parser(
+        "prune", help="delete uploads that no prompt named, older than a number of days"
+    )
+    prune.add_argument(
+        "--older-than-days",
+        type=float,
+        default=7.0,
+        help="age in days (default 7): younger ones may still wait in someone's message box",
+    )
+    prune.set_defaults(handler=cmd_attachments_prune)
 
 
 # --- rekey -------------------------------------------------------------------------------
@@ -535,6 +577,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]]
     _add_rekey,
     _add_users,
     _add_tokens,
+    _add_attachments,
     _add_connectors,
 ]
 

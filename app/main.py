@@ -20,6 +20,7 @@ from app.agui.routes import agui_routes
 from app.api_docs import Answer, Operation, documented
 from app.api_models import Health, Readiness, json_answer
 from app.approvals_api import approval_routes
+from app.attachments.routes import attachment_routes
 from app.auth import HostGuard, trusted_hosts
 from app.auth_challenge import BearerChallenge
 from app.auth_config import auth_config_routes
@@ -129,6 +130,7 @@ def create_app(
         metrics_route(),
         *rest_routes(),
         *feedback_routes(),
+        *attachment_routes(),
         *auth_config_routes(),
         *approval_routes(),
         *websocket_routes(),

@@ -249,8 +249,11 @@ async def delete_chat(request: Request) -> Response:
         raise ApiError(
             409, "turn_in_progress", "a turn is running in this chat; cancel it, then delete"
         )
+    blob_keys = await services.attachments.repo.blob_keys_of_chat(chat_id)
     if not await repo.delete(chat_id):
         raise ApiError(404, "not_found", "chat not found")
+    # The rows went with the chat (cascade); their bytes go from the blob store now.
+    await services.attachments.forget(blob_keys)
     # Its id is free again, for anyone: no socket may stay attached to it.
     await services.connections.close_chat(chat_id)
     await services.turns.cluster.announce_deleted(chat_id)

@@ -20,6 +20,8 @@ from cryptography.fernet import Fernet, MultiFernet
 from sqlalchemy.engine import make_url
 from starlette.requests import HTTPConnection
 
+from app.attachments.service import AttachmentService
+from app.attachments.store import blob_store_for
 from app.auth import AppSocketGate, Authenticator
 from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
@@ -73,6 +75,8 @@ class Services:
     turns: TurnManager
     prompt_limiter: PromptLimiter
     metrics: Metrics
+    # Uploaded files (app/attachments): their rows and the blob store of their bytes.
+    attachments: AttachmentService
 
 
 class AppState(TypedDict):
@@ -163,6 +167,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
         metrics = Metrics()
         # Before the turns (they trace into it), closed after they have drained.
         tracing = start_tracing(settings, db)
+        blobs = blob_store_for(settings)
         if tracing is not None:
             stack.push_async_callback(tracing.aclose)
         streaming = await stack.enter_async_context(
@@ -175,6 +180,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
                 mcp=mcp,
                 metrics=metrics,
                 tracer=tracing.tracer if tracing is not None else None,
+                blobs=blobs,
             )
         )
         auth = Authenticator.for_settings(settings, db, local_user, http)
@@ -197,4 +203,10 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
             turns=streaming.turns,
             prompt_limiter=streaming.prompt_limiter,
             metrics=metrics,
+            attachments=AttachmentService(
+                db,
+                blobs,
+                max_bytes=settings.attachment_max_bytes,
+                types=frozenset(settings.attachment_types),
+            ),
         )

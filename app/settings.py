@@ -30,10 +30,27 @@ from websocket.protocol import (
     DEFAULT_MAX_PROMPT_CHARS,
     MAX_APPROVAL_ID,
     MAX_APPROVAL_REASON,
+    MAX_ATTACHMENT_ID,
+    MAX_ATTACHMENTS,
     MAX_CLIENT_MESSAGE_ID,
 )
 
 AuthMode = Literal["local", "token", "oidc", "header"]
+
+# What app.attachments.sniff recognises from a file's bytes (kept here, not imported, so
+# that settings stay free of the app's modules; a test holds the two lists together).
+SNIFFABLE_TYPES = (
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+    "text/csv",
+    "text/markdown",
+    "application/json",
+)
+DEFAULT_ATTACHMENT_TYPES = SNIFFABLE_TYPES
 
 
 class SettingsError(RuntimeError):
@@ -118,6 +135,41 @@ class Settings(ConnectorSettings):
     approval_timeout: float = Field(86_400.0, gt=0, le=30 * 86_400)
     # How long one Open Responses WebSocket may stay open (the spec's 60 minutes).
     responses_socket_seconds: float = Field(3600.0, gt=0, le=86_400)
+    # Attachments (app/attachments): the largest file accepted, and the types accepted, as
+    # sniffed from the bytes (app.attachments.sniff.KNOWN_TYPES lists what can be sniffed).
+    attachment_max_bytes: int = Field(10 * 1024 * 1024, ge=1, le=100 * 1024 * 1024)
+    attachment_types: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ATTACHMENT_TYPES)
+    )
+    # Where their bytes go: "local" (files under <data dir>/attachments) or "s3" (an
+    # S3-compatible bucket; the ``s3`` extra).
+    attachment_store: Literal["local", "s3"] = "local"
+    attachment_s3_bucket: str | None = None
+    # Unset: AWS itself; else the base URL of an S3-compatible server (MinIO, Ceph, R2).
+    attachment_s3_endpoint: str | None = None
+    attachment_s3_region: str = "us-east-1"
+    attachment_s3_access_key_id: str | None = None
+    attachment_s3_secret_access_key: SecretStr | None = None
+
+    @field_validator("attachment_types", mode="before")
+    @classmethod
+    def _split_types(cls, value: object) -> object:
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            return json.loads(value)
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("attachment_types")
+    @classmethod
+    def _check_types(cls, value: list[str]) -> list[str]:
+        unknown = [item for item in value if item not in SNIFFABLE_TYPES]
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not a type the server can recognise; "
+                f"choose from {', '.join(SNIFFABLE_TYPES)}"
+            )
+        return value
 
     @field_validator("allowed_origins", "trusted_proxies", mode="before")
     @classmethod
@@ -240,6 +292,15 @@ class Settings(ConnectorSettings):
         return value
 
     @model_validator(mode="after")
+    def _check_attachment_store(self) -> Settings:
+        if self.attachment_store == "s3" and not self.attachment_s3_bucket:
+            raise ValueError(
+                "SWITCHBOARD_ATTACHMENT_STORE=s3 needs SWITCHBOARD_ATTACHMENT_S3_BUCKET "
+                "(and, for a server other than AWS, SWITCHBOARD_ATTACHMENT_S3_ENDPOINT)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _check_auth(self) -> Settings:
         if self.resolved_auth_mode == "local" and not self.is_loopback:
             raise ValueError(
@@ -305,12 +366,13 @@ FRAME_SLACK_BYTES = 1024
 def min_frame_bytes(max_prompt_chars: int) -> int:
     """The smallest frame limit that lets through every frame a client may legally send.
 
-    The largest is a prompt of ``max_prompt_chars`` characters with a client_message_id,
-    or (for a tiny prompt limit) an approval with its id and the longest reason; every
+    The largest is a prompt of ``max_prompt_chars`` characters with a client_message_id
+    and the most attachment ids, or (for a tiny prompt limit) an approval with its id and the longest reason; every
     character of them escaped at the worst case.
     """
     longest_text = max(
-        max_prompt_chars + MAX_CLIENT_MESSAGE_ID, MAX_APPROVAL_ID + MAX_APPROVAL_REASON
+        max_prompt_chars + MAX_CLIENT_MESSAGE_ID + MAX_ATTACHMENTS * MAX_ATTACHMENT_ID,
+        MAX_APPROVAL_ID + MAX_APPROVAL_REASON,
     )
     return ESCAPED_BYTES_PER_CHAR * longest_text + FRAME_SLACK_BYTES
 

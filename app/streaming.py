@@ -6,12 +6,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 from agents import Agent
 from cryptography.fernet import MultiFernet
 
+from app.attachments.model_input import AttachmentExpander
+from app.attachments.store import blob_store_for
 from app.connector_setup import serve_connectors
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
@@ -24,6 +26,8 @@ from connectors.orchestrator import agent_display_names, build_orchestrator
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, FailedConnector, tool_descriptions
 from storage.accounts import AccountRepository
+from storage.attachments import AttachmentRepository
+from storage.blobs import BlobStore
 from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.events import EventStore
@@ -49,6 +53,7 @@ def build_engine(
     *,
     fernet: MultiFernet | None = None,
     http: httpx.AsyncClient | None = None,
+    blobs: BlobStore | None = None,
 ) -> TurnEngine:
     """The turn engine; ``models`` (``build_models(settings)`` when omitted) picks the models,
     and its ``aclose()`` is the caller's to await on shutdown."""
@@ -99,9 +104,17 @@ def build_engine(
         # A model call can take seconds: off the turn task, so the next prompt never waits.
         models.spawn(generate(), name=f"title-{chat_id}")
 
+    # Attachment references in the input become their content right before each model call.
+    expander = AttachmentExpander(
+        AttachmentRepository(db), blobs if blobs is not None else blob_store_for(settings)
+    )
+    run_config = models.run_config()
+    run_config = replace(
+        run_config, call_model_input_filter=expander.after(run_config.call_model_input_filter)
+    )
     return TurnEngine(
         orchestrator=orchestrator,
-        run_config=models.run_config(),
+        run_config=run_config,
         tool_descriptions=tool_descriptions(connectors),
         agent_display_names=agent_display_names(connectors),
         make_context=make_context,
@@ -171,6 +184,7 @@ async def streaming_lifespan(
     mcp: McpRuntime | None = None,
     metrics: Metrics,
     tracer: TurnTracer | None = None,
+    blobs: BlobStore | None = None,
 ) -> AsyncIterator[Streaming]:
     """Start the live parts; on shutdown let running turns finish."""
     # RAP remote tools are discovered before the orchestrator is built.
@@ -183,7 +197,9 @@ async def streaming_lifespan(
     connections = ConnectionCounter()
     models = build_models(settings, connectors=connectors, otel=tracer is not None)
     logger.info("models configured", extra=describe(models))
-    engine = build_engine(settings, db, connectors, demo, models, fernet=fernet, http=http)
+    engine = build_engine(
+        settings, db, connectors, demo, models, fernet=fernet, http=http, blobs=blobs
+    )
     engine.tracer = tracer
     check_approval_settings(settings, engine.orchestrator)
 

@@ -15,7 +15,7 @@ chat ids it is given.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -40,6 +40,9 @@ from storage.models import (
     turns,
     utcnow,
 )
+from storage.models import (
+    attachments as attachments_table,
+)
 from storage.records import (
     EventRecord,
     Lease,
@@ -51,7 +54,14 @@ from storage.records import (
     event_from_row,
     turn_from_row,
 )
-from wire.events import ZERO_USAGE, EndOfStreamEvent, ErrorEvent, Usage, UserPromptEvent
+from wire.events import (
+    ZERO_USAGE,
+    AttachmentSummary,
+    EndOfStreamEvent,
+    ErrorEvent,
+    Usage,
+    UserPromptEvent,
+)
 
 # Repositories pass either; both run Core statements the same way.
 Executor = AsyncConnection | AsyncSession
@@ -73,8 +83,13 @@ class EventStore:
         *,
         owner: str | None = None,
         lease: Lease | None = None,
+        attachments: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[TurnRecord, EventRecord, bool]:
         """Persist a new turn and its ``user_prompt`` event, in one transaction.
+
+        ``attachments``: the summaries (``AttachmentRecord.summary``) of the prompt's
+        attachments, already checked to be the chat's; they go into the event's payload,
+        and each one not sent before is marked as sent by this turn.
 
         Returns ``(turn, user_prompt_event, created)``. A prompt whose
         ``client_message_id`` the chat has already seen returns that turn with
@@ -118,7 +133,11 @@ class EventStore:
                 raise TurnInProgress(existing[0].id)
 
             turn_id = uuid.uuid4().hex
-            payload = UserPromptEvent(text=prompt, client_message_id=client_message_id).payload()
+            payload = UserPromptEvent(
+                text=prompt,
+                client_message_id=client_message_id,
+                attachments=[AttachmentSummary(**summary) for summary in attachments] or None,
+            ).payload()
             values: dict[str, Any] = dict(
                 id=turn_id,
                 chat_id=chat_id,
@@ -151,6 +170,16 @@ class EventStore:
                     }
                 ],
             )
+            if attachments:
+                await conn.execute(
+                    update(attachments_table)
+                    .where(
+                        attachments_table.c.id.in_([summary["id"] for summary in attachments]),
+                        attachments_table.c.chat_id == chat_id,
+                        attachments_table.c.turn_id.is_(None),
+                    )
+                    .values(turn_id=turn_id)
+                )
         turn = TurnRecord(**values)
         event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
         return turn, event, True

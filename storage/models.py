@@ -394,6 +394,28 @@ class Feedback(Base):
     )
 
 
+class Attachment(Base):
+    """A file uploaded into a chat (storage.attachments): its metadata, as sniffed from
+    its bytes; the bytes are in the blob store under ``blob_key``. ``turn_id`` is the
+    first turn that sent it (NULL: uploaded, never sent)."""
+
+    __tablename__ = "attachments"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    width: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    height: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    blob_key: Mapped[str] = mapped_column(String(200))
+    turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 # Core tables for the repositories' statements (cast: the ORM types them as FromClause).
 users = cast(Table, User.__table__)
 api_tokens = cast(Table, ApiToken.__table__)
@@ -409,3 +431,4 @@ approvals = cast(Table, Approval.__table__)
 paused_turns = cast(Table, PausedTurn.__table__)
 chat_search = cast(Table, ChatSearchEntry.__table__)
 feedback = cast(Table, Feedback.__table__)
+attachments = cast(Table, Attachment.__table__)

@@ -7,7 +7,9 @@ before it can hold a user's data that ``users delete`` would leave behind.
 
 Deletion is explicit, children first, in one transaction, rather than trusting
 ``ON DELETE CASCADE``: ``chat_events`` and ``approvals`` name their turn without a foreign
-key, and an explicit list is what the test can hold against the schema.
+key, and an explicit list is what the test can hold against the schema. Attachments'
+bytes live outside the database (``storage.blobs``); ``delete_user`` removes them after
+their rows, and the export lists their metadata (names, types, sizes, hashes).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from typing import Any
 from sqlalchemy import Table, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.blobs import BlobStore
 from storage.engine import Database
 from storage.models import (
     api_tokens,
     approvals,
+    attachments,
     chat_events,
     chat_search,
     chats,
@@ -44,6 +48,8 @@ CHAT_TABLES: tuple[Table, ...] = (
     paused_turns,
     open_responses,
     rap_subscriptions,
+    # Metadata only: the bytes are in the blob store, which delete_user empties of them.
+    attachments,
     conversation_items,
     chat_events,
     # Derived from chats and turns (a search index), so exported too: it is their text.
@@ -108,12 +114,23 @@ async def export_user(db: Database, name: str) -> dict[str, Any] | None:
     }
 
 
-async def delete_user(db: Database, name: str) -> dict[str, int] | None:
-    """Delete the user and every row of theirs; the count per table, None if unknown."""
+async def delete_user(
+    db: Database, name: str, blobs: BlobStore | None = None
+) -> dict[str, int] | None:
+    """Delete the user and every row of theirs; the count per table, None if unknown.
+    ``blobs``: the store of their attachments' bytes, emptied of them once the rows are
+    gone (without it, the caller deletes them)."""
     async with db.session(write=True) as session:
         user_id = await _user_id(session, name)
         if user_id is None:
             return None
+        keys = list(
+            (
+                await session.scalars(
+                    select(attachments.c.blob_key).where(_owned(attachments, user_id))
+                )
+            ).all()
+        )
         counts: dict[str, int] = {}
         for table in (*CHAT_TABLES, *USER_TABLES):
             result = await session.execute(delete(table).where(_owned(table, user_id)))
@@ -121,6 +138,8 @@ async def delete_user(db: Database, name: str) -> dict[str, int] | None:
         await session.execute(delete(users).where(users.c.id == user_id))
         counts["users"] = 1
         await session.commit()
+    if blobs is not None:
+        await blobs.delete(keys)
     return counts
 
 

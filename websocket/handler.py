@@ -16,6 +16,7 @@ from typing import Any
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from storage.attachments import AttachmentProblem, AttachmentRecord, AttachmentRepository
 from storage.chats import ChatRepository
 from storage.errors import (
     ApprovalDecided,
@@ -534,9 +535,23 @@ class _Session:
             return
         if not await self._within_limits():
             return
+        attachments: list[AttachmentRecord] = []
+        if frame.attachments:
+            try:
+                attachments = await AttachmentRepository(self.services.db).for_prompt(
+                    self.user_id, self.chat_id, frame.attachments
+                )
+            except AttachmentProblem as exc:
+                self._error("invalid_request", exc.message)
+                return
         try:
             submitted = await turns.submit(
-                self.user_id, self.chat_id, frame.text, frame.client_message_id, now_ts()
+                self.user_id,
+                self.chat_id,
+                frame.text,
+                frame.client_message_id,
+                now_ts(),
+                attachments=attachments,
             )
         except TurnInProgress:
             # A reply to this socket's frame, not an event of the running turn: no turn id.

@@ -37,6 +37,8 @@ MAX_APPROVAL_REASON = 500
 # would make the database query fail, so it is refused like any other bad value.
 MAX_SEQ = 2**31 - 1
 DEFAULT_MAX_PROMPT_CHARS = 32_000
+MAX_ATTACHMENTS = 10
+MAX_ATTACHMENT_ID = 64
 
 
 class FrameError(ValueError):
@@ -62,6 +64,11 @@ class PromptFrame(_Frame):
     text: str = Field(min_length=1, json_schema_extra={"maxLength": DEFAULT_MAX_PROMPT_CHARS})
     client_message_id: str | None = Field(
         default=None, min_length=1, max_length=MAX_CLIENT_MESSAGE_ID
+    )
+    # Ids of attachments uploaded into this chat (POST /api/chats/{id}/attachments), in
+    # the order to show them; optional, so a v1 prompt is still a prompt.
+    attachments: list[Annotated[str, Field(min_length=1, max_length=MAX_ATTACHMENT_ID)]] | None = (
+        Field(default=None, max_length=MAX_ATTACHMENTS)
     )
 
 
@@ -148,6 +155,8 @@ _FRAME_TYPES = "prompt, cancel, resume, ping, approval, regenerate, edit or cont
 # What a field must be, phrased for a human; used instead of pydantic's error text.
 _FIELD_RULES: dict[tuple[str, str], str] = {
     ("prompt", "client_message_id"): f"must be a string of 1..{MAX_CLIENT_MESSAGE_ID} characters",
+    ("prompt", "attachments"): f"must be a list of at most {MAX_ATTACHMENTS} attachment ids "
+    f"(strings of 1..{MAX_ATTACHMENT_ID} characters), or null",
     ("cancel", "turn_id"): "must be a string or null",
     ("resume", "after_seq"): "must be an integer >= 0",
     ("approval", "approval_id"): f"must be a string of 1..{MAX_APPROVAL_ID} characters",

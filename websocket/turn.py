@@ -25,16 +25,20 @@ database, never on "I am alone" or on Redis:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from agents import TResponseInputItem
 
 from storage.approvals import ApprovalStore, Decided
+from storage.attachments import AttachmentRecord
 from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
 from storage.records import EventRecord, Lease, PausedRun
 from storage.turn_actions import ActionRequest, ActionStarted, start_action_turn
 from websocket.active_turns import ActiveTurn, ActiveTurns
+from websocket.attachment_input import prompt_input
 from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
 from websocket.leases import DEFAULT_LEASE_SECONDS, Leases, every_so_often
@@ -121,15 +125,24 @@ class TurnManager:
         client_message_id: str | None,
         ts: str,
         plan: TurnPlan | None = None,
+        attachments: Sequence[AttachmentRecord] = (),
     ) -> Submitted:
         """Persist the prompt and start the turn (raises ``TurnInProgress``, and
-        ``ClientMessageReused`` for a known ``client_message_id`` with another text)."""
+        ``ClientMessageReused`` for a known ``client_message_id`` with another text).
+        ``attachments``: the chat's attachments the prompt refers to (already checked)."""
         channel = channel_of(user_id, chat_id)
+        summaries = [record.summary() for record in attachments]
         # ``owner``: the chat may have been deleted, and its id taken by another user,
         # since this user's socket checked it (raises ChatNotFound).
         try:
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+                chat_id,
+                text,
+                client_message_id,
+                ts,
+                owner=user_id,
+                lease=self.lease,
+                attachments=summaries,
             )
         except TurnInProgress as exc:
             # §3a: a prompt while the turn waits for approvals ends that turn (its
@@ -141,12 +154,21 @@ class TurnManager:
             ):
                 raise
             turn, event, created = await self.store.start_turn(
-                chat_id, text, client_message_id, ts, owner=user_id, lease=self.lease
+                chat_id,
+                text,
+                client_message_id,
+                ts,
+                owner=user_id,
+                lease=self.lease,
+                attachments=summaries,
             )
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
-        task = self._start(user_id, chat_id, turn.id, text, event.seq, plan, first=event)
+        content = prompt_input(text, attachments) if attachments else None
+        task = self._start(
+            user_id, chat_id, turn.id, text, event.seq, plan, first=event, model_input=content
+        )
         return Submitted(event, created=True, task=task)
 
     async def submit_action(
@@ -202,7 +224,7 @@ class TurnManager:
         resume: PausedRun | None = None,
         first: EventRecord | None = None,
         before: tuple[EventRecord, ...] = (),
-        model_input: list[dict[str, Any]] | None = None,
+        model_input: list[TResponseInputItem] | None = None,
     ) -> asyncio.Task[None]:
         """Start the turn's task and register it, with no await in between: from here on
         this process runs the turn, for cancels and lease renewals. ``first``: the
@@ -233,7 +255,7 @@ class TurnManager:
         first: EventRecord | None,
         earlier: list[ActiveTurn],
         before: tuple[EventRecord, ...] = (),
-        model_input: list[dict[str, Any]] | None = None,
+        model_input: list[TResponseInputItem] | None = None,
     ) -> None:
         """The turn's task: once the chat's earlier tasks here are done, its run."""
         try:

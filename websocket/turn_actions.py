@@ -9,12 +9,15 @@ one is not: the SDK keeps nothing of a step that was interrupted) and asks it to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from storage.turn_actions import CONTINUE_PROMPT, ActionStarted
 
+if TYPE_CHECKING:
+    from agents import TResponseInputItem
 
-def model_input(started: ActionStarted) -> list[dict[str, Any]] | None:
+
+def model_input(started: ActionStarted) -> list[TResponseInputItem] | None:
     """The model's input for the turn ``started``; None: its prompt as it is."""
     continued = started.continued
     if continued is None:
@@ -24,4 +27,4 @@ def model_input(started: ActionStarted) -> list[dict[str, Any]] | None:
     if answered and not started.cut_off:
         items.append({"role": "assistant", "content": answered})
     items.append({"role": "user", "content": CONTINUE_PROMPT})
-    return items
+    return cast("list[TResponseInputItem]", items)

@@ -24,6 +24,7 @@ from agents import (
     RunErrorHandlers,
     Runner,
     RunState,
+    TResponseInputItem,
 )
 from agents.result import RunResultStreaming
 
@@ -125,11 +126,12 @@ class TurnRun:
         prompt: str,
         plan: TurnPlan | None,
         resume: PausedRun | None,
-        model_input: list[dict[str, Any]] | None = None,
+        model_input: list[TResponseInputItem] | None = None,
     ) -> None:
         self.services, self.engine, self.active = services, engine, active
         self.prompt, self.resume = prompt, resume
-        # The model's input when it is not just the prompt (a continue: websocket.turn_actions).
+        # The model's input when it is not just the prompt: a prompt with attachments
+        # (websocket.attachment_input), a continue (websocket.turn_actions).
         self.model_input = model_input
         self.log_extra = {"chat_id": active.chat_id, "turn_id": active.turn_id}
         self.writer = services.writer(active)

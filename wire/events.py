@@ -115,6 +115,19 @@ class Event(BaseModel):
         return envelope(self.type, chat_id, turn_id, seq, self.payload(), ts)
 
 
+class AttachmentSummary(BaseModel):
+    """An attachment as a prompt shows it (docs/protocol.md, "Attachments")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    content_type: str
+    size: int
+    width: int | None = None
+    height: int | None = None
+
+
 class UserPromptEvent(Event):
     type = "user_prompt"
     text: str = Field(min_length=1)
@@ -123,11 +136,16 @@ class UserPromptEvent(Event):
     # set: the turn was started by that frame, from ``source_turn_id``.
     action: TurnAction | None = None
     source_turn_id: str | None = Field(default=None, min_length=1)
+    # The prompt's attachments, in the order sent; absent when it has none (a v1 client
+    # that ignores the field sees the same event as before).
+    attachments: list[AttachmentSummary] | None = None
 
     def payload(self) -> dict[str, Any]:
         payload = self.model_dump()
         if self.action is None:
             del payload["action"], payload["source_turn_id"]
+        if self.attachments is None:
+            del payload["attachments"]
         return payload
 
 

@@ -1,7 +1,8 @@
 """Requests the offline demo model answers by itself, before it routes anything: requests
 about the answer's own form ("Reply with exactly: OK", "Count from 1 to 5", "Say hello")
 and about the conversation ("What is my name?", "Repeat only the number"), and questions
-about an attached image or file, which it cannot see.
+about an attached image or file, which it cannot see (it acknowledges attachments by
+name, type, size and image dimensions, from the lines the model input names them with).
 
 A real model answers these without tools; without this, the demo model would hand them
 to a connector (a web search for "Count from 1 to 5"). Pure functions, conservative on
@@ -46,8 +47,10 @@ _ABOUT_ATTACHMENT = re.compile(r"\b(image|picture|photo|file|attach\w*|document|
 def direct_answer(transcript: Transcript) -> str | None:
     """The answer to a request the model answers itself, or None to route it."""
     prompt = transcript.prompt
-    if not prompt:
+    if not prompt and not transcript.attachments:
         return None
+    if transcript.attachments:
+        return acknowledge(transcript.attachments)
     if transcript.attached and _ABOUT_ATTACHMENT.search(prompt):
         return (
             "I can't look at images or files: I'm the offline demo model, which reads "
@@ -86,6 +89,20 @@ def direct_answer(transcript: Transcript) -> str | None:
             else "Hello there, friend!"
         )
     return None
+
+
+def acknowledge(attachments: Sequence[str]) -> str:
+    """The offline model's answer to a prompt with attachments: what it received, in the
+    words the model input names them with, and what it cannot do with them."""
+    received = (
+        attachments[0]
+        if len(attachments) == 1
+        else (", ".join(attachments[:-1]) + " and " + attachments[-1])
+    )
+    return (
+        f"I received {received}. I'm the offline demo model, which reads text only, so I "
+        "can't look at images or files; tell me what you need and I'll help with that."
+    )
 
 
 def _reply_text(text: str, earlier: Sequence[tuple[str, str]]) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.attachments.describe import ATTACHMENT_LINE_START, described_in
 from connectors.offline_hints import PastCall
 
 # ----------------------------------------------------------------------------- the input
@@ -23,6 +24,9 @@ class Transcript:
     # The messages before the latest user message, oldest first: (role, text).
     earlier: tuple[tuple[str, str], ...] = ()
     attached: bool = False  # the latest user message holds an image or a file
+    # What the latest user message's attachments are, as the model is told
+    # (app.attachments.describe: "photo.png (PNG image, 1,234 bytes, 640×480)").
+    attachments: tuple[str, ...] = ()
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
@@ -44,6 +48,22 @@ def _output_text(output: Any) -> str:
     return output if isinstance(output, str) else _text_of(output)
 
 
+def _is_attachment_text(part: Any) -> bool:
+    text = _as_dict(part).get("text")
+    return isinstance(text, str) and text.startswith(ATTACHMENT_LINE_START)
+
+
+def _prompt_of(content: Any) -> tuple[str, tuple[str, ...]]:
+    """A user message's own words, and the summaries of its attachments."""
+    if not isinstance(content, list):
+        return _text_of(content), ()
+    own = [part for part in content if not _is_attachment_text(part)]
+    told = described_in(
+        str(_as_dict(part).get("text")) for part in content if _is_attachment_text(part)
+    )
+    return _text_of(own), tuple(told)
+
+
 def _attached(content: Any) -> bool:
     parts = content if isinstance(content, list) else []
     return any(_as_dict(part).get("type") in ("input_image", "input_file") for part in parts)
@@ -56,10 +76,12 @@ def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
     start = 0
     prompt = ""
     attached = False
+    attachments: tuple[str, ...] = ()
     for index, item in enumerate(items):
         if item.get("role") == "user" and item.get("type", "message") == "message":
-            start, prompt = index + 1, _text_of(item.get("content"))
-            attached = _attached(item.get("content"))
+            start = index + 1
+            prompt, attachments = _prompt_of(item.get("content"))
+            attached = _attached(item.get("content")) or bool(attachments)
     earlier = tuple(
         (str(item.get("role")), _text_of(item.get("content")))
         for item in items[: max(0, start - 1)]
@@ -86,7 +108,7 @@ def read_transcript(model_input: str | Sequence[Any]) -> Transcript:
                 outputs.get(item.get("call_id")),
             )
         )
-    return Transcript(prompt.strip(), tuple(calls), len(items), earlier, attached)
+    return Transcript(prompt.strip(), tuple(calls), len(items), earlier, attached, attachments)
 
 
 # ----------------------------------------------------------------------------- decisions

@@ -44,6 +44,7 @@ from pydantic import (
 )
 
 from app.openresponses.errors import OpenResponsesError, invalid
+from app.openresponses.files import pending_upload
 from storage.approvals import NOT_RUN
 from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON, unstorable_at
 
@@ -586,14 +587,15 @@ def _text_of(content: str | list[ContentPart]) -> str:
     return "\n".join(part.text for part in content if isinstance(part, InputText | OutputText))
 
 
-def _part(part: ContentPart, role: str) -> dict[str, Any]:
+def _part(part: ContentPart, role: str, where: str) -> dict[str, Any]:
     if isinstance(part, InputText | OutputText):
         return {"type": "input_text", "text": part.text}
     if isinstance(part, Refusal):
         return {"type": "input_text", "text": part.refusal}
     if role != "user":
         raise invalid(f"{role} messages may only contain text", "input")
-    return part.model_dump(exclude_none=True)
+    # An image or a file: decoded here, stored as an attachment before the turn starts.
+    return pending_upload(part.model_dump(exclude_none=True), where)
 
 
 def _no_expand(content: str, where: str) -> list[dict[str, Any]]:
@@ -680,9 +682,12 @@ def _converted(
                 )
             else:
                 try:
-                    parts = [_part(part, item.role) for part in item.content]
+                    parts = [
+                        _part(part, item.role, f"{where}.content[{n}]")
+                        for n, part in enumerate(item.content)
+                    ]
                 except OpenResponsesError as exc:
-                    exc.param = f"{where}.content"
+                    exc.param = exc.param if exc.param != "input" else f"{where}.content"
                     raise
                 out.append({"type": "message", "role": item.role, "content": parts})
         elif isinstance(item, FunctionCallItem):

@@ -48,7 +48,8 @@ from app.openresponses.agents import (
     tool_policy,
 )
 from app.openresponses.compaction import compaction_resource, expander
-from app.openresponses.errors import OpenResponsesError
+from app.openresponses.errors import OpenResponsesError, invalid
+from app.openresponses.files import check_uploads, store_uploads, uploads_in
 from app.openresponses.request import (
     CompactRequest,
     CreateResponse,
@@ -69,6 +70,7 @@ from app.openresponses.stream import (
 from app.services import Services
 from connectors.context import ChatContext
 from storage.approvals import NOT_RUN
+from storage.attachments import AttachmentRecord
 from storage.chats import ChatRepository
 from storage.errors import ApprovalDecided, ApprovalNotFound, TurnInProgress
 from storage.open_responses import ResponseRepository, StoredResponse
@@ -327,7 +329,15 @@ async def compact_response(
         items = await responses.items_until(previous) + await _paused_items(responses, previous)
         pending = caller_calls(previous.body)
     if request.input is not None:
-        items += window_items(request.input, pending, expander(services.fernet, user.id))
+        given = window_items(request.input, pending, expander(services.fernet, user.id))
+        uploads = uploads_in(given)
+        if uploads:
+            raise invalid(
+                "images and files are not taken by compaction; send them in a response's "
+                "input, then compact from its previous_response_id",
+                uploads[0][1].where,
+            )
+        items += given
     return compaction_resource(services.fernet, user.id, items)
 
 
@@ -485,6 +495,8 @@ async def start_response(
             expand=expander(services.fernet, user.id),
         )
     )
+    if given is not None:
+        check_uploads(services.attachments, given.items)
     asked: list[ApprovalRecord] = []
     if decisions:
         assert previous is not None  # approval_decisions requires it
@@ -503,23 +515,33 @@ async def start_response(
         assert previous is not None
         return await _resume(services, user, response, agent, previous, decisions, asked)
     assert given is not None
-    plan = response.plan(agent, given.items)
     continuing = previous is not None and await _continues(services, user, previous)
     chat_id = (
         previous.chat_id
         if continuing and previous is not None
         else await _new_chat(services, user, previous)
     )
+    # The input's images and files become attachments of the chat (nothing is stored
+    # unless every one of them is acceptable, nor kept unless the turn starts).
+    stored: list[AttachmentRecord] = []
     try:
+        stored = await store_uploads(services.attachments, user.id, chat_id, given.items)
+        plan = response.plan(agent, given.items)
         try:
-            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
+            submitted = await turns.submit(
+                user.id, chat_id, given.prompt, None, now_ts(), plan, attachments=stored
+            )
         except TurnInProgress:
             if not continuing:
                 raise
             # The chat started another turn since we looked: continue in a fork instead.
             chat_id = await _new_chat(services, user, previous)
-            submitted = await turns.submit(user.id, chat_id, given.prompt, None, now_ts(), plan)
+            await services.attachments.repo.move([record.id for record in stored], chat_id)
+            submitted = await turns.submit(
+                user.id, chat_id, given.prompt, None, now_ts(), plan, attachments=stored
+            )
     except BaseException as exc:
+        await services.attachments.discard(stored)
         response.started.set_exception(
             exc if isinstance(exc, Exception) else RuntimeError("stopped")
         )

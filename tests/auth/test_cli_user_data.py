@@ -13,13 +13,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from app.cli import main
+from storage.attachments import new_blob_key
+from storage.blobs import BlobMissing, LocalBlobStore
 from storage.engine import Database
 from storage.models import (
     Base,
     approvals,
+    attachments,
     chat_events,
     chats,
     connected_accounts,
@@ -49,7 +52,9 @@ async def cli(*argv: str) -> int:
     return await asyncio.to_thread(main, list(argv))
 
 
-async def seed_everything(db: Database, name: str) -> tuple[str, str]:
+async def seed_everything(
+    db: Database, name: str, blobs: LocalBlobStore | None = None
+) -> tuple[str, str]:
     """A user named ``name`` with a row in every table; returns (user id, token)."""
     users = UserRepository(db)
     user, token = await users.create_user(name)
@@ -155,7 +160,23 @@ async def seed_everything(db: Database, name: str) -> tuple[str, str]:
                 updated_at=now,
             )
         )
+        blob_key = new_blob_key()
+        await session.execute(
+            insert(attachments).values(
+                id=f"att-{name}",
+                chat_id=chat,
+                name=f"{name}.txt",
+                content_type="text/plain",
+                size=5,
+                sha256="0" * 64,
+                blob_key=blob_key,
+                turn_id=turn,
+                created_at=now,
+            )
+        )
         await session.commit()
+    if blobs is not None:
+        await blobs.put(blob_key, f"{name}'s file".encode())
     return user.id, token
 
 
@@ -165,10 +186,13 @@ def test_every_table_is_placed_for_delete_and_export() -> None:
 
 
 async def test_delete_takes_every_row_of_the_user_and_none_of_another(
-    cli_env: str, db: Database, capsys: pytest.CaptureFixture[str]
+    cli_env: str, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    await seed_everything(db, "alice")
-    await seed_everything(db, "bob")
+    # The CLI's blob store: the default one, under SWITCHBOARD_DATA_DIR.
+    blob_dir = tmp_path / "attachments"
+    blobs = LocalBlobStore(blob_dir)
+    await seed_everything(db, "alice", blobs)
+    await seed_everything(db, "bob", blobs)
     before_alice = await count_rows(db, "alice")
     before_bob = await count_rows(db, "bob")
     # The seed reaches every table, so nothing below passes for lack of data.
@@ -183,6 +207,9 @@ async def test_delete_takes_every_row_of_the_user_and_none_of_another(
     assert "deleted user 'alice'" in capsys.readouterr().out
     assert set((await count_rows(db, "alice")).values()) == {0}
     assert await count_rows(db, "bob") == before_bob
+    # Alice's attachment bytes went with her rows; Bob's stayed.
+    files = [path.read_bytes() for path in blob_dir.rglob("*") if path.is_file()]
+    assert files == [b"bob's file"]
 
     assert await cli("users", "delete", "alice", "--yes") == 1
     assert "no user named 'alice'" in capsys.readouterr().err
@@ -261,3 +288,42 @@ async def test_a_token_id_that_is_not_a_number_is_a_usage_error(
         await cli("tokens", "revoke", "sb_abc")
     assert exited.value.code == 2
     assert "is not a token id" in capsys.readouterr().err
+
+
+async def test_attachments_prune_takes_only_old_uploads_never_sent(
+    cli_env: str, db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await seed_everything(db, "alice")  # its own attachment was sent: it stays
+    blobs = LocalBlobStore(tmp_path / "attachments")
+    now = datetime.now(UTC)
+    kept = {}
+    cases = {"old-unsent": (10, None), "new-unsent": (1, None), "old-sent": (10, "turn-alice")}
+    async with db.session(write=True) as session:
+        for name, (days, turn) in cases.items():
+            key = new_blob_key()
+            kept[name] = key
+            await session.execute(
+                insert(attachments).values(
+                    id=f"att-{name}",
+                    chat_id="chat-alice",
+                    name=f"{name}.txt",
+                    content_type="text/plain",
+                    size=4,
+                    sha256="0" * 64,
+                    blob_key=key,
+                    turn_id=turn,
+                    created_at=now - timedelta(days=days),
+                )
+            )
+        await session.commit()
+    for key in kept.values():
+        await blobs.put(key, b"data")
+
+    assert await cli("attachments", "prune", "--older-than-days", "7") == 0
+    assert "deleted 1 attachment(s)" in capsys.readouterr().out
+    async with db.session() as session:
+        left = set((await session.scalars(select(attachments.c.id))).all())
+    assert left == {"att-alice", "att-new-unsent", "att-old-sent"}
+    with pytest.raises(BlobMissing):
+        await blobs.get(kept["old-unsent"])
+    assert await blobs.get(kept["new-unsent"]) == b"data"

@@ -20,6 +20,7 @@ from storage.migrate import upgrade
 from tests.browser.pages import approval_card, approve, open_ui, retry_now, send, wait_chips
 from tests.fakes.model_server import FakeModelServer, Say, reply, running_model_server
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.files import gradient_png
 from tests.support.models import API_KEY, model_spec
 from tests.support.proxies import dropping_proxy
 from tests.support.servers import LiveServer, serve
@@ -287,6 +288,32 @@ async def continue_states(browser: Browser, live: LiveServer) -> None:
     await page.get_by_role("button", name="Continue").click()
     await page.locator("#transcript .turn.continuation[class*='status-']").wait_for()
     await shoot(page, "continue.png")
+
+
+async def attachment_states(browser: Browser, live: LiveServer, folder: Path) -> None:
+    """A prompt with an image and a CSV file, its previews and the offline model's
+    acknowledgement, and the next file waiting in the composer's tray."""
+    sky, costs, notes = folder / "dusk.png", folder / "costs.csv", folder / "notes.md"
+    sky.write_bytes(gradient_png(320, 200))
+    costs.write_text("date,item,amount\n2026-11-02,coffee,4.50\n2026-11-03,lunch,12.00\n")
+    notes.write_text("# Trip notes\n\n- book the train\n")
+    page = await new_page(browser)
+    await open_ui(page, live.http)
+    for files in ([sky, costs], [notes]):
+        async with page.expect_file_chooser() as chooser:
+            await page.click("#attach")
+        await (await chooser.value).set_files([str(path) for path in files])
+        await page.wait_for_selector(
+            f"#attachment-tray .attachment-chip.ready >> nth={len(files) - 1}"
+        )
+        if files[0] == sky:
+            await send(page, "Here's the view from the hotel and my costs so far")
+            await page.wait_for_selector("#transcript .turn[class*='status-']")
+            await page.wait_for_function(
+                "() => document.querySelector('#transcript .attachment-preview img')?.naturalWidth"
+            )
+    await page.fill("#prompt", "And my notes for tomorrow")
+    await shoot(page, "attachments.png")
     await page.context.close()
 
 
@@ -311,6 +338,7 @@ async def main() -> int:
                     await history_states(browser, live)
                     await feedback_states(browser, live)
                     await turn_action_states(browser, live)
+                    await attachment_states(browser, live, Path(tmp))
                 await code_states(browser, tmp)
                 slow = load_settings(
                     database_url=database, data_dir=Path(tmp) / "data", offline_delta_delay=0.08

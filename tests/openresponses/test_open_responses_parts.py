@@ -4,6 +4,7 @@ runs, and SDK events → spec events (validated like the live stream)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import pytest
@@ -30,6 +31,8 @@ from openai.types.responses import (
 from app.openresponses.agents import caller_tools, response_agent, tool_policy
 from app.openresponses.compaction import condense, expander, seal
 from app.openresponses.errors import OpenResponsesError
+from app.openresponses.files import PENDING as UPLOAD
+from app.openresponses.files import PendingUpload
 from app.openresponses.request import (
     UNFINISHED,
     Decision,
@@ -57,7 +60,11 @@ from connectors.registry import load_connectors
 from connectors.responses import TextResponse
 from storage.approvals import NOT_RUN
 from tests.openresponses.spec import Stream, check_stream
+from tests.support.files import png
 from websocket.sdk_events import incomplete_reason
+
+CAT_PNG = png(2, 2)
+CAT = "data:image/png;base64," + base64.b64encode(CAT_PNG).decode()
 
 AGENT = Agent(name="Yelp")
 USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "requests": 1}
@@ -80,7 +87,7 @@ def test_input_items_become_model_items_and_the_last_user_text_the_prompt() -> N
                     "role": "user",
                     "content": [
                         {"type": "input_text", "text": "What is in"},
-                        {"type": "input_image", "image_url": "https://img.example/cat.png"},
+                        {"type": "input_image", "image_url": CAT},
                     ],
                 },
                 {"role": "assistant", "content": [{"type": "output_text", "text": "A cat."}]},
@@ -104,10 +111,12 @@ def test_input_items_become_model_items_and_the_last_user_text_the_prompt() -> N
             "role": "user",
             "content": [
                 {"type": "input_text", "text": "What is in"},
+                # Decoded, to be stored as an attachment before the turn starts.
                 {
                     "type": "input_image",
-                    "image_url": "https://img.example/cat.png",
-                    "detail": "auto",
+                    UPLOAD: PendingUpload(
+                        "input[1].content[1]", "image_url", "image", CAT_PNG, image=True
+                    ),
                 },
             ],
         },
@@ -121,6 +130,49 @@ def test_input_items_become_model_items_and_the_last_user_text_the_prompt() -> N
         {"type": "function_call_output", "call_id": "c1", "output": "[1] Cats"},
         {"type": "message", "role": "user", "content": "and now?"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("part", "param", "words"),
+    [
+        (
+            {"type": "input_image", "image_url": "https://img.example/cat.png"},
+            "input[0].content[0].image_url",
+            "remote image URLs are not fetched",
+        ),
+        (
+            {"type": "input_image", "image_url": "data:image/png;base64,@@@"},
+            "input[0].content[0].image_url",
+            "is not valid base64",
+        ),
+        (
+            {"type": "input_image", "file_id": "file-123"},
+            "input[0].content[0].image_url",
+            "file_id is not supported",
+        ),
+        (
+            {"type": "input_file", "file_url": "http://169.254.169.254/latest", "filename": "x"},
+            "input[0].content[0].file_url",
+            "file_url and file_id are not supported",
+        ),
+        (
+            {"type": "input_file", "filename": "x.pdf"},
+            "input[0].content[0].file_data",
+            "needs file_data",
+        ),
+    ],
+    ids=["remote-image", "bad-base64", "image-file-id", "file-url", "no-file-data"],
+)
+def test_images_and_files_must_come_inline(part: dict[str, Any], param: str, words: str) -> None:
+    with pytest.raises(OpenResponsesError) as raised:
+        turn_input(
+            request(
+                input=[{"role": "user", "content": [part, {"type": "input_text", "text": "hi"}]}]
+            ),
+            max_prompt_chars=100,
+        )
+    assert raised.value.param == param and raised.value.status == 400
+    assert words in raised.value.message
 
 
 def test_images_are_for_user_messages_only() -> None:

@@ -93,6 +93,9 @@ MATRIX = {
     ("PUT", FEEDBACK_ROUTE),
     ("DELETE", FEEDBACK_ROUTE),
     ("POST", "/ag-ui"),
+    ("POST", "/api/chats/{chat_id}/attachments"),
+    ("GET", "/api/attachments/{attachment_id}"),
+    ("GET", "/api/attachments/{attachment_id}/content"),
 }
 # Authenticated by its own per-call token (a remote tool answering), never a user's.
 CALL_TOKEN_ROUTES = {("POST", RAP_CALLBACK)}
@@ -121,6 +124,9 @@ class Alice(Person):
     # A chat of hers whose turn waits for her approval of an email.
     approval_chat: str = ""
     approval_id: str = ""
+    # An attachment uploaded into her first chat, and its name.
+    attachment_id: str = ""
+    attachment_name: str = ""
 
     def secrets(self) -> list[str]:
         """Everything of Alice's that must never reach anyone else."""
@@ -132,6 +138,9 @@ class Alice(Person):
             self.oauth_state,
             self.approval_chat,
             self.running_chat,
+            # Not her attachment's id: Bob sends it himself in one attack, and the refusal
+            # names it back to him (as it would any made-up id).
+            self.attachment_name,
             *self.chats,
             *self.turn_ids,
             *self.prompts,
@@ -314,6 +323,13 @@ async def world(
             for chat_id in alice.chats:
                 stored = (await http.get(f"/api/chats/{chat_id}/events")).json()["events"]
                 alice.events_before[chat_id] = len(stored)
+            alice.attachment_name = f"alice-{tag}.txt"
+            uploaded = await http.post(
+                f"/api/chats/{alice.chats[0]}/attachments",
+                files={"file": (alice.attachment_name, b"alice's private notes", "text/plain")},
+            )
+            assert uploaded.status_code == 201, uploaded.text
+            alice.attachment_id = uploaded.json()["id"]
 
         alice.approval_chat = f"alice-approval-{tag}"
         url, headers = ws_as(live, alice.approval_chat, alice.token)
@@ -686,6 +702,37 @@ async def attack_frames(live: LiveServer, alice: Alice, bob: Person, ledger: Led
         )
 
 
+async def attack_attachments(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
+    """Alice's attachment: not readable, not attachable; her chats take no upload of his."""
+    for carrier in CARRIERS:
+        async with http_as(live, bob.token, carrier) as http:
+            for path in (
+                f"/api/attachments/{alice.attachment_id}",
+                f"/api/attachments/{alice.attachment_id}/content",
+            ):
+                answer = await http.get(path)
+                ledger.record(
+                    f"{carrier} GET {path}",
+                    answer.status_code == 404 and answer.json()["error"]["code"] == "not_found",
+                    shown(answer),
+                )
+            for chat_id in alice.chats:
+                path = f"/api/chats/{chat_id}/attachments"
+                answer = await http.post(path, files={"file": ("b.txt", b"bob's", "text/plain")})
+                ledger.record(f"{carrier} POST {path}", answer.status_code == 404, shown(answer))
+    url, headers = ws_as(live, f"bob-attaches-{uuid.uuid4().hex[:6]}", bob.token)
+    async with open_client(url, additional_headers=headers) as client:
+        await client.send(
+            {"type": "prompt", "text": "look at this", "attachments": [alice.attachment_id]}
+        )
+        answer = await client.recv()
+        ledger.record(
+            "prompt frame with Alice's attachment id",
+            answer["type"] == "error" and answer["code"] == "invalid_request",
+            json.dumps(answer),
+        )
+
+
 async def attack_public(live: LiveServer, alice: Alice, bob: Person, ledger: Ledger) -> None:
     """The public routes answer anyone, with nothing of Alice's in them."""
     for token in (bob.token, None):
@@ -714,6 +761,7 @@ ATTACKS: list[Attack] = [
     attack_feedback,
     attack_socket,
     attack_frames,
+    attack_attachments,
     attack_public,
 ]
 
@@ -826,6 +874,15 @@ async def test_no_token_or_a_wrong_one_is_401_everywhere(
         ("GET", "/api/chats/{chat_id}/export"): (f"/api/chats/{chat_id}/export", {}),
         ("GET", "/api/chats/{chat_id}/rap-subscriptions"): (
             f"/api/chats/{chat_id}/rap-subscriptions",
+            {},
+        ),
+        ("POST", "/api/chats/{chat_id}/attachments"): (f"/api/chats/{chat_id}/attachments", {}),
+        ("GET", "/api/attachments/{attachment_id}"): (
+            f"/api/attachments/{alice.attachment_id}",
+            {},
+        ),
+        ("GET", "/api/attachments/{attachment_id}/content"): (
+            f"/api/attachments/{alice.attachment_id}/content",
             {},
         ),
         ("GET", "/api/connectors"): ("/api/connectors", {}),

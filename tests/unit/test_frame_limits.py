@@ -16,7 +16,13 @@ import pytest
 
 from app.cli import main
 from app.settings import SettingsError, load_settings, min_frame_bytes
-from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON, MAX_CLIENT_MESSAGE_ID
+from websocket.protocol import (
+    MAX_APPROVAL_ID,
+    MAX_APPROVAL_REASON,
+    MAX_ATTACHMENT_ID,
+    MAX_ATTACHMENTS,
+    MAX_CLIENT_MESSAGE_ID,
+)
 
 # One character of each width: 2 bytes in UTF-8 (é), 3 (€, CJK), 4 (an emoji: 12 escaped).
 SCRIPTS = {"latin": "é", "euro": "€", "cjk": "漢", "emoji": "😀"}
@@ -46,6 +52,7 @@ def longest_prompt(chars: int, char: str) -> dict[str, Any]:
         "type": "prompt",
         "text": char * chars,
         "client_message_id": char * MAX_CLIENT_MESSAGE_ID,
+        "attachments": [char * MAX_ATTACHMENT_ID] * MAX_ATTACHMENTS,
     }
 
 

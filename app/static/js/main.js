@@ -2,6 +2,7 @@
 import { announce } from "./announce.js";
 import { Api, ApiError } from "./api.js";
 import { PendingApprovals } from "./approvals.js";
+import { AttachmentTray, showAttachments } from "./attachments.js";
 import { askForToken, tokenStore } from "./auth.js";
 import { OidcSession, askToSignIn } from "./oidc.js";
 import { loadCardModules } from "./card-modules.js";
@@ -79,6 +80,7 @@ class App {
       onRunning: (turnId) => this.showRunning(turnId),
       changed: () => this.afterChange(),
       applied: (event) => this.turnActions.applied(event),
+      attachments: (el, list) => showAttachments(el, list, this.token),
       approvals: {
         accountOf: (toolName, agent) => this.connectionsReady.then(() => this.connections.accountOf(toolName, agent)),
         decide: (approvalId, decision, reason) => this.decide(approvalId, decision, reason),
@@ -108,6 +110,14 @@ class App {
           this.toast("Chat renamed.");
         },
         onError: (message) => this.toast(message),
+      });
+    this.tray = new AttachmentTray(
+      { form: $("composer"), tray: $("attachment-tray"), button: $("attach"), input: $("attach-input") },
+      {
+        chatId: () => this.chatId || (this.chatId = newChatId()),
+        token: () => this.token,
+        changed: () => this.updateSend(),
+        error: (text) => this.toast(text),
       });
     this.connections = new Connections(this.api, {
       dialog: $("connections-dialog"), list: $("connector-list"), status: $("connections-status"),
@@ -348,6 +358,7 @@ class App {
     this.socket = null;
     this.outbox.clear();
     this.feedback.reset();
+    this.tray?.reset();
     this.transcript.reset();
     this.turnActions.reset();
     this.showRunning(null);
@@ -502,6 +513,7 @@ class App {
   unsend(id, entry) {
     this.outbox.delete(id);
     this.transcript.dropPending(id);
+    this.tray.restore(entry.attachments);
     this.updateEmptyState();
     const typed = this.prompt.value;
     if (typed.trim() === entry.text) return;
@@ -524,9 +536,14 @@ class App {
   // ---------------------------------------------------------------------- prompts
 
   sendFromComposer() {
-    if (this.send(this.prompt.value)) {
+    if (this.tray.busy) {
+      this.toast("Wait for the files to finish uploading.");
+      return;
+    }
+    if (this.send(this.prompt.value, this.tray.ready())) {
       this.lastTyped = 0; // what was typed is sent: only typing after this counts
       this.prompt.value = "";
+      this.tray.take();
       this.composerChanged();
     }
   }
@@ -538,7 +555,7 @@ class App {
   }
 
   /** Send a prompt (from the box, a chip or "try again"); false if it cannot go now. */
-  send(raw) {
+  send(raw, attachments = []) {
     const text = String(raw ?? "").trim();
     if (!text) return false;
     // A turn paused on an approval does not block a new prompt: the server cancels it (the
@@ -558,8 +575,8 @@ class App {
       history.replaceState(null, "", `#/chat/${this.chatId}`);
     }
     const id = uuid();
-    this.outbox.set(id, { text, sent: false, attempts: 0 });
-    this.transcript.addPending(id, text);
+    this.outbox.set(id, { text, attachments, sent: false, attempts: 0 });
+    this.transcript.addPending(id, text, attachments);
     this.updateEmptyState();
     this.follow.toEnd();
     if (this.socket) this.flushOutbox();
@@ -590,7 +607,7 @@ class App {
   }
 
   updateSend() {
-    $("send").disabled = this.busy || this.limit.over;
+    $("send").disabled = this.busy || this.limit.over || Boolean(this.tray?.busy);
   }
 
   // ---------------------------------------------------------------------- approvals
@@ -785,7 +802,9 @@ class App {
 }
 
 function promptFrame(id, entry) {
-  return { type: "prompt", text: entry.text, client_message_id: id };
+  const frame = { type: "prompt", text: entry.text, client_message_id: id };
+  if (entry.attachments?.length) frame.attachments = entry.attachments.map((a) => a.id);
+  return frame;
 }
 
 const app = new App();

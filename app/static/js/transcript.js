@@ -111,10 +111,11 @@ export class Transcript {
   }
 
   /** A prompt sent (or queued) but not yet confirmed by its user_prompt event. */
-  addPending(clientMessageId, text) {
+  addPending(clientMessageId, text, attachments = []) {
     const el = h("div", { class: "message user pending", dataset: { clientMessageId } },
-      h("p", { class: "pre-wrap", text }),
-      h("p", { class: "pending-note", role: "status", text: "Sending…" }));
+      h("p", { class: "pre-wrap", text }));
+    this.hooks.attachments?.(el, attachments);
+    el.append(h("p", { class: "pending-note", role: "status", text: "Sending…" }));
     this.pending.set(clientMessageId, el);
     this.root.append(el);
     this.changed();
@@ -182,6 +183,7 @@ export class Transcript {
     view.userTime?.remove(); // when it was sent: under the bubble, not part of its text
     view.userTime = timeElement(event.ts, "user-time");
     if (view.userTime) view.user.after(view.userTime);
+    this.hooks.attachments?.(view.user, event.attachments);
     if (event.client_message_id) this.dropPending(event.client_message_id);
     // A new turn: whatever streamed before belongs to an earlier message.
     view.message = null;
