@@ -137,8 +137,19 @@ async def start_action_turn(
             for i, old in enumerate(replaced)
         ]
         seq = first + len(replaced)
+        # A regenerated or edited prompt keeps the files its source sent (a continuation
+        # sends none: the model already saw them).
+        attached = None
+        if continued is None:
+            attached = (await _event_at(conn, chat_id, source.user_prompt_seq)).payload.get(
+                "attachments"
+            )
         payload = UserPromptEvent(
-            text=prompt, client_message_id=client_message_id, action=kind, source_turn_id=source.id
+            text=prompt,
+            client_message_id=client_message_id,
+            action=kind,
+            source_turn_id=source.id,
+            attachments=attached,
         ).payload()
         values: dict[str, Any] = dict(
             id=new_id,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from agents import TResponseInputItem
 
 from storage.approvals import ApprovalStore, Decided
-from storage.attachments import AttachmentRecord
+from storage.attachments import AttachmentRecord, AttachmentRepository
 from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
@@ -200,6 +200,9 @@ class TurnManager:
             return Submitted(started.user_prompt, created=False)
         self.metrics.events_persisted.inc(1 + len(started.superseded))
         turn = started.turn
+        given = model_input(started)
+        if given is None:
+            given = await self._attached_input(turn.prompt, started.user_prompt)
         task = self._start(
             user_id,
             chat_id,
@@ -209,9 +212,21 @@ class TurnManager:
             None,
             first=started.user_prompt,
             before=started.superseded,
-            model_input=model_input(started),
+            model_input=given,
         )
         return Submitted(started.user_prompt, created=True, task=task)
+
+    async def _attached_input(
+        self, prompt: str, user_prompt: EventRecord
+    ) -> list[TResponseInputItem] | None:
+        """The model input of a regenerated or edited prompt that sent files: the prompt
+        with the files its source sent (those deleted since are left out)."""
+        ids = [str(a["id"]) for a in user_prompt.payload.get("attachments") or []]
+        if not ids:
+            return None
+        found = await AttachmentRepository(self.db).by_ids(ids)
+        kept = [found[i] for i in ids if i in found]
+        return prompt_input(prompt, kept) if kept else None
 
     def _start(
         self,

@@ -148,3 +148,38 @@ async def test_bad_attachment_ids_are_refused_and_start_no_turn(
     assert await events_of(live, alice, chat) == []
     unsent = await AttachmentRepository(live.services.db).by_ids([mine, elsewhere, bobs])
     assert all(record.turn_id is None for record in unsent.values())
+
+
+async def test_a_regenerated_or_edited_prompt_sends_its_files_again(
+    world: tuple[LiveServer, Person, Person],
+) -> None:
+    live, alice, _ = world
+    chat = uuid.uuid4().hex
+    image = png(32, 20)
+    photo = await upload(live, alice, chat, "photo.png", image)
+    acknowledged = f"I received photo.png (PNG image, {len(image):,} bytes, 32×20)."
+    url, headers = alice.ws(live, chat)
+    async with open_client(url, additional_headers=headers) as client:
+        first = await client.turn("what is this?", attachments=[photo])
+        old = first[0]["turn_id"]
+        await client.send({"type": "regenerate", "turn_id": old, "client_message_id": "again"})
+        again = await client.decide_until_end()
+        prompt = next(e for e in again if e["type"] == "user_prompt")
+        await client.send(
+            {
+                "type": "edit",
+                "turn_id": prompt["turn_id"],
+                "prompt": "and what colour is it?",
+                "client_message_id": "edited",
+            }
+        )
+        edited = await client.decide_until_end()
+
+    for events in (again, edited):
+        shown = next(e for e in events if e["type"] == "user_prompt")
+        assert shown["attachments"] == first[0]["attachments"]
+        answer = next(e for e in events if e["type"] == "llm_response")["text"]
+        assert answer.startswith(acknowledged), answer
+    # A reload redraws the files under the replacing prompts too.
+    stored = [e for e in await events_of(live, alice, chat) if e["type"] == "user_prompt"]
+    assert [e.get("attachments") for e in stored] == [first[0]["attachments"]] * 3
