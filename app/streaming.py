@@ -13,8 +13,11 @@ from agents import Agent
 from cryptography.fernet import MultiFernet
 
 from app.connector_setup import serve_connectors
+from app.llm.context_sizes import chat_budget
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
+from app.llm.spec import parse_model_spec, parse_optional_spec
+from app.llm.summarise import Summariser
 from app.llm.suggest import Suggester
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
@@ -31,6 +34,7 @@ from websocket.cluster import build_cluster
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
 from websocket.limits import PromptLimiter, build_prompt_limiter
+from websocket.memory import MemoryPolicy
 from websocket.metrics import Metrics
 from websocket.protocol import now_ts
 from websocket.tracing import TurnTracer
@@ -100,6 +104,7 @@ def build_engine(
         models.spawn(generate(), name=f"title-{chat_id}")
 
     return TurnEngine(
+        memory=memory_policy(settings, models),
         orchestrator=orchestrator,
         run_config=models.run_config(),
         tool_descriptions=tool_descriptions(connectors),
@@ -110,6 +115,26 @@ def build_engine(
         on_first_turn=title_chat,
         model_name=model_label(models.specs["orchestrator"], "offline"),
     )
+
+
+def memory_policy(settings: Settings, models: ConfiguredModels) -> MemoryPolicy:
+    """The chats' token budget (docs/memory.md) and their summaries' model: the
+    suggestions model, or the offline summary when there is none."""
+    main = parse_model_spec(settings.model)
+    connector = parse_optional_spec(settings.connector_model) or main
+    try:
+        budget = chat_budget(
+            [main, connector], settings.model_context_tokens, settings.answer_reserve_tokens
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    summariser = Summariser(
+        models.suggest,
+        models.run_config(suggest=True),
+        settings.suggest_timeout,
+        budget.input_tokens,
+    )
+    return MemoryPolicy(budget, summariser.summarise)
 
 
 def check_overrides(settings: Settings, tool_names: Iterable[str]) -> None:

@@ -25,6 +25,7 @@ from storage.models import (
     api_tokens,
     approvals,
     chat_events,
+    chat_memory,
     chat_search,
     chats,
     connected_accounts,
@@ -43,6 +44,7 @@ CHAT_TABLES: tuple[Table, ...] = (
     paused_turns,
     open_responses,
     rap_subscriptions,
+    chat_memory,
     conversation_items,
     chat_events,
     # Derived from chats and turns (a search index), so exported too: it is their text.
