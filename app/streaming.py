@@ -17,8 +17,8 @@ from app.llm.context_sizes import chat_budget
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
 from app.llm.spec import parse_model_spec, parse_optional_spec
-from app.llm.summarise import Summariser
 from app.llm.suggest import Suggester
+from app.llm.summarise import Summariser
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore

@@ -40,7 +40,9 @@ def estimate_tokens(value: object) -> int:
     """Estimated tokens of a text, or of any JSON value as the model would be sent it."""
     if value is None:
         return 0
-    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+    text = (
+        value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+    )
     return -(-len(text) // CHARS_PER_TOKEN)
 
 

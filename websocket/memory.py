@@ -203,12 +203,9 @@ class TurnMemory:
             instructions = await agent.get_system_prompt(wrapper)
             largest = max(largest, estimate_tokens(instructions) + self.policy.tools_tokens(agent))
         prompt = self.prompt
-        prompt_tokens = (
-            estimate_tokens(prompt) + ITEM_OVERHEAD_TOKENS
-            if isinstance(prompt, str)
-            else sum(item_tokens(item) for item in prompt)
-        )
-        return largest + prompt_tokens
+        if isinstance(prompt, str):
+            return largest + estimate_tokens(prompt) + ITEM_OVERHEAD_TOKENS
+        return largest + sum(estimate_tokens(item) + ITEM_OVERHEAD_TOKENS for item in prompt)
 
     # -- before every model call --------------------------------------------------------
 

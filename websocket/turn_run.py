@@ -153,9 +153,9 @@ class TurnRun:
         # The history fitted to the model's context: its summary and the items after it.
         self.memory: TurnMemory | None = None
         if engine.memory is not None:
-            prompt = self.plan.input if self.plan.input is not None else prompt
+            given = self.plan.input if self.plan.input is not None else prompt
             self.memory = TurnMemory(
-                engine.memory, MemoryStore(services.db), stored, self.agent, self.context, prompt
+                engine.memory, MemoryStore(services.db), stored, self.agent, self.context, given
             )
         self.session = TurnSession(
             stored, history=self.memory.history if self.memory is not None else None

@@ -80,7 +80,9 @@ def render(items: Sequence[Mapping[str, Any]], limit: int = ITEM_CHARS) -> list[
     return lines
 
 
-def offline_summary(previous: str | None, items: Sequence[Mapping[str, Any]], max_tokens: int) -> str:
+def offline_summary(
+    previous: str | None, items: Sequence[Mapping[str, Any]], max_tokens: int
+) -> str:
     """The deterministic summary: the previous one's lines, then one line per exchange of
     ``items``; the oldest lines leave (and are counted) while it is over ``max_tokens``."""
     lines = (previous or "").splitlines()
@@ -105,7 +107,8 @@ def _with_dropped(lines: list[str], dropped: int) -> list[str]:
 def _exchanges(items: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per exchange: a user's message and what followed it."""
     lines: list[str] = []
-    asked, tools, answer = "", [], ""
+    asked, answer = "", ""
+    tools: list[str] = []
 
     def close() -> None:
         if asked or tools or answer:

@@ -21,6 +21,7 @@ from storage.models import (
     Base,
     approvals,
     chat_events,
+    chat_memory,
     chats,
     connected_accounts,
     conversation_items,
@@ -93,6 +94,17 @@ async def seed_everything(db: Database, name: str) -> tuple[str, str]:
         await session.execute(
             insert(conversation_items).values(
                 chat_id=chat, item={"role": "user", "content": "hello"}, created_at=now
+            )
+        )
+        await session.execute(
+            insert(chat_memory).values(
+                chat_id=chat,
+                through_item_id=1,
+                summary=f"{name} said hello",
+                summary_tokens=5,
+                folded_items=1,
+                compactions=1,
+                updated_at=now,
             )
         )
         await session.execute(
