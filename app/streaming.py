@@ -119,7 +119,8 @@ def build_engine(
 
 def memory_policy(settings: Settings, models: ConfiguredModels) -> MemoryPolicy:
     """The chats' token budget (docs/memory.md) and their summaries' model: the
-    suggestions model, or the offline summary when there is none."""
+    suggestions model (the connector model when suggestions are off), or the offline
+    summary when that is the offline model."""
     main = parse_model_spec(settings.model)
     connector = parse_optional_spec(settings.connector_model) or main
     try:
@@ -128,8 +129,13 @@ def memory_policy(settings: Settings, models: ConfiguredModels) -> MemoryPolicy:
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+    model = models.suggest
+    if not models.suggestions_enabled and not connector.is_offline:
+        # ``off`` turns the suggestions off, not the summaries: the model the suggestions
+        # would have used by default writes them.
+        model = models.connector
     summariser = Summariser(
-        models.suggest,
+        model,
         models.run_config(suggest=True),
         settings.suggest_timeout,
         budget.input_tokens,

@@ -34,10 +34,13 @@ from tests.fakes.model_server import (
 from tests.support.clients import open_client
 from tests.support.models import API_KEY, model_spec
 from tests.support.servers import serve
-from websocket.memory import SUMMARY_PREFIX, is_summary_item
+from websocket.memory import is_summary_item
 
 TURNS = 500
-CONTEXT = 8_000  # tokens: the instructions and tools of the Search agent take about 1,300
+# Tokens: the instructions and tools of the largest agent (Gmail) take about 2,000. Small,
+# because the OpenAI client's request building costs CPU in proportion to the input.
+CONTEXT = 8_000
+TOOL_EVERY = 10
 SUMMARY = "The user's code word is ZEBRA-42; they asked many numbered questions."
 
 
@@ -50,15 +53,19 @@ async def small_model() -> AsyncIterator[FakeModelServer]:
 
 
 def script_turn(fake: FakeModelServer, n: int) -> None:
-    """Every fifth turn searches the web (a handoff, then the search: two call/output
+    """Every tenth turn searches the web (a handoff, then the search: two call/output
     pairs); the others just answer. One delta per answer keeps 500 turns quick."""
     answer = f"Answer {n}: " + "this is what you asked about, in a few words. " * 3
-    if n % 5 == 0:
+    if n % TOOL_EVERY == 0:
         fake.script(
             Call("transfer_to_search", {}),
             Call("search_google", {"query": f"question {n}"}, call_id=f"call_search_{n}"),
         )
     fake.script(reply(Say(answer, chunk=len(answer))))
+
+
+def prompt(n: int) -> str:
+    return f"Question {n}: tell me about topic number {n}."
 
 
 def calls_and_outputs(request: Recorded) -> tuple[list[str], list[str]]:
@@ -72,14 +79,15 @@ async def test_a_500_turn_chat_fits_a_small_context(
     make_settings: Callable[..., Settings], small_model: FakeModelServer
 ) -> None:
     fake = small_model
-    fake.structured["FollowUps"] = {"prompts": []}
-    fake.structured["ChatTitle"] = {"title": "A long chat"}
     fake.structured["ConversationSummary"] = {"summary": SUMMARY}
     settings = make_settings(
         model=model_spec("responses", fake),
         model_api_key=API_KEY,
         model_context_tokens=CONTEXT,
         prompts_per_minute=100_000,
+        # No suggestions (two requests a turn fewer): the summaries then come from the
+        # connector model, here the same fake server.
+        suggest_model="off",
     )
     for n in range(TURNS):
         script_turn(fake, n)
@@ -87,7 +95,8 @@ async def test_a_500_turn_chat_fits_a_small_context(
     async with serve(settings) as live:
         async with open_client(live.ws_url(chat_id), auto_approve=True) as client:
             for n in range(TURNS):
-                events = await client.turn(f"Question {n}: tell me about topic number {n}.")
+                await client.send({"type": "prompt", "text": prompt(n)})
+                events = await client.decide_until_end()
                 end = next(e for e in events if e["type"] == "end_of_stream")
                 assert end["status"] == "completed", (n, events[-3:])
         db = live.services.db
@@ -104,7 +113,7 @@ async def test_a_500_turn_chat_fits_a_small_context(
     assert fake.largest_request > 0.4 * CONTEXT
 
     turn_requests = fake.turn_requests()
-    assert len(turn_requests) == TURNS + 2 * (TURNS // 5)
+    assert len(turn_requests) == TURNS + 2 * (TURNS // TOOL_EVERY)
     for request in turn_requests:
         calls, outputs = calls_and_outputs(request)
         # No call without its output, no output without its call, in any request.
@@ -122,13 +131,13 @@ async def test_a_500_turn_chat_fits_a_small_context(
         r for r in turn_requests if (r.body["input"] or [{}])[-1].get("role") == "user"
     ]
     assert len(first_requests) == TURNS
-    with_summary = [r for r in first_requests if SUMMARY_PREFIX in json.dumps(r.body["input"][0])]
+    with_summary = [r for r in first_requests if is_summary_item(r.body["input"][0])]
     assert len(with_summary) > TURNS - TURNS // 5
 
     # The last turn's answer still sees the compaction, then the turns after it.
     last = turn_requests[-1].body["input"]
     assert last[0]["role"] == "system" and SUMMARY in json.dumps(last[0])
-    assert last[-1]["content"] == f"Question {TURNS - 1}: tell me about topic number {TURNS - 1}."
+    assert last[-1]["content"] == prompt(TURNS - 1)
     # A bounded history: the last turns send about as many items as the early ones did.
     sizes = [len(r.body["input"]) for r in first_requests]
     assert max(sizes[-50:]) <= max(sizes[:60]) + 2
