@@ -142,9 +142,7 @@ async def test_a_failing_summariser_leaves_the_history_whole_and_nothing_stored(
     stored = ChatSession(db, chat_id)
     for n in range(20):
         await stored.add_items(turn(n, tool=True))
-    memory = TurnMemory(
-        MemoryPolicy(BUDGET, broken), MemoryStore(db), stored, AGENT, None, "next"
-    )
+    memory = TurnMemory(MemoryPolicy(BUDGET, broken), MemoryStore(db), stored, AGENT, None, "next")
     with caplog.at_level(logging.ERROR, logger="switchboard.memory"):
         history = await memory.history()
     assert history == await stored.get_items()
