@@ -10,11 +10,13 @@ stale writer) is ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Row, Select, delete, insert, select, update
 
 from storage.engine import Database
 from storage.models import chat_memory, utcnow
+from storage.session import ChatSession
 
 
 @dataclass(frozen=True)
@@ -33,16 +35,36 @@ class MemoryStore:
         self._db = db
 
     async def load(self, chat_id: str) -> Compaction | None:
+        async with self._db.session() as session:
+            row = (await session.execute(self._query(chat_id))).first()
+        return self._compaction(row)
+
+    async def history(
+        self, chat: ChatSession
+    ) -> tuple[Compaction | None, list[tuple[int, dict[str, Any]]]]:
+        """The chat's compaction and the ``(id, item)`` rows after it, in one read
+        transaction: what a turn's model reads, never the whole chat."""
+        async with self._db.session() as session:
+            compaction = self._compaction(
+                (await session.execute(self._query(chat.session_id))).first()
+            )
+            after = compaction.through_item_id if compaction is not None else None
+            rows = (await session.execute(chat.rows_query(after))).all()
+        return compaction, [(int(row.id), row.item) for row in rows]
+
+    @staticmethod
+    def _query(chat_id: str) -> Select[Any]:
         table = chat_memory
-        query = select(
+        return select(
             table.c.through_item_id,
             table.c.summary,
             table.c.summary_tokens,
             table.c.folded_items,
             table.c.compactions,
         ).where(table.c.chat_id == chat_id)
-        async with self._db.session() as session:
-            row = (await session.execute(query)).first()
+
+    @staticmethod
+    def _compaction(row: Row[Any] | None) -> Compaction | None:
         if row is None:
             return None
         return Compaction(

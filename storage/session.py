@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Select, delete, func, insert, select
 
 from storage.engine import Database
 from storage.errors import ChatNotFound
@@ -52,15 +52,19 @@ class ChatSession:
         newest_first.reverse()
         return newest_first
 
-    async def get_rows(self, after_id: int | None = None) -> list[tuple[int, dict[str, Any]]]:
-        """``(id, item)`` of the items after ``after_id`` (all when None), oldest first:
-        what a turn reads after the chat's stored compaction (storage/memory.py)."""
+    def rows_query(self, after_id: int | None = None) -> Select[tuple[int, Any]]:
+        """The ``(id, item)`` rows after ``after_id`` (all when None), oldest first."""
         table = conversation_items
         query = select(table.c.id, table.c.item).where(table.c.chat_id == self.session_id)
         if after_id is not None:
             query = query.where(table.c.id > after_id)
+        return query.order_by(table.c.id)
+
+    async def get_rows(self, after_id: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """``(id, item)`` of the items after ``after_id`` (all when None), oldest first:
+        what a turn reads after the chat's stored compaction (storage/memory.py)."""
         async with self._db.session() as session:
-            rows = (await session.execute(query.order_by(table.c.id))).all()
+            rows = (await session.execute(self.rows_query(after_id))).all()
         return [(int(row.id), row.item) for row in rows]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:

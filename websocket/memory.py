@@ -139,9 +139,7 @@ class TurnMemory:
         return list(self._history)
 
     async def _read(self) -> list[dict[str, Any]]:
-        chat_id = self.session.session_id
-        compaction = await self.store.load(chat_id)
-        rows = await self.session.get_rows(compaction.through_item_id if compaction else None)
+        compaction, rows = await self.store.history(self.session)
         items = [item for _, item in rows]
         budget = self.policy.budget
         room = budget.history_tokens(await self._fixed_tokens())

@@ -54,6 +54,13 @@ async def test_rows_after_a_compaction_and_nothing_before(db: Database, chat: Ch
     await ChatSession(db, other.id).add_items(turn(9))
     assert await session.get_rows(ids[3]) == rows[4:]
 
+    # What a turn reads: the compaction and the rows after it, in one go.
+    store = MemoryStore(db)
+    assert await store.history(session) == (None, rows)
+    compaction = Compaction(ids[3], "two turns", 3, folded_items=4, compactions=1)
+    await store.save(chat.id, compaction)
+    assert await store.history(session) == (compaction, rows[4:])
+
 
 async def test_clearing_the_session_or_deleting_the_chat_forgets_the_summary(
     db: Database, chat: ChatRecord, alice_chats: ChatRepository
