@@ -159,19 +159,20 @@ class TurnMemory:
     async def _compact(
         self, previous: Compaction | None, rows: Sequence[tuple[int, dict[str, Any]]]
     ) -> Compaction | None:
-        budget, chat_id = self.policy.budget, self.session.session_id
+        chat_id = self.session.session_id
+        # The summary's budget less its framing as an item: what its text may take.
+        cap = max(1, self.policy.budget.summary_tokens - item_tokens(summary_item("")))
         try:
             text = await self.policy.summarise(
                 previous.summary if previous is not None else None,
                 [item for _, item in rows],
-                budget.summary_tokens,
+                cap,
             )
         except Exception:
             # Without a summary the guard on each call still keeps the request in budget.
             logger.exception("could not summarise the chat's history", extra={"chat_id": chat_id})
             return None
-        # The item framing counts toward the cap too.
-        text = clip(text, budget.summary_tokens - item_tokens(summary_item("")))
+        text = clip(text, cap)  # a summariser that wrote too much is cut
         compaction = Compaction(
             through_item_id=rows[-1][0],
             summary=text,

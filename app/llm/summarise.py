@@ -112,7 +112,9 @@ def _exchanges(items: Sequence[Mapping[str, Any]]) -> list[str]:
 
     def close() -> None:
         if asked or tools or answer:
-            parts = [f'The user asked: "{_excerpt(asked, ASKED_CHARS)}"' if asked else "Earlier"]
+            # No user message: the rest of an exchange whose start was folded before.
+            opening = f'The user asked: "{_excerpt(asked, ASKED_CHARS)}"' if asked else "Going on"
+            parts = [opening]
             if tools:
                 parts.append("tools used: " + ", ".join(dict.fromkeys(tools)))
             if answer:

@@ -299,6 +299,13 @@ def test_offline_summary_is_deterministic_and_bounded() -> None:
     assert again.splitlines()[0] == "(3 earlier exchanges no longer summarised)"
 
 
+def test_offline_summary_of_an_exchange_whose_start_was_folded_before() -> None:
+    rest = [call("c9", "send_email"), output("c9", "sent"), said("Sent it.")]
+    assert offline_summary(None, rest, 100) == (
+        '- Going on; tools used: send_email; the assistant answered: "Sent it.".'
+    )
+
+
 def test_render_reads_every_kind_of_item() -> None:
     lines = render([user("hi"), call("c1", "search"), output("c1", "3 places"), said("ok")], 50)
     assert lines == ["User: hi", "Tool call search({})", "Tool result: 3 places", "Assistant: ok"]

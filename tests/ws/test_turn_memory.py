@@ -5,7 +5,8 @@ the guard that keeps each model call within the budget."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -13,11 +14,14 @@ from agents import Agent
 from agents.run_config import ModelInputData
 
 from app.llm.summarise import offline_summary
+from app.settings import Settings
 from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.memory import MemoryStore
 from storage.session import ChatSession, TurnSession
 from storage.users import UserRepository
+from tests.support.clients import open_client
+from tests.support.servers import serve
 from websocket.history_budget import Budget, item_tokens
 from websocket.memory import MemoryPolicy, TurnMemory, is_summary_item, summary_item
 
@@ -181,3 +185,44 @@ def test_the_guard_leaves_out_the_oldest_groups_but_never_the_summary_or_the_tur
     assert fitted.instructions == "Be brief."
     assert "left the oldest history out" in caplog.text
     assert summaries.calls == []  # the guard never calls the summariser
+
+
+# -- through the real app, with the offline demo model ----------------------------------
+
+OFFLINE_PROMPTS = [
+    "find sushi in Boston",
+    "what did I spend on coffee last month",
+    "search the web for python asyncio",
+    "show reviews for the first one",
+]
+
+
+async def test_the_offline_model_summarises_a_long_chat_deterministically(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Two chats with the same prompts on a small context: both are summarised, with
+    the same summary, and every turn completes."""
+    settings = make_settings(
+        offline_delta_delay=0, model_context_tokens=7_000, prompts_per_minute=100_000
+    )
+    chats = [uuid.uuid4().hex, uuid.uuid4().hex]
+    async with serve(settings) as live:
+        for chat in chats:
+            async with open_client(live.ws_url(chat), auto_approve=True) as client:
+                for n in range(16):
+                    events = await client.turn(OFFLINE_PROMPTS[n % len(OFFLINE_PROMPTS)])
+                    end = next(e for e in events if e["type"] == "end_of_stream")
+                    assert end["status"] == "completed", events[-3:]
+        store = MemoryStore(live.services.db)
+        first, second = [await store.load(chat) for chat in chats]
+    assert first is not None and second is not None
+    assert first.compactions >= 2, first
+    assert (first.summary, first.compactions) == (second.summary, second.compactions)
+    assert first.summary.startswith('- The user asked: "find sushi in Boston"') or (
+        first.summary.startswith("(")  # the oldest lines gave way to their count
+    )
+    assert "tools used:" in first.summary
+    # Whole lines only: the offline summary keeps within its budget by dropping the oldest
+    # lines, never by being cut.
+    lines = first.summary.splitlines()
+    assert all(line.startswith("- ") and line.endswith(".") for line in lines[1:]), lines
