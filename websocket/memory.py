@@ -105,9 +105,16 @@ def is_summary_item(item: Mapping[str, Any]) -> bool:
 
 def clip(text: str, max_tokens: int) -> str:
     """``text`` cut to at most ``max_tokens`` estimated tokens (a summariser that wrote too
-    much must not overflow the budget it was given)."""
+    much must not overflow the budget it was given): after its last whole sentence or line
+    that fits, when that keeps at least half of it."""
     limit = max(1, max_tokens) * CHARS_PER_TOKEN
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    end = max(head.rfind(". "), head.rfind("\n"))
+    if end >= limit // 2:
+        return head[: end + 1].rstrip()
+    return head.rstrip() + "…"
 
 
 class TurnMemory:

@@ -26,6 +26,7 @@ from websocket.history_budget import (
     group_spans,
     item_tokens,
 )
+from websocket.memory import clip
 
 
 def user(text: str) -> dict[str, Any]:
@@ -304,6 +305,14 @@ def test_offline_summary_of_an_exchange_whose_start_was_folded_before() -> None:
     assert offline_summary(None, rest, 100) == (
         '- Going on; tools used: send_email; the assistant answered: "Sent it.".'
     )
+
+
+def test_a_summary_too_long_is_cut_after_a_whole_sentence() -> None:
+    text = "Ana lives in Boston. She likes sushi. " + "x" * 30
+    assert clip(text, 100) == text
+    assert clip(text, 15) == "Ana lives in Boston. She likes sushi."  # 45 characters
+    assert clip("y" * 60, 10) == "y" * 29 + "…"  # no sentence: cut, marked
+    assert all(len(clip(text, n)) <= 3 * n for n in range(1, 30))
 
 
 def test_render_reads_every_kind_of_item() -> None:
