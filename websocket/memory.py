@@ -225,14 +225,22 @@ class TurnMemory:
             if inner is not None:
                 filtered = inner(data)
                 model_data = await filtered if inspect.isawaitable(filtered) else filtered
-            return self.fit(model_data, data.agent)
+            try:
+                return self.fit(model_data, data.agent)
+            except Exception:
+                # A guard must never fail the turn: the model refuses what does not fit.
+                logger.exception(
+                    "could not fit a model call to the budget",
+                    extra={"chat_id": self.session.session_id},
+                )
+                return model_data
 
         return guarded
 
     def fit(self, data: ModelInputData, agent: Agent[Any]) -> ModelInputData:
         """``data`` within the input budget: its oldest groups left out when needed, but
         never the summary nor the running turn's items (from the last user message on)."""
-        items: list[Any] = data.input
+        items = [_as_mapping(item) for item in data.input]
         limit = (
             self.policy.budget.input_tokens
             - estimate_tokens(data.instructions)
@@ -254,4 +262,13 @@ class TurnMemory:
                 "fits": sum(tokens[i] for i in kept) <= limit,
             },
         )
-        return ModelInputData(input=[items[i] for i in kept], instructions=data.instructions)
+        given: list[Any] = data.input
+        return ModelInputData(input=[given[i] for i in kept], instructions=data.instructions)
+
+
+def _as_mapping(item: Any) -> Mapping[str, Any]:
+    """An input item as a mapping (the SDK hands dicts; a model object is dumped)."""
+    if isinstance(item, Mapping):
+        return item
+    dump = getattr(item, "model_dump", None)
+    return dump(exclude_unset=True) if callable(dump) else {"content": str(item)}

@@ -4,14 +4,15 @@ the guard that keeps each model call within the budget."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
-from agents import Agent
-from agents.run_config import ModelInputData
+from agents import Agent, RunConfig
+from agents.run_config import CallModelData, ModelInputData
 
 from app.llm.summarise import offline_summary
 from app.settings import Settings
@@ -226,3 +227,40 @@ async def test_the_offline_model_summarises_a_long_chat_deterministically(
     # lines, never by being cut.
     lines = first.summary.splitlines()
     assert all(line.startswith("- ") and line.endswith(".") for line in lines[1:]), lines
+
+
+async def test_the_guard_chains_the_deployments_filter_and_never_fails_a_call(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = Database("sqlite+aiosqlite:///:memory:")
+    memory = TurnMemory(
+        MemoryPolicy(Budget(600, 100), Summaries()),
+        MemoryStore(database),
+        ChatSession(database, "c"),
+        AGENT,
+        None,
+        "next",
+    )
+    seen: list[int] = []
+
+    def drop_first(data: CallModelData[Any]) -> ModelInputData:
+        seen.append(len(data.model_data.input))
+        return ModelInputData(input=data.model_data.input[1:], instructions="Be brief.")
+
+    guarded = memory.run_config(RunConfig(call_model_input_filter=drop_first))
+    assert guarded.call_model_input_filter is not None
+    items: list[Any] = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    call = CallModelData(ModelInputData(input=items, instructions="x"), AGENT, None)
+    result = guarded.call_model_input_filter(call)
+    result = await result if inspect.isawaitable(result) else result
+    assert seen == [2] and result.input == items[1:]  # the deployment's filter ran first
+
+    def broken(data: ModelInputData, agent: Agent[Any]) -> ModelInputData:
+        raise RuntimeError("a bug in the guard")
+
+    monkeypatch.setattr(memory, "fit", broken)
+    with caplog.at_level(logging.ERROR, logger="switchboard.memory"):
+        result = guarded.call_model_input_filter(call)
+        result = await result if inspect.isawaitable(result) else result
+    assert result.input == items[1:]  # sent as the deployment's filter left it
+    assert "could not fit a model call" in caplog.text
