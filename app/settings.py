@@ -94,6 +94,12 @@ class Settings(ConnectorSettings):
     model_call_timeout: float = Field(300.0, gt=0, le=86400)
     model_max_retries: int = Field(2, ge=0, le=10)
     suggest_timeout: float = Field(15.0, gt=0, le=300)
+    # The model's context window in tokens (docs/memory.md); unset, known OpenAI models'
+    # own (app/llm/context_sizes.py) and 32,768 for any other. Of it, the answer keeps
+    # ``answer_reserve_tokens`` (unset: an eighth, at most 16,384); the history is
+    # summarised to fit the rest with the instructions, the tools and the prompt.
+    model_context_tokens: int | None = Field(None, ge=1024, le=10_000_000)
+    answer_reserve_tokens: int | None = Field(None, ge=0, le=1_000_000)
     tracing: bool = False
     # OpenTelemetry tracing over OTLP/HTTP (app.telemetry, the ``otel`` extra): the
     # collector's base URL (``/v1/traces`` is added) or its full traces URL. The standard

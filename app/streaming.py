@@ -15,9 +15,12 @@ from cryptography.fernet import MultiFernet
 from app.attachments.model_input import AttachmentExpander
 from app.attachments.store import blob_store_for
 from app.connector_setup import serve_connectors
+from app.llm.context_sizes import chat_budget
 from app.llm.errors import report_turn_failure
 from app.llm.providers import ConfiguredModels, build_models, describe
+from app.llm.spec import parse_model_spec, parse_optional_spec
 from app.llm.suggest import Suggester
+from app.llm.summarise import Summariser
 from app.settings import Settings, SettingsError
 from connectors.approvals import agent_tools, approval_required, side_effect_of
 from connectors.context import ChatContext, DemoStore
@@ -35,6 +38,7 @@ from websocket.cluster import build_cluster
 from websocket.handler import ConnectionCounter
 from websocket.hub import Hub
 from websocket.limits import PromptLimiter, build_prompt_limiter
+from websocket.memory import MemoryPolicy
 from websocket.metrics import Metrics
 from websocket.protocol import now_ts
 from websocket.tracing import TurnTracer
@@ -113,6 +117,7 @@ def build_engine(
         run_config, call_model_input_filter=expander.after(run_config.call_model_input_filter)
     )
     return TurnEngine(
+        memory=memory_policy(settings, models),
         orchestrator=orchestrator,
         run_config=run_config,
         tool_descriptions=tool_descriptions(connectors),
@@ -123,6 +128,32 @@ def build_engine(
         on_first_turn=title_chat,
         model_name=model_label(models.specs["orchestrator"], "offline"),
     )
+
+
+def memory_policy(settings: Settings, models: ConfiguredModels) -> MemoryPolicy:
+    """The chats' token budget (docs/memory.md) and their summaries' model: the
+    suggestions model (the connector model when suggestions are off), or the offline
+    summary when that is the offline model."""
+    main = parse_model_spec(settings.model)
+    connector = parse_optional_spec(settings.connector_model) or main
+    try:
+        budget = chat_budget(
+            [main, connector], settings.model_context_tokens, settings.answer_reserve_tokens
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    model = models.suggest
+    if not models.suggestions_enabled and not connector.is_offline:
+        # ``off`` turns the suggestions off, not the summaries: the model the suggestions
+        # would have used by default writes them.
+        model = models.connector
+    summariser = Summariser(
+        model,
+        models.run_config(suggest=True),
+        settings.suggest_timeout,
+        budget.input_tokens,
+    )
+    return MemoryPolicy(budget, summariser.summarise)
 
 
 def check_overrides(settings: Settings, tool_names: Iterable[str]) -> None:

@@ -223,6 +223,27 @@ class ConversationItem(Base):
     __table_args__ = (Index("ix_conversation_items_chat", "chat_id", "id"),)
 
 
+class ChatMemory(Base):
+    """A chat's compacted history (storage/memory.py, docs/memory.md): the summary of its
+    oldest conversation items, up to and including ``through_item_id``. The model reads
+    this summary and the items after it, so a turn never reads the whole chat, and the
+    summary is made once per compaction, not on every turn."""
+
+    __tablename__ = "chat_memory"
+
+    chat_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True
+    )
+    # No foreign key: the items stay (the transcript and the Open Responses replay read
+    # them); this is only where the summary ends.
+    through_item_id: Mapped[int] = mapped_column(BigInteger)
+    summary: Mapped[str] = mapped_column(Text)
+    summary_tokens: Mapped[int] = mapped_column(Integer)
+    folded_items: Mapped[int] = mapped_column(Integer)  # items summarised, all compactions
+    compactions: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class ConnectedAccountRow(Base):
     __tablename__ = "connected_accounts"
 
@@ -424,6 +445,7 @@ chats = cast(Table, Chat.__table__)
 turns = cast(Table, Turn.__table__)
 chat_events = cast(Table, ChatEvent.__table__)
 conversation_items = cast(Table, ConversationItem.__table__)
+chat_memory = cast(Table, ChatMemory.__table__)
 connected_accounts = cast(Table, ConnectedAccountRow.__table__)
 rap_subscriptions = cast(Table, RapSubscription.__table__)
 open_responses = cast(Table, OpenResponse.__table__)

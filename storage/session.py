@@ -7,13 +7,14 @@ per chat; it holds no state beyond its ids, so creating one per turn is cheap.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import Select, delete, func, insert, or_, select
 
 from storage.engine import Database
 from storage.errors import ChatNotFound
-from storage.models import approvals, chats, conversation_items, turns, utcnow
+from storage.models import approvals, chat_memory, chats, conversation_items, turns, utcnow
 
 if TYPE_CHECKING:  # the SDK is heavy to import and only needed for the types
     from agents.items import TResponseInputItem
@@ -52,6 +53,23 @@ class ChatSession:
             newest_first = list((await session.scalars(query)).all())
         newest_first.reverse()
         return newest_first
+
+    def rows_query(self, after_id: int | None = None) -> Select[tuple[int, Any]]:
+        """The ``(id, item)`` rows after ``after_id`` (all when None), oldest first."""
+        table = conversation_items
+        query = select(table.c.id, table.c.item).where(
+            table.c.chat_id == self.session_id, _not_superseded(self.session_id)
+        )
+        if after_id is not None:
+            query = query.where(table.c.id > after_id)
+        return query.order_by(table.c.id)
+
+    async def get_rows(self, after_id: int | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """``(id, item)`` of the items after ``after_id`` (all when None), oldest first:
+        what a turn reads after the chat's stored compaction (storage/memory.py)."""
+        async with self._db.session() as session:
+            rows = (await session.execute(self.rows_query(after_id))).all()
+        return [(int(row.id), row.item) for row in rows]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
@@ -93,6 +111,10 @@ class ChatSession:
             await session.execute(
                 delete(conversation_items).where(conversation_items.c.chat_id == self.session_id)
             )
+            # Its summary is of items that are gone.
+            await session.execute(
+                delete(chat_memory).where(chat_memory.c.chat_id == self.session_id)
+            )
             await session.commit()
 
 
@@ -122,10 +144,18 @@ class TurnSession:
     round trip on the turn's critical path several times per turn. Instead the items are
     kept here and written with the turn's ``end_of_stream`` (``TurnUpdate.items``), in
     the same transaction. Reads see the stored history plus what is pending.
+
+    ``history``, when given, reads the whole history instead of ``stored.get_items()``:
+    the chat's summary and the items after it, fitted to the model (websocket.memory).
     """
 
-    def __init__(self, stored: ChatSession) -> None:
+    def __init__(
+        self,
+        stored: ChatSession,
+        history: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
+    ) -> None:
         self._stored = stored
+        self._history = history
         self.session_id: str = stored.session_id
         self.session_settings: SessionSettings | None = stored.session_settings
         self.pending: list[dict[str, Any]] = []
@@ -137,6 +167,9 @@ class TurnSession:
             missing = limit - len(self.pending)
             stored = await self._stored.get_items(missing) if missing > 0 else []
             return (stored + self._pending_items)[-limit:] if limit else []
+        if self._history is not None and limit is None:
+            history = cast("list[TResponseInputItem]", await self._history())
+            return history + self._pending_items
         stored = await self._stored.get_items(limit)
         return stored + self._pending_items
 

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.engine import Database
@@ -28,7 +28,7 @@ from storage.events import (
     make_preview,
     parse_ts,
 )
-from storage.models import chat_events, chats, paused_turns, turns
+from storage.models import chat_events, chat_memory, chats, conversation_items, paused_turns, turns
 from storage.records import EventRecord, Lease, TurnRecord, turn_from_row
 from wire.events import ActionRefusal, TurnAction, TurnSupersededEvent, UserPromptEvent
 
@@ -122,6 +122,7 @@ async def start_action_turn(
             await conn.execute(
                 update(turns).where(turns.c.id.in_(replaced)).values(superseded_by=new_id)
             )
+            await _forget_summary_of(conn, chat_id, replaced)
         kind = request.kind
         records = [
             EventRecord(
@@ -186,6 +187,22 @@ async def start_action_turn(
         )
     return ActionStarted(
         TurnRecord(**values), user_prompt, True, tuple(records), continued, cut_off
+    )
+
+
+async def _forget_summary_of(conn: AsyncConnection, chat_id: str, replaced: list[str]) -> None:
+    """A stored summary (storage/memory.py) that covers a replaced turn tells of answers
+    that no longer stand: it goes, and the next turn that needs one summarises what
+    remains."""
+    first_item = (
+        select(func.min(conversation_items.c.id))
+        .where(conversation_items.c.chat_id == chat_id, conversation_items.c.turn_id.in_(replaced))
+        .scalar_subquery()
+    )
+    await conn.execute(
+        delete(chat_memory).where(
+            chat_memory.c.chat_id == chat_id, chat_memory.c.through_item_id >= first_item
+        )
     )
 
 

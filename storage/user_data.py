@@ -29,6 +29,7 @@ from storage.models import (
     approvals,
     attachments,
     chat_events,
+    chat_memory,
     chat_search,
     chats,
     connected_accounts,
@@ -50,6 +51,7 @@ CHAT_TABLES: tuple[Table, ...] = (
     rap_subscriptions,
     # Metadata only: the bytes are in the blob store, which delete_user empties of them.
     attachments,
+    chat_memory,
     conversation_items,
     chat_events,
     # Derived from chats and turns (a search index), so exported too: it is their text.

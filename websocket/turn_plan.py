@@ -10,6 +10,7 @@ from typing import Any, Literal
 from agents import Agent, RunConfig, RunErrorHandlers, TResponseInputItem
 
 from connectors.context import ChatContext
+from websocket.memory import MemoryPolicy
 from websocket.ports import FailureReporter
 from websocket.tracing import TurnTracer
 
@@ -38,6 +39,9 @@ class TurnEngine:
     model_name: str = "default"
     # OpenTelemetry (app.telemetry) when configured; None: no tracing work at all.
     tracer: TurnTracer | None = None
+    # The model's token budget and the summariser (websocket.memory); None: every turn
+    # reads the whole history, as the SDK's sessions do.
+    memory: MemoryPolicy | None = None
 
 
 # How a run ends: a turn's final status, or paused to wait for approvals.

@@ -32,11 +32,13 @@ from connectors.caller_tools import drop_pending
 from storage.approvals import ApprovalRequest, ApprovalStore
 from storage.errors import TurnFenced
 from storage.events import EventStore
+from storage.memory import MemoryStore
 from storage.records import EventRecord, PausedRun, TurnUpdate
 from storage.session import ChatSession, TurnSession
 from websocket.active_turns import ActiveTurn, ActiveTurns
 from websocket.after_turn import give_title, suggest_prompts
 from websocket.hub import Frame, Hub
+from websocket.memory import TurnMemory
 from websocket.metrics import Metrics
 from websocket.pause import (
     ResumeFailed,
@@ -154,11 +156,21 @@ class TurnRun:
         self.usage = Usage()
         self.shown_types: list[str] = []  # the response_types of the tool outputs shown
         self.text = _Text()
-        self.session = TurnSession(ChatSession(services.db, active.chat_id))
         self.external, self.plan = plan is not None, plan or TurnPlan()
         self.failed_with: ErrorEvent | None = None  # the error event of a failed turn
         self.agent = self.plan.agent or engine.orchestrator
         self.context = engine.make_context(active.user_id, active.chat_id, active.turn_id)
+        stored = ChatSession(services.db, active.chat_id)
+        # The history fitted to the model's context: its summary and the items after it.
+        self.memory: TurnMemory | None = None
+        if engine.memory is not None:
+            given = self.plan.input if self.plan.input is not None else prompt
+            self.memory = TurnMemory(
+                engine.memory, MemoryStore(services.db), stored, self.agent, self.context, given
+            )
+        self.session = TurnSession(
+            stored, history=self.memory.history if self.memory is not None else None
+        )
         self.incomplete: str | None = None  # the model ran out of its token budget
         self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
         self.asked: list[EventRecord] = []  # a paused turn's approval_required events
@@ -197,12 +209,15 @@ class TurnRun:
 
     async def _start(self) -> RunResultStreaming:
         engine, plan = self.engine, self.plan
+        run_config = plan.run_config or engine.run_config
+        if self.memory is not None:  # every model call kept within the model's budget
+            run_config = self.memory.run_config(run_config)
         if self.resume is None:
             return Runner.run_streamed(
                 self.agent,
                 input=plan.input if plan.input is not None else self._input(),
                 context=self.context,
-                run_config=plan.run_config or engine.run_config,
+                run_config=run_config,
                 max_turns=engine.max_model_turns,
                 session=self.session,
                 error_handlers=self._error_handlers(),
@@ -212,7 +227,7 @@ class TurnRun:
         return Runner.run_streamed(
             self.agent,
             input=state,
-            run_config=plan.run_config or engine.run_config,
+            run_config=run_config,
             max_turns=engine.max_model_turns,
             session=self.session,
             error_handlers=self._error_handlers(),

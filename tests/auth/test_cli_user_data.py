@@ -24,6 +24,7 @@ from storage.models import (
     approvals,
     attachments,
     chat_events,
+    chat_memory,
     chats,
     connected_accounts,
     conversation_items,
@@ -99,6 +100,17 @@ async def seed_everything(
         await session.execute(
             insert(conversation_items).values(
                 chat_id=chat, item={"role": "user", "content": "hello"}, created_at=now
+            )
+        )
+        await session.execute(
+            insert(chat_memory).values(
+                chat_id=chat,
+                through_item_id=1,
+                summary=f"{name} said hello",
+                summary_tokens=5,
+                folded_items=1,
+                compactions=1,
+                updated_at=now,
             )
         )
         await session.execute(

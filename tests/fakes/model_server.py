@@ -16,6 +16,13 @@ request takes the next one, whichever endpoint it hits. Requests that ask for st
 output (a JSON-schema response format) are answered from ``server.structured`` by schema
 name instead, so suggestions and titles never take a turn's reply. Every request is kept
 (``server.requests``) with its headers and JSON body, for the test to check what was sent.
+
+Given ``context_tokens``, the server holds every request to that context window as a real
+one does: its input (instructions, input items or messages, tools) counted at
+``CHARS_PER_TOKEN`` characters of JSON a token (OpenAI's rule of thumb for English,
+counted here independently of the app's own estimate), plus the output tokens it asks
+for, must fit, or the request is refused with OpenAI's ``context_length_exceeded`` error
+(and kept in ``server.too_long``).
 """
 
 from __future__ import annotations
@@ -159,9 +166,26 @@ def _schema_name(body: dict[str, Any]) -> str | None:
 # ----------------------------------------------------------------------------- the server
 
 
+CHARS_PER_TOKEN = 4
+_COUNTED = ("instructions", "input", "messages", "tools")
+_OUTPUT_LIMITS = ("max_output_tokens", "max_tokens", "max_completion_tokens")
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    """The tokens a request takes of the model's context: its input and the output it
+    reserves, as this fake server counts them."""
+    counted = {key: body[key] for key in _COUNTED if key in body}
+    text = json.dumps(counted, separators=(",", ":"))
+    output = next((body[key] for key in _OUTPUT_LIMITS if isinstance(body.get(key), int)), 0)
+    return -(-len(text) // CHARS_PER_TOKEN) + output
+
+
 class FakeModelServer:
-    def __init__(self, api_key: str | None = None) -> None:
+    def __init__(self, api_key: str | None = None, context_tokens: int | None = None) -> None:
         self.api_key = api_key  # when set, any other Bearer value gets a 401
+        self.context_tokens = context_tokens  # when set, longer requests are refused
+        self.too_long: list[Recorded] = []
+        self.largest_request = 0  # tokens of the largest request received
         self.requests: list[Recorded] = []
         self.structured: dict[str, Step | dict[str, Any]] = {}
         self._script: deque[Step] = deque()
@@ -212,6 +236,18 @@ class FakeModelServer:
             return _error(401, "invalid_api_key", "Incorrect API key provided.")
         if not isinstance(body.get("model"), str) or not body["model"]:
             return _error(400, "invalid_request", "model is required")
+        tokens = request_tokens(body)
+        self.largest_request = max(self.largest_request, tokens)
+        if self.context_tokens is not None and tokens > self.context_tokens:
+            self.too_long.append(recorded)
+            return _error(
+                400,
+                "context_length_exceeded",
+                f"This model's maximum context length is {self.context_tokens} tokens. "
+                f"However, your messages resulted in {tokens} tokens. Please reduce the "
+                "length of the messages.",
+                param="messages",
+            )
         name = recorded.structured_name
         if name is not None:
             if name not in self.structured:
@@ -259,7 +295,11 @@ class FakeModelServer:
 
 
 def _error(
-    status: int, code: str | None, message: str, headers: dict[str, str] | None = None
+    status: int,
+    code: str | None,
+    message: str,
+    headers: dict[str, str] | None = None,
+    param: str | None = None,
 ) -> JSONResponse:
     kind = {
         400: "invalid_request_error",
@@ -268,7 +308,7 @@ def _error(
         429: "too_many_requests",
     }.get(status, "server_error")
     return JSONResponse(
-        {"error": {"type": kind, "code": code, "param": None, "message": message}},
+        {"error": {"type": kind, "code": code, "param": param, "message": message}},
         status_code=status,
         headers=headers,
     )

@@ -376,3 +376,63 @@ def test_connector_instructions_take_the_users_locale_over_the_servers() -> None
     text = connector_instructions("You are Weather.", Context(), now)
     assert text.startswith("You are Weather.") and CONNECTOR_RULES in text
     assert "locale is de-DE" in text and "(Asia/Tokyo)" in text and "2025-03-04" in text
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+async def test_the_memory_budget_and_summary_model_follow_the_settings() -> None:
+    from app.llm.summarise import Summariser
+    from app.streaming import memory_policy
+    from websocket.history_budget import Budget
+
+    base = "http://127.0.0.1:9/v1"
+    cases = [
+        # (settings, budget, summary model: None = the offline summary, else its role)
+        ({}, Budget(128_000, 16_000), None),
+        ({"model": "openai:gpt-4o", "model_api_key": "sk-x"}, Budget(128_000, 16_000), "suggest"),
+        (
+            {"model": f"chat:qwen@{base}", "model_context_tokens": 8_192},
+            Budget(8_192, 1_024),
+            "suggest",
+        ),
+        # ``off`` turns suggestions off, not the memory: the connector model summarises.
+        (
+            {"model": f"responses:m@{base}", "suggest_model": "off"},
+            Budget(32_768, 4_096),
+            "connector",
+        ),
+        ({"model": f"responses:m@{base}", "suggest_model": "offline"}, Budget(32_768, 4_096), None),
+        (
+            {
+                "model": f"responses:m@{base}",
+                "connector_model": "openai:gpt-4",
+                "model_api_key": "k",
+            },
+            Budget(8_192, 1_024),  # the smaller of the two contexts
+            "suggest",
+        ),
+        ({"model_context_tokens": 4_000, "answer_reserve_tokens": 500}, Budget(4_000, 500), None),
+    ]
+    for values, budget, role in cases:
+        settings = load_settings(**values)
+        models = build_models(settings, environ={})
+        try:
+            policy = memory_policy(settings, models)
+            summariser = policy.summarise.__self__  # type: ignore[attr-defined]
+            assert isinstance(summariser, Summariser)
+            assert policy.budget == budget, values
+            expected = None if role is None else getattr(models, role)
+            assert summariser.model is expected, values
+        finally:
+            await models.aclose()
+
+
+def test_an_answer_reserve_as_large_as_the_context_is_refused_at_start() -> None:
+    from app.streaming import memory_policy
+
+    settings = load_settings(model_context_tokens=4_000, answer_reserve_tokens=4_000)
+    with pytest.raises(SettingsError, match="SWITCHBOARD_ANSWER_RESERVE_TOKENS .* less than"):
+        memory_policy(settings, build_models(settings, environ={}))
+    with pytest.raises(SettingsError, match="SWITCHBOARD_MODEL_CONTEXT_TOKENS: .* 1024"):
+        load_settings(model_context_tokens=100)

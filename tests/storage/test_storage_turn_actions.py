@@ -12,6 +12,7 @@ from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.errors import ChatNotFound, TurnInProgress
 from storage.events import EventStore
+from storage.memory import Compaction, MemoryStore
 from storage.models import conversation_items
 from storage.records import ChatRecord, Lease, TurnUpdate, UserRecord
 from storage.session import ChatSession
@@ -93,3 +94,36 @@ async def test_another_users_chat_is_not_found(
             db, chat.id, ActionRequest("regenerate", old), None, ts, owner=bob.id, lease=LEASE
         )
     assert len(await store.list_after(chat.id, 0)) == 1
+
+
+async def test_a_summary_that_covers_a_replaced_turn_is_forgotten(
+    db: Database, store: EventStore, chat: ChatRecord, alice: UserRecord, ts: str
+) -> None:
+    """Memory (storage/memory.py) summarised the chat's first turns; editing one of them
+    drops the summary, as it tells of answers that no longer stand. Replacing a turn after
+    the summary keeps it."""
+    first = await finished(store, chat.id, "one", ts)
+    second = await finished(store, chat.id, "two", ts)
+    memory = MemoryStore(db)
+    rows = await ChatSession(db, chat.id).get_rows()
+    through_first = rows[1][0]  # the first turn's two items
+    assert await memory.save(chat.id, Compaction(through_first, "They said one.", 5, 2, 1))
+
+    await start_action_turn(
+        db, chat.id, ActionRequest("regenerate", second), "r", ts, owner=alice.id, lease=LEASE
+    )
+    kept = await memory.load(chat.id)
+    assert kept is not None and kept.summary == "They said one."
+    await store.append(chat.id, [], TurnUpdate(await _running(store, chat.id), status="completed"))
+
+    await start_action_turn(
+        db, chat.id, ActionRequest("edit", first, "uno"), "e", ts, owner=alice.id, lease=LEASE
+    )
+    assert await memory.load(chat.id) is None
+    assert await ChatSession(db, chat.id).get_rows() == []  # both old turns are replaced
+
+
+async def _running(store: EventStore, chat_id: str) -> str:
+    running = await store.running_turn(chat_id)
+    assert running is not None
+    return running.id
