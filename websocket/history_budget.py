@@ -46,8 +46,29 @@ def estimate_tokens(value: object) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+# An inline image is not read as text: providers count it by its size in tiles (OpenAI's
+# high detail costs at most about 1,500 tokens), never by the length of its base64.
+IMAGE_TOKENS = 1_600
+
+
 def item_tokens(item: Mapping[str, Any]) -> int:
-    return estimate_tokens(item) + ITEM_OVERHEAD_TOKENS
+    images, text_only = _images_apart(item)
+    return estimate_tokens(text_only) + images * IMAGE_TOKENS + ITEM_OVERHEAD_TOKENS
+
+
+def _images_apart(item: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
+    """How many inline images a message item holds, and the item without their data."""
+    content = item.get("content")
+    if not isinstance(content, list):
+        return 0, item
+    images = 0
+    parts: list[Any] = []
+    for part in content:
+        if isinstance(part, Mapping) and part.get("type") == "input_image":
+            images += 1
+            part = {**part, "image_url": ""}
+        parts.append(part)
+    return (images, {**item, "content": parts}) if images else (0, item)
 
 
 @dataclass(frozen=True)

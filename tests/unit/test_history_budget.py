@@ -19,6 +19,7 @@ from app.llm.context_sizes import (
 from app.llm.spec import parse_model_spec
 from app.llm.summarise import offline_summary, render
 from websocket.history_budget import (
+    IMAGE_TOKENS,
     Budget,
     drop_to_fit,
     estimate_tokens,
@@ -125,6 +126,22 @@ def test_groups(items: list[dict[str, Any]], expected: list[tuple[int, int]]) ->
 
 
 # -- where to cut ---------------------------------------------------------------------
+
+
+def test_an_inline_image_counts_as_an_image_not_as_its_base64() -> None:
+    """A photo sent with a prompt costs its tiles, whatever its size in bytes: counted as
+    text, a 2 MB image would push every older turn out of each model call."""
+    photo = "data:image/png;base64," + "A" * 2_800_000
+    with_image = {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": photo, "detail": "auto"},
+        ],
+    }
+    text_only = {"role": "user", "content": [{"type": "input_text", "text": "what is this?"}]}
+    assert item_tokens(with_image) - item_tokens(text_only) <= IMAGE_TOKENS + 30
+    assert item_tokens(with_image) >= IMAGE_TOKENS
 
 
 def test_fold_cut_prefers_a_turn_start_and_never_splits_a_group() -> None:
