@@ -19,6 +19,7 @@ TURN_P50_TARGET = 1.25
 TURN_P99_TARGET = 2.0
 STREAM_TARGET = 0.80
 IDLE_RSS_TARGET_MIB = 1024.0
+PEER_CPU_TARGET = 0.8  # Switchboard's server CPU per turn / ChatKit's
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,46 @@ def approval_rows(rows: list[dict[str, Any]]) -> list[Row]:
     return out
 
 
+def peer_rows(result: dict[str, Any]) -> list[Row]:
+    instant, load = result["instant"], result["load"]
+    sb, ck, bare = instant["switchboard"], instant["chatkit"], instant["bare"]
+    ratio = instant["cpu_switchboard_x_chatkit"]
+    return [
+        Row(
+            "7 peer: server CPU per turn (sqlite, model 0 ms/word)",
+            f"Switchboard {sb['cpu_ms_per_turn']:.1f} ms ({sb['cpu_x_bare']:.2f}x bare), "
+            f"ChatKit {ck['cpu_ms_per_turn']:.1f} ms ({ck['cpu_x_bare']:.2f}x bare), "
+            f"bare SDK {bare['cpu_ms_per_turn']:.1f} ms; Switchboard/ChatKit {ratio:.2f}x",
+            f"<= {PEER_CPU_TARGET}x ChatKit",
+            _verdict(ratio <= PEER_CPU_TARGET),
+        ),
+        Row(
+            "7 peer: turn p50 (sqlite, model 0 ms/word)",
+            f"Switchboard {_ms(sb['latency']['p50'])} ({sb['p50_x_bare']:.2f}x bare), "
+            f"ChatKit {_ms(ck['latency']['p50'])} ({ck['p50_x_bare']:.2f}x bare), "
+            f"bare SDK {_ms(bare['latency']['p50'])}",
+            "",
+            "",
+        ),
+        Row(
+            f"7 peer: turns/s, {load['clients']} clients, {load['delay'] * 1000:g} ms/word",
+            f"Switchboard {load['switchboard']['turns_per_s']:.1f} "
+            f"({load['switchboard']['cpu_ms_per_turn']:.0f} ms CPU/turn), "
+            f"ChatKit {load['chatkit']['turns_per_s']:.1f} "
+            f"({load['chatkit']['cpu_ms_per_turn']:.0f} ms CPU/turn)",
+            "",
+            "",
+        ),
+        Row(
+            "7 peer: bytes stored per turn (sqlite)",
+            f"Switchboard {sb['bytes_per_turn'] / 1024:.1f} KiB, "
+            f"ChatKit {ck['bytes_per_turn'] / 1024:.1f} KiB",
+            "",
+            "",
+        ),
+    ]
+
+
 def all_rows(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     if "turn_overhead" in results:
@@ -174,6 +215,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += storage_rows(results["storage"])
     if "approval" in results:
         rows += approval_rows(results["approval"])
+    if "peer" in results:
+        rows += peer_rows(results["peer"])
     return rows
 
 
@@ -260,9 +303,22 @@ def machine(postgres_version: str | None) -> dict[str, str]:
                 "aiosqlite",
                 "asyncpg",
                 "orjson",
+                "openai-chatkit",
             )
         ),
     }
+
+
+def _load_line(results: dict[str, Any]) -> str:
+    """The machine's load average (1, 5, 15 min) when the run started and ended: the
+    machine is shared, and the numbers below are only as quiet as it was."""
+    before, after = results.get("load_average_before"), results.get("load_average_after")
+    if not before or not after:
+        return "Load average: not recorded."
+    return (
+        f"Load average (1/5/15 min): {' '.join(f'{v:.2f}' for v in before)} at the start, "
+        f"{' '.join(f'{v:.2f}' for v in after)} at the end."
+    )
 
 
 def generated_section(results: dict[str, Any], rows: list[Row]) -> str:
@@ -277,6 +333,8 @@ def generated_section(results: dict[str, Any], rows: list[Row]) -> str:
         f"SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}.",
         "",
         f"Packages: {info['packages']}.",
+        "",
+        _load_line(results),
         "",
         markdown_table(rows),
         "",
