@@ -46,6 +46,11 @@ class Settings(ConnectorSettings):
     model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", extra="ignore", frozen=True)
 
     database_url: str = "sqlite+aiosqlite:///./data/switchboard.db"
+    # PostgreSQL connections per process (storage.engine.PoolSizing): kept open, opened
+    # beyond that under load, and seconds a transaction waits for one before it fails.
+    database_pool_size: int = Field(20, ge=1, le=1000)
+    database_max_overflow: int = Field(20, ge=0, le=1000)
+    database_pool_timeout: float = Field(30.0, gt=0, le=600)
     data_dir: Path = Path("./data")
     auth_mode: AuthMode | None = None
     # oidc mode (app/oidc.py): bearer JWTs of this issuer, for this audience.

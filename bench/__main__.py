@@ -68,7 +68,9 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         return {
             "turn": lambda d: turn_overhead.run(d, postgres_url=postgres, count=10, warmup=2),
             "streaming": lambda d: streaming.run(d, runs=1, word_count=2_000),
-            "concurrency": lambda d: concurrency.run(d, levels=((20, 2), (50, 1))),
+            "concurrency": lambda d: concurrency.run(
+                d, levels=((20, 2), (50, 1)), postgres_url=postgres, postgres_levels=((50, 1),)
+            ),
             "idle": lambda d: idle.run(d, sockets=500, processes=2),
             "storage": lambda d: storage.run(d, postgres_url=postgres, turns=50),
             "approval": lambda d: approval.run(d, postgres_url=postgres, count=5, warmup=1),

@@ -86,14 +86,16 @@ def concurrency_rows(rows: list[dict[str, Any]]) -> list[Row]:
     out = []
     for row in rows:
         latency = row["latency"] or {"p50": float("nan"), "p99": float("nan")}
+        engine = row.get("engine", "sqlite")
+        refused = row.get("refused_prompts", 0)
         out.append(
             Row(
-                f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns)",
+                f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns, {engine})",
                 f"{row['turns_per_s']:.1f} turns/s, p50 {latency['p50']:.2f} s, "
                 f"p99 {latency['p99']:.2f} s, CPU {row['server_cpu_share']:.0%}, "
-                f"RSS {row['server_rss_mib']:.0f} MiB",
-                "0 lost events",
-                "pass" if row["lost_or_incomplete"] == 0 else "FAIL",
+                f"RSS {row['server_rss_mib']:.0f} MiB, {refused} refused",
+                "0 refused, 0 lost events",
+                "pass" if row["lost_or_incomplete"] == 0 and refused == 0 else "FAIL",
             )
         )
     return out
