@@ -105,6 +105,11 @@ class Settings(ConnectorSettings):
         )
     )
     max_connections_per_user: int = Field(32, ge=1)
+    # WebSocket compression (permessage-deflate). Off by default: its zlib state, taken at
+    # the handshake, was most of an idle socket's memory (docs/benchmarks.md, idle
+    # sockets), and the frames are small JSON that compresses little per message. Turn it
+    # on for clients on slow links with long answers.
+    ws_per_message_deflate: bool = False
     prompts_per_minute: int = Field(30, ge=1)
     max_turns_per_user: int = Field(4, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)
