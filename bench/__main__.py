@@ -79,10 +79,11 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
         "streaming": lambda d: streaming.run(d),
-        "concurrency": lambda d: concurrency.run(d),
+        "concurrency": lambda d: concurrency.run(d, postgres_url=postgres),
         "idle": lambda d: idle.run(d),
         "storage": lambda d: storage.run(d, postgres_url=postgres),
         "approval": lambda d: approval.run(d, postgres_url=postgres),
+        "peer": lambda d: peer.run(d),
     }
 
 
