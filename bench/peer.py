@@ -15,7 +15,7 @@ and offline model everywhere. Measured:
   (threads): turns/s over the whole batch, batches alternating between the two servers.
 
 Every turn is a new chat on both servers (a new socket; a ``threads.create`` request on
-one keep-alive HTTP connection per client). What is not like for like is listed in
+a new HTTP connection). What is not like for like is listed in
 ``bench/chatkit_peer.py`` and ``docs/benchmarks.md``.
 """
 
@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 
 from bench.common import (
@@ -74,26 +73,46 @@ def _create_request() -> bytes:
     )
 
 
-async def chatkit_turn(client: httpx.AsyncClient, server: Server) -> float:
-    """One turn in a new thread; seconds from the request to the end of the SSE stream."""
+async def chatkit_turn(server: Server) -> float:
+    """One turn in a new thread; seconds from the request to the end of the SSE stream.
+
+    A plain HTTP/1.1 request on its own connection, as Switchboard's turn opens its own
+    socket: httpx's pool serialised 50 concurrent SSE streams in this benchmark (10
+    turns at once took 3.5 times one turn, where curl took 1.3 times).
+    """
+    body = _create_request()
     started = time.perf_counter()
     answered = False
     async with asyncio.timeout(TURN_TIMEOUT):
-        async with client.stream(
-            "POST", f"{server.http}/chatkit", content=_create_request()
-        ) as response:
-            response.raise_for_status()
-            async for line in response.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                event = orjson.loads(line[6:])
-                if event["type"] == "error":
-                    raise RuntimeError(f"the ChatKit peer failed the bench turn: {event}")
-                if (
-                    event["type"] == "thread.item.done"
-                    and event["item"]["type"] == "assistant_message"
-                ):
-                    answered = True
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        try:
+            writer.write(
+                b"POST /chatkit HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                b"Content-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            status = await reader.readline()
+            if b" 200 " not in status:
+                raise RuntimeError(f"the ChatKit peer answered {status!r}")
+            await reader.readuntil(b"\r\n\r\n")  # headers: the body is chunked
+            pending = b""
+            while size := int((await reader.readline()).strip() or b"0", 16):
+                pending += (await reader.readexactly(size + 2))[:-2]
+                *events, pending = pending.split(b"\n\n")
+                for raw in events:
+                    if not raw.startswith(b"data: "):
+                        continue
+                    event = orjson.loads(raw[6:])
+                    if event["type"] == "error":
+                        raise RuntimeError(f"the ChatKit peer failed the bench turn: {event}")
+                    if (
+                        event["type"] == "thread.item.done"
+                        and event["item"]["type"] == "assistant_message"
+                    ):
+                        answered = True
+        finally:
+            writer.close()
     if not answered:
         raise RuntimeError("the ChatKit peer's stream ended without an answer")
     return time.perf_counter() - started
@@ -133,27 +152,26 @@ async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {"switchboard": [], "chatkit": [], "bare": []}
     cpu = {"switchboard": 0.0, "chatkit": 0.0}
     try:
-        async with httpx.AsyncClient(timeout=TURN_TIMEOUT) as client:
-            for _ in range(warmup):
-                await socket_turn(switchboard)
-                await chatkit_turn(client, chatkit)
-            await bare.run(warmup)
-            bytes_before = {"switchboard": stored_bytes(sb_db), "chatkit": stored_bytes(ck_db)}
-            bare.cpu_seconds = 0.0
-            for _ in range(max(1, count // ROUND)):
-                before = switchboard.cpu_seconds()
-                for _ in range(ROUND):
-                    times["switchboard"].append(await socket_turn(switchboard))
-                cpu["switchboard"] += switchboard.cpu_seconds() - before
-                before = chatkit.cpu_seconds()
-                for _ in range(ROUND):
-                    times["chatkit"].append(await chatkit_turn(client, chatkit))
-                cpu["chatkit"] += chatkit.cpu_seconds() - before
-                times["bare"] += await bare.run(ROUND)
-            stored = {
-                "switchboard": stored_bytes(sb_db) - bytes_before["switchboard"],
-                "chatkit": stored_bytes(ck_db) - bytes_before["chatkit"],
-            }
+        for _ in range(warmup):
+            await socket_turn(switchboard)
+            await chatkit_turn(chatkit)
+        await bare.run(warmup)
+        bytes_before = {"switchboard": stored_bytes(sb_db), "chatkit": stored_bytes(ck_db)}
+        bare.cpu_seconds = 0.0
+        for _ in range(max(1, count // ROUND)):
+            before = switchboard.cpu_seconds()
+            for _ in range(ROUND):
+                times["switchboard"].append(await socket_turn(switchboard))
+            cpu["switchboard"] += switchboard.cpu_seconds() - before
+            before = chatkit.cpu_seconds()
+            for _ in range(ROUND):
+                times["chatkit"].append(await chatkit_turn(chatkit))
+            cpu["chatkit"] += chatkit.cpu_seconds() - before
+            times["bare"] += await bare.run(ROUND)
+        stored = {
+            "switchboard": stored_bytes(sb_db) - bytes_before["switchboard"],
+            "chatkit": stored_bytes(ck_db) - bytes_before["chatkit"],
+        }
     finally:
         switchboard.stop()
         chatkit.stop()
@@ -199,20 +217,18 @@ async def load(work_dir: Path, clients: int, turns_each: int, batches: int) -> d
     totals = {side: [0, 0.0, 0.0] for side in ("switchboard", "chatkit")}
     per_batch: dict[str, list[float]] = {"switchboard": [], "chatkit": []}
     try:
-        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-        async with httpx.AsyncClient(timeout=TURN_TIMEOUT, limits=limits) as http:
-            await socket_turn(switchboard)  # warm both up
-            await chatkit_turn(http, chatkit)
-            for _ in range(batches):
-                for side, server, turn in (
-                    ("switchboard", switchboard, lambda: socket_turn(switchboard)),
-                    ("chatkit", chatkit, lambda: chatkit_turn(http, chatkit)),
-                ):
-                    done, seconds, cpu = await _load_batch(clients, turns_each, turn, server)
-                    totals[side][0] += done
-                    totals[side][1] += seconds
-                    totals[side][2] += cpu
-                    per_batch[side].append(done / seconds)
+        await socket_turn(switchboard)  # warm both up
+        await chatkit_turn(chatkit)
+        for _ in range(batches):
+            for side, server, turn in (
+                ("switchboard", switchboard, lambda: socket_turn(switchboard)),
+                ("chatkit", chatkit, lambda: chatkit_turn(chatkit)),
+            ):
+                done, seconds, cpu = await _load_batch(clients, turns_each, turn, server)
+                totals[side][0] += done
+                totals[side][1] += seconds
+                totals[side][2] += cpu
+                per_batch[side].append(done / seconds)
     finally:
         switchboard.stop()
         chatkit.stop()
