@@ -256,6 +256,9 @@ class RedisCluster:
         # also delete it when the turn ends).
         self._snapshotted: dict[str, str] = {}
         self._generations = count(1)
+        # One watch or unwatch of a channel at a time here: a socket leaving and another
+        # arriving must not interleave their SUBSCRIBE/UNSUBSCRIBE and notices.
+        self._watch_locks: dict[str, asyncio.Lock] = {}
 
     @property
     def healthy(self) -> bool:
@@ -308,7 +311,7 @@ class RedisCluster:
         confirmed = asyncio.get_running_loop().create_future()
         self._confirmations[name] = confirmed
         try:
-            async with asyncio.timeout(REDIS_TIMEOUT):
+            async with self._watch_lock(channel), asyncio.timeout(REDIS_TIMEOUT):
                 await self._pubsub.subscribe(name)
                 await confirmed
                 await self._resolve(channel, watchers)
@@ -337,15 +340,25 @@ class RedisCluster:
         task.add_done_callback(self._unsubscribing.discard)
 
     async def _unwatch(self, channel: str) -> None:
-        if self._hub is not None and self._hub.is_watched(channel):
-            return  # a socket came back meanwhile: still watching
-        _, notice = self._notice("unwatch", channel)
-        await self._pubsub.unsubscribe(watcher_channel(channel, self.instance_id))
-        await self._redis.publish(CONTROL_CHANNEL, notice)
+        async with self._watch_lock(channel):
+            if self._hub is not None and self._hub.is_watched(channel):
+                return  # a socket came back meanwhile: still watching
+            _, notice = self._notice("unwatch", channel)
+            await self._pubsub.unsubscribe(watcher_channel(channel, self.instance_id))
+            await self._redis.publish(CONTROL_CHANNEL, notice)
+
+    def _watch_lock(self, channel: str) -> asyncio.Lock:
+        lock = self._watch_locks.get(channel)
+        if lock is None:
+            lock = self._watch_locks[channel] = asyncio.Lock()
+        return lock
 
     def forget(self, channel: str) -> None:
         """No socket and no turn here any more: stop tracking who watches ``channel``."""
         self._watchers.pop(channel, None)
+        lock = self._watch_locks.get(channel)
+        if lock is not None and not lock.locked():
+            del self._watch_locks[channel]
 
     def _notice(self, kind: str, channel: str) -> tuple[int, bytes]:
         """A ``watch`` or ``unwatch`` notice and its generation (newer than any before)."""
