@@ -115,6 +115,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             port=settings.port,
             log_config=None,  # keep our JSON logging
             ws_max_size=settings.max_frame_bytes,
+            ws_per_message_deflate=settings.ws_per_message_deflate,
             # Header mode trusts the TCP peer's address (the authenticating proxy's):
             # uvicorn must not replace it with an X-Forwarded-For a client wrote.
             proxy_headers=settings.resolved_auth_mode != "header",

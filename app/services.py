@@ -33,7 +33,7 @@ from connectors.mcp.runtime import McpRuntime
 from connectors.rap.runtime import RapRuntime
 from connectors.registry import Connector, FailedConnector
 from connectors.service_http import new_client
-from storage.engine import Database
+from storage.engine import Database, PoolSizing
 from storage.events import EventStore
 from storage.migrate import check_current
 from storage.records import UserRecord
@@ -115,6 +115,14 @@ def build_fernet(secret: str) -> MultiFernet:
         ) from None
 
 
+def pool_sizing(settings: Settings) -> PoolSizing:
+    return PoolSizing(
+        size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        timeout=settings.database_pool_timeout,
+    )
+
+
 def safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
@@ -149,7 +157,7 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
     async with AsyncExitStack() as stack:
         # First in, last out: it also watches start-up and the drain at shutdown.
         stack.enter_context(watch_loop(settings.loop_watchdog_seconds))
-        db = Database(settings.database_url)
+        db = Database(settings.database_url, pool=pool_sizing(settings))
         stack.push_async_callback(db.dispose)
         local_user = await prepare_database(settings, db)
         # httpx logs every request URL at INFO; URLs carry users' search terms and ids.

@@ -63,6 +63,11 @@ class Settings(ConnectorSettings):
     model_config = SettingsConfigDict(env_prefix="SWITCHBOARD_", extra="ignore", frozen=True)
 
     database_url: str = "sqlite+aiosqlite:///./data/switchboard.db"
+    # PostgreSQL connections per process (storage.engine.PoolSizing): kept open, opened
+    # beyond that under load, and seconds a transaction waits for one before it fails.
+    database_pool_size: int = Field(20, ge=1, le=1000)
+    database_max_overflow: int = Field(20, ge=0, le=1000)
+    database_pool_timeout: float = Field(30.0, gt=0, le=600)
     data_dir: Path = Path("./data")
     auth_mode: AuthMode | None = None
     # oidc mode (app/oidc.py): bearer JWTs of this issuer, for this audience.
@@ -123,6 +128,11 @@ class Settings(ConnectorSettings):
         )
     )
     max_connections_per_user: int = Field(32, ge=1)
+    # WebSocket compression (permessage-deflate). Off by default: its zlib state, taken at
+    # the handshake, was most of an idle socket's memory (docs/benchmarks.md, idle
+    # sockets), and the frames are small JSON that compresses little per message. Turn it
+    # on for clients on slow links with long answers.
+    ws_per_message_deflate: bool = False
     prompts_per_minute: int = Field(30, ge=1)
     max_turns_per_user: int = Field(4, ge=1)
     shutdown_grace_seconds: float = Field(10.0, ge=0)

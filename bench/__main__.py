@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench``): the six benchmarks, one after the other.
+"""``python -m bench`` (``make bench``): the seven benchmarks, one after the other.
 
 Prints a table with the targets, writes ``bench/results/<time>.json`` (and
 ``latest.json``) and the generated part of ``docs/benchmarks.md``. PostgreSQL runs use
@@ -9,7 +9,7 @@ stay open); a missed performance target is reported, not an error.
 
     python -m bench                        # everything (about 5 minutes on 2 cores)
     python -m bench --only turn,streaming  # some of: turn streaming concurrency idle
-                                           # storage approval
+                                           # storage approval peer
     python -m bench --quick                # smaller counts: a smoke run, numbers not kept
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import approval, concurrency, idle, report, storage, streaming, turn_overhead
+from bench import (
+    approval,
+    concurrency,
+    idle,
+    peer,
+    report,
+    storage,
+    streaming,
+    turn_overhead,
+)
 from bench.common import (
     POSTGRES_URL,
     RESULTS_DIR,
@@ -37,7 +47,7 @@ from bench.common import (
     use_uvloop,
 )
 
-NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval")
+NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval", "peer")
 DOC = ROOT / "docs" / "benchmarks.md"
 
 
@@ -58,18 +68,22 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         return {
             "turn": lambda d: turn_overhead.run(d, postgres_url=postgres, count=10, warmup=2),
             "streaming": lambda d: streaming.run(d, runs=1, word_count=2_000),
-            "concurrency": lambda d: concurrency.run(d, levels=((20, 2), (50, 1))),
+            "concurrency": lambda d: concurrency.run(
+                d, levels=((20, 2), (50, 1)), postgres_url=postgres, postgres_levels=((50, 1),)
+            ),
             "idle": lambda d: idle.run(d, sockets=500, processes=2),
             "storage": lambda d: storage.run(d, postgres_url=postgres, turns=50),
             "approval": lambda d: approval.run(d, postgres_url=postgres, count=5, warmup=1),
+            "peer": lambda d: peer.run(d, count=10, warmup=2, clients=10, turns_each=1, batches=1),
         }
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
         "streaming": lambda d: streaming.run(d),
-        "concurrency": lambda d: concurrency.run(d),
+        "concurrency": lambda d: concurrency.run(d, postgres_url=postgres),
         "idle": lambda d: idle.run(d),
         "storage": lambda d: storage.run(d, postgres_url=postgres),
         "approval": lambda d: approval.run(d, postgres_url=postgres),
+        "peer": lambda d: peer.run(d),
     }
 
 
@@ -86,6 +100,7 @@ async def main(names: list[str], quick: bool, write_doc: bool) -> int:
         )
     results: dict[str, Any] = {
         "machine": report.machine(pg_version),
+        "load_average_before": os.getloadavg(),
         "quick": quick,
         "source": report.source_tree(ROOT),
     }
@@ -96,6 +111,7 @@ async def main(names: list[str], quick: bool, write_doc: bool) -> int:
             began = time.monotonic()
             results[KEYS.get(name, name)] = await plan[name](Path(tmp))
             print(f"  {name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+    results["load_average_after"] = os.getloadavg()
     results["seconds"] = time.monotonic() - started
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results["command"] = (

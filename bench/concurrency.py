@@ -1,7 +1,8 @@
 """3. Concurrency: 100, 500 and 1,000 chats running turns at the same time.
 
-One ``switchboard serve`` process (SQLite, fresh database per level, the offline model
-with simulated latency), client processes each holding a share of the sockets (one per
+One ``switchboard serve`` process (SQLite, fresh database per level; then 1,000 chats on
+PostgreSQL in a fresh schema, with the default connection pool; the offline model with
+simulated latency), client processes each holding a share of the sockets (one per
 chat). All sockets open first; then every chat runs its turns back to back, waiting for
 each turn's ``suggested_prompts``. Measured: turns/s over the whole run, latency from
 prompt to ``end_of_stream``, the server's CPU (share of one core) and peak RSS.
@@ -9,7 +10,8 @@ prompt to ``end_of_stream``, the server's CPU (share of one core) and peak RSS.
 Lost events are a failure, not a statistic: every socket must see seqs 1, 2, 3, … with
 no gap, every turn must complete with its deltas joining to its message, and what each
 socket received must equal what the database holds for its chat (read back through the
-REST API), turn by turn complete.
+REST API), turn by turn complete. A prompt the server refuses (an ``error`` frame, e.g.
+no database connection free in time) is counted apart, as ``refused_prompts``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,18 @@ from typing import Any
 import httpx
 
 from bench.clients import ClientPool
-from bench.common import PROMPT, Server, migrate, sqlite_url, start_switchboard, summary
+from bench.common import (
+    PROMPT,
+    Server,
+    migrate,
+    postgres_schema,
+    sqlite_url,
+    start_switchboard,
+    summary,
+)
 
 LEVELS: tuple[tuple[int, int], ...] = ((100, 3), (500, 1), (1000, 1))  # (chats, turns each)
+POSTGRES_LEVELS: tuple[tuple[int, int], ...] = ((1000, 1),)
 MODEL_DELAY = 0.01  # seconds between streamed words: a fast model, ~100 tokens/s
 REST_CONCURRENCY = 16
 
@@ -66,12 +77,20 @@ async def verify_persisted(server: Server, reports: list[dict[str, Any]], turns:
 
 
 async def run_level(
-    work_dir: Path, chats: int, turns: int, processes: int, delay: float
+    work_dir: Path,
+    chats: int,
+    turns: int,
+    processes: int,
+    delay: float,
+    *,
+    engine: str = "sqlite",
+    url: str | None = None,
 ) -> dict[str, Any]:
-    directory = work_dir / f"concurrency-{chats}"
+    directory = work_dir / f"concurrency-{engine}-{chats}"
     directory.mkdir()
-    url = sqlite_url(directory)
-    await migrate(url)
+    if url is None:
+        url = sqlite_url(directory)
+        await migrate(url)
     server = start_switchboard(url, directory, offline_delta_delay=delay)
     pool: ClientPool | None = None
     try:
@@ -103,7 +122,10 @@ async def run_level(
         server.stop()
     latencies = [latency for report in reports for latency in report["latencies"]]
     done = sum(report["completed_turns"] for report in reports)
+    refused = sum(1 for r in reports for p in r["problems"] if "server error frame" in p)
     return {
+        "engine": engine,
+        "refused_prompts": refused,
         "chats": chats,
         "turns": done,
         "turns_expected": chats * turns,
@@ -120,10 +142,24 @@ async def run_level(
 
 
 async def run(
-    work_dir: Path, *, levels: tuple[tuple[int, int], ...] = LEVELS, delay: float = MODEL_DELAY
+    work_dir: Path,
+    *,
+    levels: tuple[tuple[int, int], ...] = LEVELS,
+    postgres_url: str | None = None,
+    postgres_levels: tuple[tuple[int, int], ...] = POSTGRES_LEVELS,
+    delay: float = MODEL_DELAY,
 ) -> list[dict[str, Any]]:
     rows = []
     for chats, turns in levels:
         processes = 1 if chats <= 100 else 2
         rows.append(await run_level(work_dir, chats, turns, processes, delay))
+    if postgres_url is not None:
+        for chats, turns in postgres_levels:
+            processes = 1 if chats <= 100 else 2
+            async with postgres_schema(postgres_url) as url:
+                rows.append(
+                    await run_level(
+                        work_dir, chats, turns, processes, delay, engine="postgresql", url=url
+                    )
+                )
     return rows

@@ -5,6 +5,8 @@ the client processes each hold 10,000 sockets). Every socket is opened through t
 endpoint (authentication, the chat row, a hub subscription), then left idle; the
 server's RSS is read from ``/proc`` once they are all open, and every socket must still
 answer a ``ping`` afterwards (an idle socket the server dropped would not be "open").
+Run twice: with permessage-deflate off (the default) and on
+(``SWITCHBOARD_WS_PER_MESSAGE_DEFLATE``); the clients offer it, as browsers do.
 """
 
 from __future__ import annotations
@@ -24,18 +26,25 @@ SETTLE_SECONDS = 2.0
 
 async def run(
     work_dir: Path, *, sockets: int = SOCKETS, processes: int = PROCESSES
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    return [
+        await run_one(work_dir, sockets=sockets, processes=processes, deflate=deflate)
+        for deflate in (False, True)
+    ]
+
+
+async def run_one(work_dir: Path, *, sockets: int, processes: int, deflate: bool) -> dict[str, Any]:
     limit = raise_fd_limit(sockets * 2 + 1024)
     if limit < sockets + 256:
         raise RuntimeError(
             f"the open-file limit is {limit}; {sockets} sockets need more "
             "(raise the hard limit: ulimit -Hn)"
         )
-    directory = work_dir / "idle"
+    directory = work_dir / f"idle-deflate-{'on' if deflate else 'off'}"
     directory.mkdir()
     url = sqlite_url(directory)
     await migrate(url)
-    server = start_switchboard(url, directory)
+    server = start_switchboard(url, directory, ws_per_message_deflate=str(deflate).lower())
     pool: ClientPool | None = None
     try:
         rss_before = server.rss_bytes()
@@ -52,6 +61,7 @@ async def run(
             await asyncio.to_thread(pool.close)
         server.stop()
     return {
+        "per_message_deflate": deflate,
         "sockets": sockets,
         "opened": opened,
         "failed_to_open": failed,

@@ -18,7 +18,8 @@ END = "<!-- bench:results:end -->"
 TURN_P50_TARGET = 1.25
 TURN_P99_TARGET = 2.0
 STREAM_TARGET = 0.80
-IDLE_RSS_TARGET_MIB = 1024.0
+IDLE_RSS_TARGET_MIB = 512.0
+PEER_CPU_TARGET = 0.8  # Switchboard's server CPU per turn / ChatKit's
 
 
 @dataclass(frozen=True)
@@ -85,34 +86,42 @@ def concurrency_rows(rows: list[dict[str, Any]]) -> list[Row]:
     out = []
     for row in rows:
         latency = row["latency"] or {"p50": float("nan"), "p99": float("nan")}
+        engine = row.get("engine", "sqlite")
+        refused = row.get("refused_prompts", 0)
         out.append(
             Row(
-                f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns)",
+                f"3 concurrency {row['chats']:,} chats ({row['turns_expected']:,} turns, {engine})",
                 f"{row['turns_per_s']:.1f} turns/s, p50 {latency['p50']:.2f} s, "
                 f"p99 {latency['p99']:.2f} s, CPU {row['server_cpu_share']:.0%}, "
-                f"RSS {row['server_rss_mib']:.0f} MiB",
-                "0 lost events",
-                "pass" if row["lost_or_incomplete"] == 0 else "FAIL",
+                f"RSS {row['server_rss_mib']:.0f} MiB, {refused} refused",
+                "0 refused, 0 lost events",
+                "pass" if row["lost_or_incomplete"] == 0 and refused == 0 else "FAIL",
             )
         )
     return out
 
 
-def idle_rows(result: dict[str, Any]) -> list[Row]:
-    ok = (
-        result["server_rss_mib"] < IDLE_RSS_TARGET_MIB
-        and result["alive_after_idle"] == result["sockets"]
-    )
-    return [
-        Row(
-            f"4 idle sockets ({result['sockets']:,})",
-            f"RSS {result['server_rss_mib']:.0f} MiB "
-            f"({result['rss_per_socket_kib']:.0f} KiB/socket), "
-            f"{result['alive_after_idle']:,} alive",
-            f"< {IDLE_RSS_TARGET_MIB:.0f} MiB",
-            _verdict(ok),
+def idle_rows(results: list[dict[str, Any]] | dict[str, Any]) -> list[Row]:
+    out = []
+    for result in results if isinstance(results, list) else [results]:
+        ok = (
+            result["server_rss_mib"] < IDLE_RSS_TARGET_MIB
+            and result["alive_after_idle"] == result["sockets"]
         )
-    ]
+        deflate = result.get("per_message_deflate", True)  # uvicorn's default before
+        out.append(
+            Row(
+                f"4 idle sockets ({result['sockets']:,}), permessage-deflate "
+                f"{'on' if deflate else 'off'}",
+                f"RSS {result['server_rss_mib']:.0f} MiB "
+                f"({result['rss_per_socket_kib']:.0f} KiB/socket), "
+                f"{result['server_rss_after_ping_mib']:.0f} MiB after a ping each, "
+                f"{result['alive_after_idle']:,} alive",
+                f"< {IDLE_RSS_TARGET_MIB:.0f} MiB",
+                _verdict(ok),
+            )
+        )
+    return out
 
 
 def storage_rows(rows: list[dict[str, Any]]) -> list[Row]:
@@ -160,6 +169,46 @@ def approval_rows(rows: list[dict[str, Any]]) -> list[Row]:
     return out
 
 
+def peer_rows(result: dict[str, Any]) -> list[Row]:
+    instant, load = result["instant"], result["load"]
+    sb, ck, bare = instant["switchboard"], instant["chatkit"], instant["bare"]
+    ratio = instant["cpu_switchboard_x_chatkit"]
+    return [
+        Row(
+            "7 peer: server CPU per turn (sqlite, model 0 ms/word)",
+            f"Switchboard {sb['cpu_ms_per_turn']:.1f} ms ({sb['cpu_x_bare']:.2f}x bare), "
+            f"ChatKit {ck['cpu_ms_per_turn']:.1f} ms ({ck['cpu_x_bare']:.2f}x bare), "
+            f"bare SDK {bare['cpu_ms_per_turn']:.1f} ms; Switchboard/ChatKit {ratio:.2f}x",
+            f"<= {PEER_CPU_TARGET}x ChatKit",
+            _verdict(ratio <= PEER_CPU_TARGET),
+        ),
+        Row(
+            "7 peer: turn p50 (sqlite, model 0 ms/word)",
+            f"Switchboard {_ms(sb['latency']['p50'])} ({sb['p50_x_bare']:.2f}x bare), "
+            f"ChatKit {_ms(ck['latency']['p50'])} ({ck['p50_x_bare']:.2f}x bare), "
+            f"bare SDK {_ms(bare['latency']['p50'])}",
+            "",
+            "",
+        ),
+        Row(
+            f"7 peer: turns/s, {load['clients']} clients, {load['delay'] * 1000:g} ms/word",
+            f"Switchboard {load['switchboard']['turns_per_s']:.1f} "
+            f"({load['switchboard']['cpu_ms_per_turn']:.0f} ms CPU/turn), "
+            f"ChatKit {load['chatkit']['turns_per_s']:.1f} "
+            f"({load['chatkit']['cpu_ms_per_turn']:.0f} ms CPU/turn)",
+            "",
+            "",
+        ),
+        Row(
+            "7 peer: bytes stored per turn (sqlite)",
+            f"Switchboard {sb['bytes_per_turn'] / 1024:.1f} KiB, "
+            f"ChatKit {ck['bytes_per_turn'] / 1024:.1f} KiB",
+            "",
+            "",
+        ),
+    ]
+
+
 def all_rows(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     if "turn_overhead" in results:
@@ -174,6 +223,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += storage_rows(results["storage"])
     if "approval" in results:
         rows += approval_rows(results["approval"])
+    if "peer" in results:
+        rows += peer_rows(results["peer"])
     return rows
 
 
@@ -260,9 +311,22 @@ def machine(postgres_version: str | None) -> dict[str, str]:
                 "aiosqlite",
                 "asyncpg",
                 "orjson",
+                "openai-chatkit",
             )
         ),
     }
+
+
+def _load_line(results: dict[str, Any]) -> str:
+    """The machine's load average (1, 5, 15 min) when the run started and ended: the
+    machine is shared, and the numbers below are only as quiet as it was."""
+    before, after = results.get("load_average_before"), results.get("load_average_after")
+    if not before or not after:
+        return "Load average: not recorded."
+    return (
+        f"Load average (1/5/15 min): {' '.join(f'{v:.2f}' for v in before)} at the start, "
+        f"{' '.join(f'{v:.2f}' for v in after)} at the end."
+    )
 
 
 def generated_section(results: dict[str, Any], rows: list[Row]) -> str:
@@ -277,6 +341,8 @@ def generated_section(results: dict[str, Any], rows: list[Row]) -> str:
         f"SQLite {info['sqlite']}, PostgreSQL {info['postgresql']}.",
         "",
         f"Packages: {info['packages']}.",
+        "",
+        _load_line(results),
         "",
         markdown_table(rows),
         "",

@@ -4,10 +4,21 @@
 
 - ``sqlite+aiosqlite:///path/to/file.db`` — the parent directory is created if missing;
   every connection runs WAL mode, ``busy_timeout=5000`` and ``foreign_keys=ON``.
-- ``postgresql+asyncpg://user@host:port/db`` — with ``pool_pre_ping``. An optional
+- ``postgresql+asyncpg://user@host:port/db`` — a pool sized by ``PoolSizing`` (settings
+  ``SWITCHBOARD_DATABASE_POOL_SIZE``, ``…_MAX_OVERFLOW``, ``…_POOL_TIMEOUT``). An optional
   ``?schema=NAME`` query parameter (ours, not asyncpg's) is removed from the URL and
   becomes the connection's ``search_path``, so a whole test session or tenant can live
   in its own schema while callers still pass a single URL string around.
+
+PostgreSQL connections are not pinged on every checkout (``pool_pre_ping`` is one round
+trip per transaction, most of a small transaction's latency). Instead a checkout asks
+the driver, without a round trip, whether the connection's socket is still open: a
+backend ended by the server (``pg_terminate_backend``, a restart, an idle timeout) has
+closed it, and the pool replaces it before anyone uses it. A connection that dies
+silently fails its first statement; SQLAlchemy then invalidates it and every connection
+checked in before it, so the next transaction gets a fresh one. A pool that stays
+exhausted for ``pool_timeout`` seconds raises ``PoolExhausted``, which names the
+settings to raise.
 
 SQLite transactions: a plain ``db.session()`` begins with a deferred ``BEGIN``, so
 readers never wait (WAL). ``db.session(write=True)`` begins with ``BEGIN IMMEDIATE``,
@@ -30,6 +41,7 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +49,8 @@ import orjson
 from sqlalchemy import Table, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, CursorResult, Result, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -45,7 +58,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
+from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only
 
 log = logging.getLogger("switchboard.storage")
@@ -61,11 +74,53 @@ _BEGIN_UNFINISHED = "switchboard_begin_unfinished"
 PING_TIMEOUT = 5.0
 
 
+@dataclass(frozen=True, slots=True)
+class PoolSizing:
+    """How many PostgreSQL connections one process keeps and may open (SQLite: unused).
+
+    A connection is held for one transaction, not for a chat, so a few dozen serve
+    thousands of concurrent chats; the defaults (40 at most) leave two instances under
+    PostgreSQL's default ``max_connections`` of 100. SQLAlchemy's own default (5 + 10)
+    refused prompts under 500 concurrent chats ("QueuePool limit of size 5 overflow 10
+    reached").
+    """
+
+    size: int = 20  # kept open
+    max_overflow: int = 20  # opened beyond ``size`` under load, closed when returned
+    timeout: float = 30.0  # seconds a transaction waits for a free connection
+
+
+class PoolExhausted(SQLAlchemyPoolTimeout):
+    """No database connection came free within the pool timeout."""
+
+
+class _SizedPool(AsyncAdaptedQueuePool):
+    """SQLAlchemy's async queue pool, whose timeout says which settings to raise."""
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        try:
+            return super()._do_get()
+        except PoolExhausted:
+            raise
+        except SQLAlchemyPoolTimeout as exc:
+            raise PoolExhausted(
+                f"all {self.size() + self._max_overflow} database connections stayed busy for "
+                f"{self._timeout:g} s; raise SWITCHBOARD_DATABASE_POOL_SIZE (now "
+                f"{self.size()}) or SWITCHBOARD_DATABASE_MAX_OVERFLOW (now {self._max_overflow}),"
+                " within the server's max_connections, or SWITCHBOARD_DATABASE_POOL_TIMEOUT"
+            ) from exc
+
+
 class Database:
     """An async engine plus session factories; create one per process and share it."""
 
     def __init__(
-        self, url: str | URL, *, connect_args: dict[str, Any] | None = None, **engine_kwargs: Any
+        self,
+        url: str | URL,
+        *,
+        pool: PoolSizing | None = None,
+        connect_args: dict[str, Any] | None = None,
+        **engine_kwargs: Any,
     ) -> None:
         parsed = make_url(url)
         self.url: str = parsed.render_as_string(hide_password=False)
@@ -85,7 +140,14 @@ class Database:
                 settings = dict(args.get("server_settings") or {})
                 settings["search_path"] = self.schema
                 args["server_settings"] = settings
-            engine_kwargs.setdefault("pool_pre_ping", True)
+            if "poolclass" not in engine_kwargs:  # e.g. migrations: a NullPool
+                sizing = pool or PoolSizing()
+                engine_kwargs.update(
+                    poolclass=_SizedPool,
+                    pool_size=sizing.size,
+                    max_overflow=sizing.max_overflow,
+                    pool_timeout=sizing.timeout,
+                )
         else:
             raise ValueError(
                 f"unsupported database {self.dialect!r}: use sqlite+aiosqlite:// "
@@ -101,6 +163,8 @@ class Database:
         )
         if self.dialect == "sqlite":
             _configure_sqlite(self.engine)
+        else:
+            _replace_closed_connections(self.engine)
 
         # expire_on_commit=False: rows stay readable after commit without another query.
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
@@ -237,6 +301,17 @@ def _ensure_sqlite_parent_dir(url: URL) -> None:
         return
     # A one-off mkdir when the app starts, before any event loop work depends on it.
     Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _replace_closed_connections(engine: AsyncEngine) -> None:
+    """The pre-ping without the round trip (see the module docstring)."""
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(_dbapi: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+        driver = record.driver_connection
+        if driver is not None and driver.is_closed():
+            # The pool discards this one and checks out (or opens) another.
+            raise DisconnectionError("the database closed this pooled connection")
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

@@ -160,15 +160,23 @@ class Hub:
     def __init__(self, cluster: Cluster | None = None) -> None:
         self._channels: dict[str, _Channel] = {}
         self.cluster = cluster
+        if cluster is not None:
+            cluster.attach(self)  # it reads running turns' snapshots for other instances
 
     async def subscribe(self, channel: str) -> tuple[Subscription, Snapshot]:
         state = self._channels.setdefault(channel, _Channel())
         subscription = Subscription(self, channel)
-        if self.cluster is not None and self.cluster.remote and not state.subscribers:
-            # Listen to other instances before reading their snapshot, so nothing they
-            # publish in between is missed (duplicates are dropped by seq and mark).
-            await self.cluster.watch(channel, self)
+        first = not state.subscribers
+        # Queued from here on, and listening to other instances before reading their
+        # snapshot, so nothing published in between is missed (duplicates are dropped by
+        # seq and mark); and the channel counts as watched while ``watch`` runs.
         state.subscribers.add(subscription)
+        if self.cluster is not None and self.cluster.remote and first:
+            try:
+                await self.cluster.watch(channel, self)
+            except BaseException:  # cancelled (the socket went away): nobody holds it
+                self._unsubscribe(subscription)
+                raise
         turn = state.turn
         if turn is not None:  # running here: the exact local snapshot, taken without awaiting
             return subscription, Snapshot(
@@ -209,7 +217,7 @@ class Hub:
             state.turn = None
             self._drop_if_idle(channel, state)
         if self.cluster is not None:
-            self.cluster.turn_ended(channel, turn_id)
+            self.cluster.local_turn_ended(channel, turn_id)
 
     def publish(self, channel: str, frames: Iterable[Frame]) -> None:
         """Deliver committed (or ephemeral) frames of this process's turn, in order."""
@@ -250,6 +258,10 @@ class Hub:
         """A frame for one socket only (pong, errors about its own frames)."""
         subscription.put(frame)
 
+    def is_watched(self, channel: str) -> bool:
+        state = self._channels.get(channel)
+        return state is not None and bool(state.subscribers)
+
     def watched_channels(self) -> list[str]:
         """The channels some socket of this process watches."""
         return [channel for channel, state in self._channels.items() if state.subscribers]
@@ -261,6 +273,8 @@ class Hub:
     def _drop_if_idle(self, channel: str, state: _Channel) -> None:
         if not state.subscribers and state.turn is None:
             self._channels.pop(channel, None)
+            if self.cluster is not None:
+                self.cluster.forget(channel)
 
 
 def _track(turn: RunningTurn, frame: Frame) -> Frame:

@@ -57,7 +57,10 @@ async def test_a_gap_in_the_published_seqs_is_filled_from_storage(
             "f": [[newest.seq, encode(newest.to_wire()), None, None, False, None]],
         }
         async with redis.from_url(redis_url) as client_redis:
-            await client_redis.publish(f"sb:chat:{channel}", orjson.dumps(message))
+            # The server's own channel for the chat (websocket.cluster.watcher_channel).
+            names = await client_redis.pubsub_channels(f"sb:chat:{channel}@*")
+            assert len(names) == 1, names
+            await client_redis.publish(names[0], orjson.dumps(message))
         got = [await client.recv() for _ in records]
     assert [e["seq"] for e in got] == [last + 1, last + 2, last + 3]
     assert [e["prompts"] for e in got] == [["idea 0"], ["idea 1"], ["idea 2"]]
