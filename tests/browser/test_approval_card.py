@@ -24,6 +24,7 @@ from tests.browser.pages import (
     approve,
     assistant_texts,
     body_items,
+    cards_loaded,
     chat_id_of,
     open_ui,
     rest_events,
@@ -54,6 +55,7 @@ def sent_mail(live: LiveServer) -> list[Any]:
 
 async def ask_for_email(page: Page, live: LiveServer, base: str | None = None) -> None:
     await open_ui(page, base or live.http)
+    await cards_loaded(page)  # the announcement uses Gmail's own words
     await send(page, EMAIL)
     await approval_card(page, "pending").wait_for()
 
@@ -567,6 +569,7 @@ async def test_an_email_body_is_plain_text_whole_and_cc_bcc_show(
     )
     async with serve(ui_settings(), hooks=(scripted(model, gated(scripted_send)),)) as live:
         await open_ui(page, live.http)
+        await cards_loaded(page)  # the announcement uses Gmail's own words
         await send(page, "email them")
         card = approval_card(page, "pending")
         await card.wait_for()
