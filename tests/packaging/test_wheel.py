@@ -29,23 +29,24 @@ def run(command: list[str], cwd: Path) -> str:
 
 
 # Run by the installed wheel's Python: import every runtime module (all but the contract
-# kit, which is the testing extra's, and the tracer, the otel extra's: app.telemetry imports
-# it only when tracing is configured), then those, which must miss only their extra's
+# kit, which is the testing extra's, the tracer, the otel extra's: app.telemetry imports it
+# only when tracing is configured, and the S3 blob store, the s3 extra's: imported only
+# when SWITCHBOARD_ATTACHMENT_STORE=s3), then those, which must miss only their extra's
 # packages.
 IMPORT_EVERYTHING = """
 import importlib, pkgutil
-OTEL = ("app.telemetry_otel",)
+EXTRAS = {"app.telemetry_otel": "otel", "storage.blobs_s3": "s3"}
 for top in ("app", "connectors", "websocket", "storage", "wire"):
     package = importlib.import_module(top)
     for module in pkgutil.walk_packages(package.__path__, top + "."):
-        if not module.name.startswith("connectors.testing") and module.name not in OTEL:
+        if not module.name.startswith("connectors.testing") and module.name not in EXTRAS:
             importlib.import_module(module.name)
 print("imported")
-for name in OTEL:
+for name, extra in EXTRAS.items():
     try:
         importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        print("otel:", name, "misses", exc.name)
+        print(f"{extra}:", name, "misses", exc.name)
 try:
     import connectors.testing
 except ModuleNotFoundError as exc:
@@ -93,6 +94,7 @@ async def test_the_wheel_installs_and_serves_from_anywhere(
     assert run([python, "-c", IMPORT_EVERYTHING], elsewhere).splitlines() == [
         "imported",
         "otel: app.telemetry_otel misses openinference",
+        "s3: storage.blobs_s3 misses obstore",
         "kit: connectors.testing (the connector contract kit) needs the 'testing' extra, "
         "which is not installed here (missing: pytest, pytest-asyncio, hypothesis, "
         f"hypothesis-jsonschema): pip install '{DISTRIBUTION}[testing]'",

@@ -71,11 +71,16 @@ async def test_a_terminated_backend_is_replaced_and_the_next_transaction_succeed
 ) -> None:
     db = Database(pg_url, pool=PoolSizing(size=1, max_overflow=0))
     try:
-        old = await _backend_pid(db)  # back in the pool, idle
+        async with db.transaction() as conn:  # back in the pool, idle, afterwards
+            pooled = (await conn.get_raw_connection()).driver_connection
+            old = int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
         assert await admin.fetchval("SELECT pg_terminate_backend($1)", old)
         await wait_until(
             lambda: _gone(admin, old), what="the terminated backend to leave pg_stat_activity"
         )
+        # The backend leaves pg_stat_activity a moment before it closes its socket: what
+        # the checkout relies on is the client having seen the socket close.
+        await wait_until(pooled.is_closed, what="the pooled connection to see its socket close")
         new = await _backend_pid(db)
         assert new != old
         async with db.transaction() as conn:  # and the pool goes on working
