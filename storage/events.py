@@ -138,38 +138,14 @@ class EventStore:
                 client_message_id=client_message_id,
                 attachments=[AttachmentSummary(**summary) for summary in attachments] or None,
             ).payload()
-            values: dict[str, Any] = dict(
-                id=turn_id,
-                chat_id=chat_id,
-                client_message_id=client_message_id,
-                prompt=prompt,
-                status="running",
-                final_text=None,
-                partial_text="",
-                current_agent=None,
-                usage=None,
-                created_at=created_at,
-                finished_at=None,
-                user_prompt_seq=seq,
-                runner=lease.runner if lease is not None else None,
-                lease_until=lease.until() if lease is not None else None,
+            values = running_turn_row(
+                turn_id, chat_id, client_message_id, prompt, created_at, seq, lease
             )
+            event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
             # The unique indexes (one running turn, one client_message_id per chat) back
             # this up in the database; with the row lock above they never fire here.
             await conn.execute(_INSERT_TURN, values)
-            await conn.execute(
-                _INSERT_EVENTS,
-                [
-                    {
-                        "chat_id": chat_id,
-                        "seq": seq,
-                        "turn_id": turn_id,
-                        "type": "user_prompt",
-                        "payload": payload,
-                        "ts": ts,
-                    }
-                ],
-            )
+            await insert_events(conn, [event])
             if attachments:
                 await conn.execute(
                     update(attachments_table)
@@ -180,9 +156,7 @@ class EventStore:
                     )
                     .values(turn_id=turn_id)
                 )
-        turn = TurnRecord(**values)
-        event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
-        return turn, event, True
+        return TurnRecord(**values), event, True
 
     async def append(
         self,
@@ -456,6 +430,12 @@ async def append_events(conn: Executor, chat_id: str, events: list[NewEvent]) ->
         EventRecord(chat_id, first + i, e.turn_id, e.type, e.payload, e.ts)
         for i, e in enumerate(events)
     ]
+    await insert_events(conn, records)
+    return records
+
+
+async def insert_events(conn: Executor, records: Sequence[EventRecord]) -> None:
+    """Store ``records``, whose seqs this transaction allocated."""
     await conn.execute(
         _INSERT_EVENTS,
         [
@@ -470,7 +450,36 @@ async def append_events(conn: Executor, chat_id: str, events: list[NewEvent]) ->
             for r in records
         ],
     )
-    return records
+
+
+def running_turn_row(
+    turn_id: str,
+    chat_id: str,
+    client_message_id: str | None,
+    prompt: str,
+    created_at: datetime,
+    prompt_seq: int,
+    lease: Lease | None,
+    continues: str | None = None,
+) -> dict[str, Any]:
+    """The ``turns`` row of a turn that starts now (its runner's lease, when it has one)."""
+    return dict(
+        id=turn_id,
+        chat_id=chat_id,
+        client_message_id=client_message_id,
+        prompt=prompt,
+        status="running",
+        final_text=None,
+        partial_text="",
+        current_agent=None,
+        usage=None,
+        created_at=created_at,
+        finished_at=None,
+        user_prompt_seq=prompt_seq,
+        runner=lease.runner if lease is not None else None,
+        lease_until=lease.until() if lease is not None else None,
+        continues=continues,
+    )
 
 
 async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:

@@ -20,13 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from storage.engine import Database
 from storage.errors import ChatNotFound, ClientMessageReused, StorageError, TurnInProgress
 from storage.events import (
-    _INSERT_EVENTS,
     _INSERT_TURN,
     _LATEST_TURN,
     _allocate_seqs,
     _event_at,
+    insert_events,
     make_preview,
     parse_ts,
+    running_turn_row,
 )
 from storage.models import chat_events, chat_memory, chats, conversation_items, paused_turns, turns
 from storage.records import EventRecord, Lease, TurnRecord, turn_from_row
@@ -152,39 +153,19 @@ async def start_action_turn(
             source_turn_id=source.id,
             attachments=attached,
         ).payload()
-        values: dict[str, Any] = dict(
-            id=new_id,
-            chat_id=chat_id,
-            client_message_id=client_message_id,
-            prompt=prompt,
-            status="running",
-            final_text=None,
-            partial_text="",
-            current_agent=None,
-            usage=None,
-            created_at=created_at,
-            finished_at=None,
-            user_prompt_seq=seq,
-            runner=lease.runner,
-            lease_until=lease.until(),
+        values = running_turn_row(
+            new_id,
+            chat_id,
+            client_message_id,
+            prompt,
+            created_at,
+            seq,
+            lease,
             continues=continued.id if continued is not None else None,
         )
         await conn.execute(_INSERT_TURN, values)
         user_prompt = EventRecord(chat_id, seq, new_id, "user_prompt", payload, ts)
-        await conn.execute(
-            _INSERT_EVENTS,
-            [
-                {
-                    "chat_id": r.chat_id,
-                    "seq": r.seq,
-                    "turn_id": r.turn_id,
-                    "type": r.type,
-                    "payload": r.payload,
-                    "ts": r.ts,
-                }
-                for r in [*records, user_prompt]
-            ],
-        )
+        await insert_events(conn, [*records, user_prompt])
     return ActionStarted(
         TurnRecord(**values), user_prompt, True, tuple(records), continued, cut_off
     )
