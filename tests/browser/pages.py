@@ -15,6 +15,19 @@ async def open_ui(page: Page, base: str, path: str = "/") -> None:
     await page.wait_for_function("() => document.getElementById('whoami').textContent !== ''")
 
 
+def csp_violations(page: Page) -> list[str]:
+    """The Content Security Policy violations the page reports from now on (its console
+    says each), filled in as they come."""
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    return violations
+
+
 async def cards_loaded(page: Page) -> None:
     """Wait until every connector's card module has loaded (or failed): the page draws
     without them after a while, and a live approval built before its module came uses the

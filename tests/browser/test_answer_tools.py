@@ -21,6 +21,7 @@ from tests.browser.pages import (
     assistant_texts,
     cards_loaded,
     chat_id_of,
+    csp_violations,
     open_ui,
     rest_events,
     send,
@@ -329,15 +330,7 @@ async def test_code_answers_run_under_the_policy_and_code_stays_text(
     context = await browser.new_context(viewport=DESKTOP, color_scheme="dark")
     try:
         page = await context.new_page()
-        violations: list[str] = []
-        page.on(
-            "console",
-            lambda message: (
-                violations.append(message.text)
-                if "Content Security Policy" in message.text
-                else None
-            ),
-        )
+        violations = csp_violations(page)
         await page.goto(live.http + "/")
         await page.fill("#prompt", "show me some html")
         await page.press("#prompt", "Enter")

@@ -10,6 +10,7 @@ import pytest
 from playwright.async_api import Browser
 
 from app.settings import Settings
+from tests.browser.pages import csp_violations
 from tests.support.browser import DESKTOP, WAIT_MS
 from tests.support.servers import LiveServer, serve
 
@@ -29,15 +30,7 @@ async def test_swagger_ui_renders_the_document_under_its_policy(
     context = await browser.new_context(viewport=DESKTOP)  # the policy is enforced
     try:
         page = await context.new_page()
-        violations: list[str] = []
-        page.on(
-            "console",
-            lambda message: (
-                violations.append(message.text)
-                if "Content Security Policy" in message.text
-                else None
-            ),
-        )
+        violations = csp_violations(page)
         outside: list[str] = []
         page.on(
             "request",

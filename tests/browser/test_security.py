@@ -12,7 +12,7 @@ from playwright.async_api import Browser, Page
 from app.settings import Settings
 from connectors.responses import ToolResponse
 from connectors.tooling import connector_tool
-from tests.browser.pages import open_ui, send, wait_turns_ended
+from tests.browser.pages import csp_violations, open_ui, send, wait_turns_ended
 from tests.support.browser import DESKTOP
 from tests.support.models import scripted
 from tests.support.servers import serve
@@ -252,15 +252,7 @@ async def test_the_page_runs_under_its_content_security_policy(live: Any, browse
     context = await browser.new_context(viewport=DESKTOP)
     try:
         page = await context.new_page()
-        violations: list[str] = []
-        page.on(
-            "console",
-            lambda message: (
-                violations.append(message.text)
-                if "Content Security Policy" in message.text
-                else None
-            ),
-        )
+        violations = csp_violations(page)
         await page.goto(live.http + "/")
         await page.fill("#prompt", "find sushi in Boston and email the list to bob@example.com")
         await page.press("#prompt", "Enter")
