@@ -35,7 +35,7 @@ from storage.attachments import AttachmentRecord, AttachmentRepository
 from storage.engine import Database
 from storage.errors import TurnInProgress
 from storage.events import EventStore
-from storage.records import EventRecord, Lease, PausedRun
+from storage.records import EventRecord, Lease, PausedRun, TurnRecord
 from storage.turn_actions import ActionRequest, ActionStarted, start_action_turn
 from websocket.active_turns import ActiveTurn, ActiveTurns
 from websocket.attachment_input import prompt_input
@@ -132,10 +132,11 @@ class TurnManager:
         ``attachments``: the chat's attachments the prompt refers to (already checked)."""
         channel = channel_of(user_id, chat_id)
         summaries = [record.summary() for record in attachments]
-        # ``owner``: the chat may have been deleted, and its id taken by another user,
-        # since this user's socket checked it (raises ChatNotFound).
-        try:
-            turn, event, created = await self.store.start_turn(
+
+        async def start() -> tuple[TurnRecord, EventRecord, bool]:
+            # ``owner``: the chat may have been deleted, and its id taken by another user,
+            # since this user's socket checked it (raises ChatNotFound).
+            return await self.store.start_turn(
                 chat_id,
                 text,
                 client_message_id,
@@ -144,6 +145,9 @@ class TurnManager:
                 lease=self.lease,
                 attachments=summaries,
             )
+
+        try:
+            turn, event, created = await start()
         except TurnInProgress as exc:
             # §3a: a prompt while the turn waits for approvals ends that turn (its
             # approvals superseded); a turn whose runner's lease expired is closed.
@@ -153,15 +157,7 @@ class TurnManager:
                 or await self.leases.close_orphan(chat_id, exc.turn_id, channel, ts)
             ):
                 raise
-            turn, event, created = await self.store.start_turn(
-                chat_id,
-                text,
-                client_message_id,
-                ts,
-                owner=user_id,
-                lease=self.lease,
-                attachments=summaries,
-            )
+            turn, event, created = await start()
         if not created:
             return Submitted(event, created=False)
         self.metrics.events_persisted.inc()  # the user_prompt
