@@ -39,11 +39,11 @@ import json
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import Table, event, text
@@ -61,7 +61,10 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only
 
+from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, postgres_transaction
+
 log = logging.getLogger("switchboard.storage")
+T = TypeVar("T")
 
 # Execution option that marks connections of write sessions (see the module docstring).
 WRITE_OPTION = "switchboard_write"
@@ -172,6 +175,8 @@ class Database:
         self._write_sessions = async_sessionmaker(self._write_engine, expire_on_commit=False)
         # SQLite only (see the module docstring): one write transaction at a time.
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.dialect == "sqlite" else None
+        self._sqlite_path = parsed.database or ""
+        self._sqlite_writer: SqliteWriteThread | None = None  # made on first use
         self._abandoned_pings: set[asyncio.Task[None]] = set()  # see ping
 
     def __repr__(self) -> str:
@@ -204,6 +209,23 @@ class Database:
         async with self._write_lock, inner as handle:
             yield handle
 
+    async def sqlite_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` as one write transaction on the bare ``sqlite3`` driver, on
+        its own thread, in turn with every other write of this process
+        (storage/drivers.py)."""
+        if self._write_lock is None:
+            raise RuntimeError(f"sqlite_write on a {self.dialect} database")
+        if self._sqlite_writer is None:
+            self._sqlite_writer = SqliteWriteThread(self._sqlite_path, SQLITE_BUSY_TIMEOUT_MS)
+        async with self._write_lock:
+            return await self._sqlite_writer.run(work)
+
+    async def postgres_write(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """``await work(asyncpg_connection)`` in one transaction (storage/drivers.py)."""
+        if self.dialect != "postgresql":
+            raise RuntimeError(f"postgres_write on a {self.dialect} database")
+        return await postgres_transaction(self.engine, work)
+
     def insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
         """A dialect INSERT with ``on_conflict_do_nothing`` / ``on_conflict_do_update``.
 
@@ -215,6 +237,9 @@ class Database:
         return postgresql.insert(table)
 
     async def dispose(self) -> None:
+        writer, self._sqlite_writer = self._sqlite_writer, None
+        if writer is not None:
+            await writer.close()
         await self.engine.dispose()
 
     # A caller's asyncio.timeout would wait for the driver, as wait_for does (see below).
@@ -325,13 +350,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA foreign_keys = ON")
-            # Readers and the single writer no longer block each other.
-            cursor.execute("PRAGMA journal_mode = WAL")
-            # In WAL mode NORMAL never corrupts and survives a process crash (kill -9); it
-            # only gives up the last commits on a power loss, and saves an fsync per commit,
-            # which is most of the cost of persisting a turn event by event.
-            cursor.execute("PRAGMA synchronous = NORMAL")
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute(pragma)
         finally:
             cursor.close()
 

@@ -15,7 +15,7 @@ chat ids it is given.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,13 +23,9 @@ from typing import Any
 from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from storage.engine import Database, rowcount
+from storage.engine import Database, json_dumps, rowcount
 from storage.errors import (
-    CancelRequested,
     ChatNotFound,
-    ClientMessageReused,
-    TurnFenced,
-    TurnInProgress,
 )
 from storage.models import (
     approvals,
@@ -39,9 +35,6 @@ from storage.models import (
     paused_turns,
     turns,
     utcnow,
-)
-from storage.models import (
-    attachments as attachments_table,
 )
 from storage.records import (
     EventRecord,
@@ -53,6 +46,19 @@ from storage.records import (
     TurnUpdate,
     event_from_row,
     turn_from_row,
+)
+from storage.turn_writes import (
+    Append,
+    Binding,
+    Plan,
+    Repeated,
+    Start,
+    append_plan,
+    bindings,
+    run_postgres,
+    run_sqlite,
+    start_plan,
+    turn_update_values,
 )
 from wire.events import (
     ZERO_USAGE,
@@ -67,7 +73,7 @@ from wire.events import (
 Executor = AsyncConnection | AsyncSession
 
 PREVIEW_CHARS = 120
-FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+_BINDINGS = bindings(json_dumps)
 
 
 class EventStore:
@@ -100,63 +106,44 @@ class EventStore:
         instance that will run the turn claims it (see ``Lease``); without one the turn
         counts as orphaned at once.
         """
-        created_at = parse_ts(ts)
-        async with self._db.transaction(write=True) as conn:
-            # Allocating the seq first locks the chat row (its UPDATE), so two start_turns
-            # of one chat run one after the other and the checks below cannot both pass
-            # (PostgreSQL; SQLite is already serialised by BEGIN IMMEDIATE); it also tells
-            # whether the chat exists. When no turn is created the transaction is rolled
-            # back, which gives the seq back: still gap-free. Four statements, not six:
-            # this is on the path from the prompt to the model.
-            seq = await _allocate_seqs(conn, chat_id, 1, preview=make_preview(prompt), owner=owner)
-            existing = [
-                turn_from_row(row)
-                for row in await conn.execute(
-                    select(turns).where(
-                        turns.c.chat_id == chat_id, _running_or_same_message(client_message_id)
-                    )
-                )
-            ]
-            repeated = [
-                turn
-                for turn in existing
-                if client_message_id is not None and turn.client_message_id == client_message_id
-            ]
-            if repeated:
-                turn = repeated[0]
-                if turn.prompt != prompt:
-                    raise ClientMessageReused(turn.client_message_id or "")
+        # The seq first locks the chat row (its UPDATE), so two start_turns of one chat
+        # run one after the other and the checks after it cannot both pass (PostgreSQL;
+        # SQLite is serialised by BEGIN IMMEDIATE); it also tells whether the chat exists.
+        # When no turn is created the transaction is rolled back, which gives the seq
+        # back: still gap-free. Plain SQL (storage/turn_writes.py): this is on the path
+        # from the prompt to the model.
+        turn_id = uuid.uuid4().hex
+        payload = UserPromptEvent(
+            text=prompt,
+            client_message_id=client_message_id,
+            attachments=[AttachmentSummary(**summary) for summary in attachments] or None,
+        ).payload()
+        values = running_turn_row(
+            turn_id, chat_id, client_message_id, prompt, parse_ts(ts), 0, lease
+        )
+        start = Start(
+            chat_id,
+            prompt,
+            make_preview(prompt),
+            client_message_id,
+            EventRecord(chat_id, 0, turn_id, "user_prompt", payload, ts),
+            TurnRecord(**values),
+            owner,
+            [summary["id"] for summary in attachments],
+        )
+        try:
+            seq = await self._run(lambda bind: start_plan(start, bind))
+        except Repeated as repeated:  # a client's retry: that turn, as it is now
+            turn = await self.get_turn(repeated.turn_id)
+            assert turn is not None, "a turn is never deleted but with its chat"
+            async with self._db.transaction() as conn:
                 event = await _event_at(conn, chat_id, turn.user_prompt_seq)
-                await conn.rollback()
-                return turn, event, False
-            if existing:
-                raise TurnInProgress(existing[0].id)
-
-            turn_id = uuid.uuid4().hex
-            payload = UserPromptEvent(
-                text=prompt,
-                client_message_id=client_message_id,
-                attachments=[AttachmentSummary(**summary) for summary in attachments] or None,
-            ).payload()
-            values = running_turn_row(
-                turn_id, chat_id, client_message_id, prompt, created_at, seq, lease
-            )
-            event = EventRecord(chat_id, seq, turn_id, "user_prompt", payload, ts)
-            # The unique indexes (one running turn, one client_message_id per chat) back
-            # this up in the database; with the row lock above they never fire here.
-            await conn.execute(_INSERT_TURN, values)
-            await insert_events(conn, [event])
-            if attachments:
-                await conn.execute(
-                    update(attachments_table)
-                    .where(
-                        attachments_table.c.id.in_([summary["id"] for summary in attachments]),
-                        attachments_table.c.chat_id == chat_id,
-                        attachments_table.c.turn_id.is_(None),
-                    )
-                    .values(turn_id=turn_id)
-                )
-        return TurnRecord(**values), event, True
+            return turn, event, False
+        return (
+            replace(start.turn, user_prompt_seq=seq),
+            replace(start.event, seq=seq),
+            True,
+        )
 
     async def append(
         self,
@@ -182,27 +169,21 @@ class EventStore:
         """
         if not events and update is None:
             return []
-        # A Core connection, not a Session: this runs once per batch of a turn's events.
-        async with self._db.transaction(write=True) as conn:
-            # Seqs first: that locks the chat row, which every write that ends a turn or
-            # starts one takes first too, so the check below sees the latest of them.
-            records = await append_events(conn, chat_id, events)
-            if fence_turn is not None and after_end:
-                if await conn.scalar(_LATEST_TURN, {"b_chat_id": chat_id}) != fence_turn:
-                    raise TurnFenced(fence_turn)
-            elif fence_turn is not None:
-                if not events:
-                    await conn.execute(_LOCK_CHAT, {"b_chat_id": chat_id})
-                turn = (
-                    await conn.execute(_TURN_STATUS, {"b_chat_id": chat_id, "b_turn": fence_turn})
-                ).one_or_none()
-                if turn is None or turn.status != "running":
-                    raise TurnFenced(fence_turn)
-                if turn.cancel_requested and update is not None and update.status == "completed":
-                    raise CancelRequested(fence_turn)
-            if update is not None:
-                await apply_turn_update(conn, chat_id, update)
+        # Plain SQL on the driver (storage/turn_writes.py): this runs several times a turn.
+        work = Append(chat_id, events, update, fence_turn, after_end)
+        records: list[EventRecord] = await self._run(lambda bind: append_plan(work, bind))
         return records
+
+    async def _run(self, plan: Callable[[Binding], Plan]) -> Any:
+        """A plan of storage/turn_writes.py as one write transaction."""
+        bind = _BINDINGS[self._db.dialect]
+        if self._db.dialect == "sqlite":
+            return await self._db.sqlite_write(
+                lambda connection: run_sqlite(connection, plan(bind))
+            )
+        return await self._db.postgres_write(
+            lambda connection: run_postgres(connection, plan(bind))
+        )
 
     async def list_after(
         self, chat_id: str, after_seq: int, limit: int | None = None
@@ -383,22 +364,12 @@ _ALLOCATE_OWNED = _ALLOCATE_WITH_PREVIEW.where(chats.c.user_id == bindparam("b_o
 _INSERT_EVENTS = insert(chat_events)
 _INSERT_TURN = insert(turns)
 _LOCK_CHAT = select(chats.c.id).where(chats.c.id == bindparam("b_chat_id")).with_for_update()
-_TURN_STATUS = select(turns.c.status, turns.c.cancel_requested).where(
-    turns.c.id == bindparam("b_turn"), turns.c.chat_id == bindparam("b_chat_id")
-)
 _LATEST_TURN = (
     select(turns.c.id)
     .where(turns.c.chat_id == bindparam("b_chat_id"))
     .order_by(turns.c.user_prompt_seq.desc())
     .limit(1)
 )
-
-
-def _running_or_same_message(client_message_id: str | None) -> Any:
-    running = turns.c.status == "running"
-    if client_message_id is None:
-        return running
-    return or_(running, turns.c.client_message_id == client_message_id)
 
 
 async def _allocate_seqs(
@@ -483,13 +454,7 @@ def running_turn_row(
 
 
 async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:
-    values: dict[str, Any] = {
-        name: value
-        for name in ("partial_text", "status", "final_text", "usage", "current_agent")
-        if (value := getattr(change, name)) is not None
-    }
-    if change.status in FINAL_STATUSES:
-        values["finished_at"] = utcnow()
+    values = turn_update_values(change, utcnow())
     if change.items:
         now = utcnow()
         await session.execute(

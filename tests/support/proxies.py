@@ -3,16 +3,22 @@
 The browser talks to the proxy as if it were the server (same origin for the page and the
 socket); ``drop()`` aborts every open connection, and while ``refusing`` is set new
 connections are closed at once, like a server that is unreachable for a moment.
+``silence()`` makes the open connections die without a word (a server gone, a NAT entry
+expired): nothing reaches the client until it sends something, which resets it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 CHUNK = 65536
+
+
+class _Silenced(Exception):
+    pass
 
 
 class DroppingProxy:
@@ -22,6 +28,7 @@ class DroppingProxy:
         self.refusing = False
         self.accepted = 0
         self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._silenced: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._server: asyncio.Server | None = None
 
     @property
@@ -45,6 +52,10 @@ class DroppingProxy:
             upstream.transport.abort()
         self._pairs.clear()
 
+    def silence(self) -> None:
+        """The open connections are dead from now on, and their clients not told."""
+        self._silenced |= self._pairs
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.refusing:
             writer.transport.abort()
@@ -59,17 +70,30 @@ class DroppingProxy:
             return
         pair = (writer, up_writer)
         self._pairs.add(pair)
+
+        def alive() -> bool:
+            return pair not in self._silenced
+
         try:
-            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            await asyncio.gather(
+                self._pipe(reader, up_writer, alive), self._pipe(up_reader, writer, alive)
+            )
+        except _Silenced:
+            pass
         finally:
             self._pairs.discard(pair)
+            self._silenced.discard(pair)
             writer.transport.abort()
             up_writer.transport.abort()
 
     @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, alive: Callable[[], bool]
+    ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(CHUNK):
+                if not alive():
+                    raise _Silenced  # _handle resets both ends
                 writer.write(data)
                 await writer.drain()
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):

@@ -1,0 +1,316 @@
+"""A turn's own writes as plain SQL on the bare driver: its start and its appends.
+
+These run several times per turn, where SQLAlchemy cost more CPU than the database
+(storage/drivers.py). Each transaction is written once, as a plan: a generator that yields
+the statements to run and receives their results. ``run_sqlite`` drives a plan on the
+SQLite write thread in one hop, ``run_postgres`` on asyncpg; the SQL text is spelled per
+engine below. The statements, their order and so the locks are those of the SQLAlchemy
+versions before them (storage/events.py says why the seqs come first).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Literal
+
+from storage.errors import (
+    CancelRequested,
+    ChatNotFound,
+    ClientMessageReused,
+    TurnFenced,
+    TurnInProgress,
+)
+from storage.models import utcnow
+from storage.records import EventRecord, NewEvent, TurnRecord, TurnUpdate
+
+FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+
+# "value": the first column of the first row (None without one); "row": the first row;
+# "all": every row; "many": executemany, nothing back; "count": the rows changed.
+Mode = Literal["value", "row", "all", "many", "count"]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    name: str  # a key of the engine's SQL (or "update_turn:<columns>")
+    params: Any  # a tuple, or a list of tuples for "many"
+    mode: Mode
+
+
+Plan = Generator[Statement, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """How an engine takes values the driver does not convert by itself."""
+
+    time: Callable[[datetime], Any]
+    dumps: Callable[[Any], str]  # JSON to text
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    chat_id: str
+    events: Sequence[NewEvent]
+    update: TurnUpdate | None
+    fence_turn: str | None
+    after_end: bool
+
+
+def turn_update_values(change: TurnUpdate, now: Any) -> dict[str, Any]:
+    """The ``turns`` columns a ``TurnUpdate`` sets (JSON still as Python values)."""
+    values: dict[str, Any] = {
+        name: value
+        for name in ("partial_text", "status", "final_text", "usage", "current_agent")
+        if (value := getattr(change, name)) is not None
+    }
+    if change.status in FINAL_STATUSES:
+        values["finished_at"] = now
+    return values
+
+
+def append_plan(append: Append, bind: Binding) -> Plan:
+    """The statements of ``EventStore.append``."""
+    chat_id, events, update = append.chat_id, append.events, append.update
+    now, dumps = bind.time(utcnow()), bind.dumps
+    records: list[EventRecord] = []
+    if events:
+        last = yield Statement("allocate", (len(events), now, chat_id), "value")
+        if last is None:
+            raise ChatNotFound(chat_id)
+        first = int(last) - len(events) + 1
+        records = [
+            EventRecord(chat_id, first + i, e.turn_id, e.type, e.payload, e.ts)
+            for i, e in enumerate(events)
+        ]
+        rows = [(chat_id, r.seq, r.turn_id, r.type, dumps(r.payload), r.ts) for r in records]
+        yield Statement("insert_events", rows, "many")
+    fence = append.fence_turn
+    if fence is not None and append.after_end:
+        if (yield Statement("latest_turn", (chat_id,), "value")) != fence:
+            raise TurnFenced(fence)
+    elif fence is not None:
+        if not events:  # the chat row's lock, which the seqs would have taken
+            yield Statement("lock_chat", (chat_id,), "value")
+        turn = yield Statement("turn_status", (fence, chat_id), "row")
+        if turn is None or turn[0] != "running":
+            raise TurnFenced(fence)
+        if turn[1] and update is not None and update.status == "completed":
+            raise CancelRequested(fence)
+    if update is not None:
+        if update.items:
+            yield Statement(
+                "insert_items",
+                [(chat_id, dumps(dict(item)), now, update.turn_id) for item in update.items],
+                "many",
+            )
+        values = turn_update_values(update, now)
+        if values:
+            if "usage" in values:
+                values["usage"] = dumps(values["usage"])
+            columns = ",".join(values)
+            changed = yield Statement(
+                f"update_turn:{columns}", (*values.values(), update.turn_id, chat_id), "count"
+            )
+            if changed == 0:
+                raise ValueError(f"turn {update.turn_id!r} does not exist in chat {chat_id!r}")
+    return records
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    chat_id: str
+    prompt: str
+    preview: str
+    client_message_id: str | None
+    event: EventRecord  # its user_prompt (its seq is the turn's, known once allocated)
+    turn: TurnRecord  # as it starts: running, with its lease
+    owner: str | None
+    attachment_ids: Sequence[str]
+
+
+class Repeated(Exception):
+    """The prompt's ``client_message_id`` started ``turn_id`` before: nothing is written
+    (the plan raises it so that its transaction is rolled back)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(turn_id)
+        self.turn_id = turn_id
+
+
+def start_plan(start: Start, bind: Binding) -> Plan:
+    """The statements of ``EventStore.start_turn``: returns the turn's seq."""
+    chat_id, cmid, turn = start.chat_id, start.client_message_id, start.turn
+    now = bind.time(utcnow())
+    if start.owner is None:
+        last = yield Statement("allocate_preview", (1, now, start.preview, chat_id), "value")
+    else:
+        owned = (1, now, start.preview, chat_id, start.owner)
+        last = yield Statement("allocate_owned", owned, "value")
+    if last is None:
+        raise ChatNotFound(chat_id)
+    if cmid is None:
+        existing = yield Statement("running_turns", (chat_id,), "all")
+    else:
+        existing = yield Statement("running_or_same_message", (chat_id, cmid), "all")
+    for turn_id, client_message_id, prompt in existing:
+        if cmid is not None and client_message_id == cmid:
+            if prompt != start.prompt:
+                raise ClientMessageReused(cmid)
+            raise Repeated(turn_id)
+    if existing:
+        raise TurnInProgress(existing[0][0])
+    seq = int(last)
+    yield Statement("insert_turn", turn_row(turn, seq, bind), "count")
+    event = start.event
+    row = (chat_id, seq, event.turn_id, event.type, bind.dumps(event.payload), event.ts)
+    yield Statement("insert_events", [row], "many")
+    if start.attachment_ids:
+        marked = [(turn.id, id_, chat_id) for id_ in start.attachment_ids]
+        yield Statement("mark_attachments", marked, "many")
+    return seq
+
+
+_TURN_COLUMNS = (
+    "id, chat_id, client_message_id, prompt, status, partial_text, created_at, "
+    "user_prompt_seq, runner, lease_until, continues"
+)
+
+
+def turn_row(turn: TurnRecord, seq: int, bind: Binding) -> tuple[Any, ...]:
+    """A starting turn's ``turns`` row (``_TURN_COLUMNS``; the rest are their defaults)."""
+    lease_until = bind.time(turn.lease_until) if turn.lease_until is not None else None
+    return (
+        turn.id,
+        turn.chat_id,
+        turn.client_message_id,
+        turn.prompt,
+        turn.status,
+        turn.partial_text,
+        bind.time(turn.created_at),
+        seq,
+        turn.runner,
+        lease_until,
+        turn.continues,
+    )
+
+
+_SQL = {
+    "allocate": (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq"
+    ),
+    "insert_events": (
+        "INSERT INTO chat_events (chat_id, seq, turn_id, type, payload, ts) "
+        "VALUES (?, ?, ?, ?, ?, ?)"
+    ),
+    "latest_turn": ("SELECT id FROM turns WHERE chat_id = ? ORDER BY user_prompt_seq DESC LIMIT 1"),
+    "lock_chat": "SELECT id FROM chats WHERE id = ?",
+    "turn_status": "SELECT status, cancel_requested FROM turns WHERE id = ? AND chat_id = ?",
+    "allocate_preview": (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_at = ?, preview = ? WHERE id = ? "
+        "RETURNING last_seq"
+    ),
+    "allocate_owned": (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_at = ?, preview = ? "
+        "WHERE id = ? AND user_id = ? RETURNING last_seq"
+    ),
+    "running_turns": (
+        "SELECT id, client_message_id, prompt FROM turns WHERE chat_id = ? AND status = 'running'"
+    ),
+    "running_or_same_message": (
+        "SELECT id, client_message_id, prompt FROM turns "
+        "WHERE chat_id = ? AND (status = 'running' OR client_message_id = ?)"
+    ),
+    "insert_turn": (
+        f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ),
+    "mark_attachments": (
+        "UPDATE attachments SET turn_id = ? WHERE id = ? AND chat_id = ? AND turn_id IS NULL"
+    ),
+    "insert_items": (
+        "INSERT INTO conversation_items (chat_id, item, created_at, turn_id) VALUES (?, ?, ?, ?)"
+    ),
+}
+
+
+@cache
+def sqlite_sql(name: str) -> str:
+    if name.startswith("update_turn:"):
+        columns = name.split(":", 1)[1].split(",")
+        assigned = ", ".join(f"{column} = ?" for column in columns)
+        return f"UPDATE turns SET {assigned} WHERE id = ? AND chat_id = ?"
+    return _SQL[name]
+
+
+@cache
+def postgres_sql(name: str) -> str:
+    sql = sqlite_sql(name)
+    if name == "lock_chat":
+        sql += " FOR UPDATE"
+    pieces = sql.split("?")
+    return pieces[0] + "".join(f"${i}{piece}" for i, piece in enumerate(pieces[1:], 1))
+
+
+def sqlite_time(value: datetime) -> str:
+    """A time as SQLAlchemy stores ``UTCDateTime`` on SQLite: naive UTC text."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _aware(value: datetime) -> datetime:
+    return value
+
+
+def bindings(dumps: Callable[[Any], str]) -> Mapping[str, Binding]:
+    """Each engine's ``Binding`` (asyncpg takes aware datetimes as they are)."""
+    return {"sqlite": Binding(sqlite_time, dumps), "postgresql": Binding(_aware, dumps)}
+
+
+def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:
+    """Run a plan on a connection in a transaction (on the SQLite write thread)."""
+    result: Any = None
+    while True:
+        try:
+            statement = steps.send(result)
+        except StopIteration as done:
+            return done.value
+        sql = sqlite_sql(statement.name)
+        if statement.mode == "many":
+            connection.executemany(sql, statement.params)
+            result = None
+        elif statement.mode == "all":
+            result = connection.execute(sql, statement.params).fetchall()
+        else:
+            cursor = connection.execute(sql, statement.params)
+            if statement.mode == "count":
+                result = cursor.rowcount
+            else:
+                row = cursor.fetchone()
+                result = row if statement.mode == "row" or row is None else row[0]
+            cursor.close()
+
+
+async def run_postgres(connection: Any, steps: Plan) -> Any:
+    """Run a plan on an asyncpg connection inside its transaction."""
+    result: Any = None
+    while True:
+        try:
+            statement = steps.send(result)
+        except StopIteration as done:
+            return done.value
+        sql = postgres_sql(statement.name)
+        if statement.mode == "many":
+            await connection.executemany(sql, statement.params)
+            result = None
+        elif statement.mode == "count":
+            status: str = await connection.execute(sql, *statement.params)
+            result = int(status.rsplit(" ", 1)[-1])
+        elif statement.mode == "row":
+            result = await connection.fetchrow(sql, *statement.params)
+        elif statement.mode == "all":
+            result = await connection.fetch(sql, *statement.params)
+        else:
+            result = await connection.fetchval(sql, *statement.params)

@@ -1,0 +1,122 @@
+"""The bare-driver transactions of the turn's writes (storage/drivers.py,
+storage/turn_writes.py): one hop on SQLite, rollback on failure, errors that reach the
+caller, and on PostgreSQL a connection that died silently costs a retry, not the write."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from storage.chats import ChatRepository
+from storage.drivers import SqliteWriteThread
+from storage.engine import Database, PoolSizing
+from storage.events import EventStore
+from storage.records import ChatRecord, NewEvent
+from storage.turn_writes import Append, Binding, append_plan, postgres_sql, sqlite_sql
+from storage.users import UserRepository
+from tests.support.db import POSTGRES_URL
+from tests.support.proxies import dropping_proxy
+
+
+def test_an_in_memory_database_is_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="in-memory database is private to one connection"):
+        SqliteWriteThread(":memory:", 100)
+
+
+async def test_a_failed_transaction_writes_nothing_and_the_next_one_runs(tmp_path: Path) -> None:
+    path = str(tmp_path / "w.db")
+    sqlite3.connect(path).execute("CREATE TABLE t (x INTEGER)").connection.close()
+    writer = SqliteWriteThread(path, 1000)
+    try:
+
+        def fails(connection: sqlite3.Connection) -> None:
+            connection.execute("INSERT INTO t VALUES (1)")
+            raise RuntimeError("boom")
+
+        with pytest.raises(RuntimeError, match="boom"):
+            await writer.run(fails)
+        await writer.run(lambda connection: connection.execute("INSERT INTO t VALUES (2)"))
+        rows = await writer.run(lambda connection: connection.execute("SELECT x FROM t").fetchall())
+        assert rows == [(2,)]
+    finally:
+        await writer.close()
+
+
+async def test_a_database_that_cannot_be_opened_fails_the_call_not_the_thread(
+    tmp_path: Path,
+) -> None:
+    writer = SqliteWriteThread(str(tmp_path), 1000)  # a directory, not a file
+    try:
+        for _ in range(2):  # the thread is still there to answer the second
+            with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+                await writer.run(lambda connection: None)
+    finally:
+        await writer.close()
+
+
+def test_the_sql_is_spelled_for_each_engine() -> None:
+    assert sqlite_sql("turn_status") == (
+        "SELECT status, cancel_requested FROM turns WHERE id = ? AND chat_id = ?"
+    )
+    assert postgres_sql("turn_status") == (
+        "SELECT status, cancel_requested FROM turns WHERE id = $1 AND chat_id = $2"
+    )
+    assert postgres_sql("lock_chat").endswith("WHERE id = $1 FOR UPDATE")
+    assert postgres_sql("update_turn:status,usage") == (
+        "UPDATE turns SET status = $1, usage = $2 WHERE id = $3 AND chat_id = $4"
+    )
+
+
+def test_an_append_plan_allocates_seqs_before_it_checks_the_fence() -> None:
+    events = [NewEvent("tool_call", "t1", {"name": "x"}, "ts")] * 2
+    steps = append_plan(Append("c1", events, None, "t1", False), Binding(str, str))
+    first = next(steps)
+    assert (first.name, first.params[0], first.params[2]) == ("allocate", 2, "c1")
+    assert steps.send(7).name == "insert_events"  # seqs 6 and 7
+    status = steps.send(None)
+    assert (status.name, status.params) == ("turn_status", ("t1", "c1"))
+    with pytest.raises(StopIteration) as done:
+        steps.send(("running", False))
+    assert [record.seq for record in done.value.value] == [6, 7]
+
+
+async def _chat(db: Database) -> ChatRecord:
+    user, _ = await UserRepository(db).create_user("alice")
+    return await ChatRepository(db, user.id).get_or_create("chat-1")
+
+
+async def test_a_silently_dead_postgres_connection_costs_a_retry_not_the_write(
+    database_url: str,
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("a pooled connection of PostgreSQL's (SQLite has no connection to lose)")
+    async with dropping_proxy(make_url(POSTGRES_URL).port or 5432) as proxy:
+        url = make_url(database_url).set(port=proxy.port).render_as_string(hide_password=False)
+        # One connection, so the write after the silence must use the dead one first.
+        db = Database(url, pool=PoolSizing(size=1, max_overflow=0))
+        try:
+            chat = await _chat(db)
+            store = EventStore(db)
+            turn, _, _ = await store.start_turn(chat.id, "hi", None, "2026-01-01T00:00:00Z")
+            backends = await _backends(db)
+            proxy.silence()  # the pooled connection is dead; the client has not heard
+            records = await store.append(
+                chat.id, [NewEvent("tool_call", turn.id, {"n": 1}, "2026-01-01T00:00:01Z")]
+            )
+            assert [r.seq for r in records] == [2]
+            assert await _backends(db) != backends  # written on a new connection
+            stored = await store.list_after(chat.id, 0)
+            assert [(e.seq, e.type) for e in stored] == [(1, "user_prompt"), (2, "tool_call")]
+        finally:
+            await db.dispose()
+
+
+async def _backends(db: Database) -> Any:
+    async with db.transaction() as conn:
+        return (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+
