@@ -147,15 +147,19 @@ class TurnSession:
 
     ``history``, when given, reads the whole history instead of ``stored.get_items()``:
     the chat's summary and the items after it, fitted to the model (websocket.memory).
+    ``stored_tail(limit)`` answers the SDK's reads of the last stored items from what
+    ``history`` read (None: not known, ask the database).
     """
 
     def __init__(
         self,
         stored: ChatSession,
         history: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
+        stored_tail: Callable[[int], list[dict[str, Any]] | None] | None = None,
     ) -> None:
         self._stored = stored
         self._history = history
+        self._stored_tail = stored_tail
         self.session_id: str = stored.session_id
         self.session_settings: SessionSettings | None = stored.session_settings
         self.pending: list[dict[str, Any]] = []
@@ -165,13 +169,20 @@ class TurnSession:
             # Before each save the SDK reads the last few items (to make saving
             # idempotent); when the pending items cover them, the database is not asked.
             missing = limit - len(self.pending)
-            stored = await self._stored.get_items(missing) if missing > 0 else []
+            stored = await self._tail(missing) if missing > 0 else []
             return (stored + self._pending_items)[-limit:] if limit else []
         if self._history is not None and limit is None:
             history = cast("list[TResponseInputItem]", await self._history())
             return history + self._pending_items
         stored = await self._stored.get_items(limit)
         return stored + self._pending_items
+
+    async def _tail(self, limit: int) -> list[TResponseInputItem]:
+        """The last ``limit`` stored items, from what the turn already read if it can."""
+        known = self._stored_tail(limit) if self._stored_tail is not None else None
+        if known is not None:
+            return cast("list[TResponseInputItem]", known)
+        return await self._stored.get_items(limit)
 
     @property
     def _pending_items(self) -> list[TResponseInputItem]:

@@ -134,6 +134,9 @@ class TurnMemory:
         self.compaction: Compaction | None = None
         self.compacted = False  # this turn made a new compaction
         self._history: list[dict[str, Any]] | None = None
+        # The stored items read, as stored (not fitted), and whether they are all of them.
+        self._stored: list[dict[str, Any]] = []
+        self._stored_complete = False
 
     # -- when the turn starts -----------------------------------------------------------
 
@@ -145,14 +148,26 @@ class TurnMemory:
             self._history = await self._read()
         return list(self._history)
 
+    def stored_tail(self, limit: int) -> list[dict[str, Any]] | None:
+        """The last ``limit`` stored items, from what ``history`` read (None when it did
+        not read that far): the SDK reads the tail before each save, and it cannot change
+        while the turn runs."""
+        if self._history is None or (len(self._stored) < limit and not self._stored_complete):
+            return None
+        return self._stored[-limit:] if limit else []
+
     async def _read(self) -> list[dict[str, Any]]:
         compaction, rows = await self.store.history(self.session)
         items = [item for _, item in rows]
+        self._stored, self._stored_complete = list(items), compaction is None
+        if not items:  # a new chat: nothing to fit
+            self.compaction = compaction
+            return [summary_item(compaction.summary)] if compaction is not None else []
         budget = self.policy.budget
         room = budget.history_tokens(await self._fixed_tokens())
         tokens = [item_tokens(item) for item in items]
         summary = item_tokens(summary_item(compaction.summary)) if compaction else 0
-        if items and summary + sum(tokens) > room:
+        if summary + sum(tokens) > room:
             keep = max(0, min(int(room * KEEP_SHARE), room - budget.summary_tokens))
             cut = fold_cut(items, tokens, group_spans(items), keep)
             if cut:

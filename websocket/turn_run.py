@@ -168,8 +168,11 @@ class TurnRun:
             self.memory = TurnMemory(
                 engine.memory, MemoryStore(services.db), stored, self.agent, self.context, given
             )
+        memory = self.memory
         self.session = TurnSession(
-            stored, history=self.memory.history if self.memory is not None else None
+            stored,
+            history=memory.history if memory is not None else None,
+            stored_tail=memory.stored_tail if memory is not None else None,
         )
         self.incomplete: str | None = None  # the model ran out of its token budget
         self.waiting: list[PendingCall] = []  # the calls a paused turn waits on
