@@ -89,10 +89,7 @@ def build_engine(
         )
 
     async def store_title(user_id: str, chat_id: str, title: str) -> None:
-        chats = ChatRepository(db, user_id)
-        chat = await chats.get(chat_id)
-        if chat is not None and not chat.title:
-            await chats.set_title(chat_id, title)
+        await ChatRepository(db, user_id).title_if_untitled(chat_id, title)
 
     async def title_chat(user_id: str, chat_id: str, prompt: str) -> None:
         if suggester.model is None:  # offline: instant, so done in line

@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, exists, select, tuple_, update
+from sqlalchemy import ColumnElement, Select, delete, exists, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.engine import Database, rowcount
@@ -104,6 +104,22 @@ class ChatRepository:
             await session.commit()
         if not rowcount(result):
             raise ChatNotFound(chat_id)
+
+    async def title_if_untitled(self, chat_id: str, title: str) -> bool:
+        """Give the chat ``title`` unless it has one (a person may have named it while the
+        title was being made); whether it did. One statement, so the two cannot race."""
+        async with self._db.session(write=True) as session:
+            result = await session.execute(
+                update(chats)
+                .where(
+                    chats.c.id == chat_id,
+                    chats.c.user_id == self.user_id,
+                    or_(chats.c.title.is_(None), chats.c.title == ""),
+                )
+                .values(title=title)
+            )
+            await session.commit()
+        return bool(rowcount(result))
 
     # builtins.list: inside this class, ``list`` is the method above.
     async def turns(self, chat_id: str) -> builtins.list[TurnRecord]:
