@@ -167,7 +167,7 @@ async def chat_socket(websocket: WebSocket) -> None:
     if user is None:
         return await _refuse(websocket, CLOSE_UNAUTHENTICATED, "authentication required")
     try:
-        await ChatRepository(services.db, user.id).get_or_create(chat_id)
+        chat = await ChatRepository(services.db, user.id).get_or_create(chat_id)
     except ChatForbidden:
         return await _refuse(websocket, CLOSE_FORBIDDEN, "not your chat")
     connections: ConnectionCounter = services.connections
@@ -179,7 +179,7 @@ async def chat_socket(websocket: WebSocket) -> None:
     connections.track(session)
     services.metrics.sockets_open.inc()
     try:
-        await session.serve(after_seq)
+        await session.serve(after_seq, has_events=chat.last_seq > 0)
     finally:
         services.metrics.sockets_open.dec()
         connections.untrack(session)
@@ -202,12 +202,14 @@ class _Session:
         self.subscription: Subscription | None = None
         self.sender: asyncio.Task[None] | None = None
 
-    async def serve(self, after_seq: int | None) -> None:
+    async def serve(self, after_seq: int | None, *, has_events: bool = True) -> None:
         turns = self.services.turns
         # The instance running this chat's turn may have died: once its lease has expired
-        # end that turn now, rather than have this socket wait for the sweep.
+        # end that turn now, rather than have this socket wait for the sweep. (A chat with
+        # no events when the socket opened had no turn to orphan.)
         try:
-            await turns.close_if_orphaned(self.user_id, self.chat_id)
+            if has_events:
+                await turns.close_if_orphaned(self.user_id, self.chat_id)
         except Exception:
             logger.warning(
                 "could not check for an orphaned turn",
