@@ -13,7 +13,10 @@ ERROR_SUGGESTIONS = ("Try that again",)
 
 
 class OfflineKnowledge:
-    """Agent name → hints, with the look-ups the model needs (whose tool is this?)."""
+    """Agent name → hints, with the look-ups the model needs (whose tool is this?).
+
+    Never changed once built: routes are cached per knowledge (``offline_routing.route_of``).
+    """
 
     def __init__(self, hints: Mapping[str, OfflineHints] | None = None) -> None:
         self._hints = dict(hints or {})

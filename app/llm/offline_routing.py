@@ -4,6 +4,7 @@ the keywords a connector's hints name. Pure functions."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ def _hint_texts(knowledge: OfflineKnowledge, agent: str) -> list[str]:
     return [_SAMPLE_VALUES.sub(" ", example) for example in examples]
 
 
+# Cached: the same few agents are routed to on every model call of every turn, and their
+# vocabulary (stemming every hint) was most of the offline model's time.
+@functools.lru_cache(maxsize=1024)
 def route_of(knowledge: OfflineKnowledge, agent: str, *described: str) -> Route:
     words = vocabulary(agent, *described, *_hint_texts(knowledge, agent))
     return Route(agent, words, knowledge.hints(agent).keywords)
