@@ -119,4 +119,3 @@ async def test_a_silently_dead_postgres_connection_costs_a_retry_not_the_write(
 async def _backends(db: Database) -> Any:
     async with db.transaction() as conn:
         return (await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-
