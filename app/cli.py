@@ -108,12 +108,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         run_db(settings, _nothing)
         from app.main import create_app
         from app.server import GracefulServer
+        from app.ws_protocol import LeanWebSocketProtocol
 
         config = uvicorn.Config(
             create_app(settings),
             host=settings.host,
             port=settings.port,
             log_config=None,  # keep our JSON logging
+            ws=LeanWebSocketProtocol,  # uvicorn's own, lighter per idle socket
             ws_max_size=settings.max_frame_bytes,
             ws_per_message_deflate=settings.ws_per_message_deflate,
             # Header mode trusts the TCP peer's address (the authenticating proxy's):

@@ -13,10 +13,11 @@ snapshot already holds.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from websocket.lean import LeanQueue
 
 if TYPE_CHECKING:
     from websocket.cluster import Cluster
@@ -67,7 +68,8 @@ class Subscription:
     def __init__(self, hub: Hub, channel: str) -> None:
         self.hub = hub
         self.channel = channel
-        self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        # Not asyncio.Queue: that allocates ~3 KiB while empty, and most sockets are idle.
+        self._queue: LeanQueue[Frame | None] = LeanQueue()
         self._queued_bytes = 0
         self.overflowed = False
         # Called once, on overflow: the socket's sender may be stuck writing to a peer that

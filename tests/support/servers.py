@@ -20,6 +20,7 @@ import uvicorn
 from app.main import create_app
 from app.services import Services
 from app.settings import Settings
+from app.ws_protocol import LeanWebSocketProtocol
 from tests.support.waiting import wait_started
 
 
@@ -107,6 +108,7 @@ async def serve(
         what="the app server",
         sock=sock,
         lifespan="on",
+        ws=LeanWebSocketProtocol,  # as ``switchboard serve`` runs it
         ws_max_size=settings.max_frame_bytes * 4,
     ) as port:
         yield LiveServer(settings=settings, port=port, app=app, services=started[0])
