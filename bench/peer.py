@@ -10,7 +10,8 @@ and offline model everywhere. Measured:
   round), turn p50 (prompt to the end of the turn: Switchboard's ``end_of_stream``, which
   is committed before it is sent; the end of ChatKit's SSE response, whose last item is
   stored before its event is sent), and bytes stored per turn (the SQLite file's pages in
-  use, before and after the measured turns, divided by the turns);
+  use, before and after the measured turns, divided by the turns), also per table and
+  index (``dbstat``);
 - with 10 ms/word and 50 clients at once, each running turns back to back in new chats
   (threads): turns/s over the whole batch, batches alternating between the two servers.
 
@@ -130,6 +131,24 @@ def stored_bytes(db: Path) -> int:
     return int((pages - free) * page_size)
 
 
+def stored_by_table(db: Path) -> dict[str, int]:
+    """Bytes of the pages each table and index uses (SQLite's ``dbstat``)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+    finally:
+        conn.close()
+    return {str(name): int(size) for name, size in rows}
+
+
+def per_turn_by_table(
+    before: dict[str, int], after: dict[str, int], turns: int
+) -> dict[str, float]:
+    """What each table and index grew by per turn, largest first; unchanged ones left out."""
+    grown = {name: (size - before.get(name, 0)) / turns for name, size in after.items()}
+    return dict(sorted(((n, b) for n, b in grown.items() if b), key=lambda nb: -nb[1]))
+
+
 async def _servers(work_dir: Path, tag: str, delay: float) -> tuple[Server, Path, Server, Path]:
     sb_dir = work_dir / f"peer-switchboard-{tag}"
     ck_dir = work_dir / f"peer-chatkit-{tag}"
@@ -157,6 +176,7 @@ async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
             await chatkit_turn(chatkit)
         await bare.run(warmup)
         bytes_before = {"switchboard": stored_bytes(sb_db), "chatkit": stored_bytes(ck_db)}
+        tables_before = {"switchboard": stored_by_table(sb_db), "chatkit": stored_by_table(ck_db)}
         bare.cpu_seconds = 0.0
         for _ in range(max(1, count // ROUND)):
             before = switchboard.cpu_seconds()
@@ -172,6 +192,7 @@ async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
             "switchboard": stored_bytes(sb_db) - bytes_before["switchboard"],
             "chatkit": stored_bytes(ck_db) - bytes_before["chatkit"],
         }
+        tables_after = {"switchboard": stored_by_table(sb_db), "chatkit": stored_by_table(ck_db)}
     finally:
         switchboard.stop()
         chatkit.stop()
@@ -185,6 +206,10 @@ async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
         }
         if side != "bare":
             result[side]["bytes_per_turn"] = stored[side] / turns
+            # Where they go: each table's and index's growth per turn (page granularity).
+            result[side]["bytes_per_turn_by_table"] = per_turn_by_table(
+                tables_before[side], tables_after[side], turns
+            )
     bare_cpu = result["bare"]["cpu_ms_per_turn"]
     for side in ("switchboard", "chatkit"):
         result[side]["cpu_x_bare"] = result[side]["cpu_ms_per_turn"] / bare_cpu

@@ -36,6 +36,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from storage.packed_json import PackedJSON
+
 # Deterministic constraint names, so migrations can refer to them on both engines.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -203,10 +205,22 @@ class ChatEvent(Base):
     # an extra index on this column for PostgreSQL's cascade checks.
     turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     type: Mapped[str] = mapped_column(String(64))
-    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Deflated on SQLite when large (storage/packed_json.py): no query reads it in SQL.
+    payload: Mapped[dict[str, Any]] = mapped_column(PackedJSON())
     ts: Mapped[str] = mapped_column(String(40))
 
     __table_args__ = (PrimaryKeyConstraint("chat_id", "seq"),)
+
+
+def item_call_id(item: Any) -> str | None:
+    """What ``conversation_items.call_id`` holds for ``item``."""
+    call_id = item.get("call_id") if isinstance(item, dict) else None
+    return call_id if isinstance(call_id, str) else None
+
+
+def _item_call_id(context: Any) -> str | None:
+    # A context-sensitive default: SQLAlchemy calls it once per inserted row.
+    return item_call_id(context.get_current_parameters().get("item"))
 
 
 class ConversationItem(Base):
@@ -214,11 +228,17 @@ class ConversationItem(Base):
 
     id: Mapped[int] = mapped_column(BigIntPK, primary_key=True, autoincrement=True)
     chat_id: Mapped[str] = mapped_column(String(64), ForeignKey("chats.id", ondelete="CASCADE"))
-    item: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Deflated on SQLite when large (storage/packed_json.py), so SQL reads ``call_id``
+    # below, never this column's JSON.
+    item: Mapped[dict[str, Any]] = mapped_column(PackedJSON())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The turn that wrote the item (NULL for rows older than migration 0010, and for
     # writers outside a turn): a superseded turn's items are left out of the history.
     turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The item's ``call_id`` (migration 0011; NULL for an item without one): the calls
+    # the person approved stay in the history of a superseded turn (storage/session.py).
+    # Filled from ``item`` by every SQLAlchemy insert; a raw-driver insert must set it.
+    call_id: Mapped[str | None] = mapped_column(String(200), nullable=True, default=_item_call_id)
 
     __table_args__ = (Index("ix_conversation_items_chat", "chat_id", "id"),)
 

@@ -133,7 +133,7 @@ def _not_superseded(chat_id: str) -> Any:
     return or_(
         table.c.turn_id.is_(None),
         table.c.turn_id.not_in(superseded),
-        table.c.item["call_id"].as_string().in_(approved),
+        table.c.call_id.in_(approved),
     )
 
 

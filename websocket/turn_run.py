@@ -408,6 +408,9 @@ class TurnRun:
                 turn_id=self.active.turn_id,
                 status=status,
                 final_text=self.text.final,
+                # The checkpointed text is only for resuming a running turn: once the
+                # answer is final_text, a second copy is bytes stored for nothing.
+                partial_text="",
                 usage=self.usage.model_dump(),
                 # A call of the API caller's own tools ends the turn; its output is the
                 # caller's to give (connectors.caller_tools), not the placeholder.
