@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from storage.engine import Database, json_dumps, rowcount
+from storage.engine import Database, rowcount
 from storage.errors import (
     ChatNotFound,
 )
@@ -48,13 +48,13 @@ from storage.records import (
     turn_from_row,
 )
 from storage.turn_writes import (
+    BINDINGS,
     Append,
     Binding,
     Plan,
     Repeated,
     Start,
     append_plan,
-    bindings,
     run_postgres,
     run_sqlite,
     start_plan,
@@ -73,7 +73,6 @@ from wire.events import (
 Executor = AsyncConnection | AsyncSession
 
 PREVIEW_CHARS = 120
-_BINDINGS = bindings(json_dumps)
 
 
 class EventStore:
@@ -176,7 +175,7 @@ class EventStore:
 
     async def _run(self, plan: Callable[[Binding], Plan]) -> Any:
         """A plan of storage/turn_writes.py as one write transaction."""
-        bind = _BINDINGS[self._db.dialect]
+        bind = BINDINGS[self._db.dialect]
         if self._db.dialect == "sqlite":
             return await self._db.sqlite_write(
                 lambda connection: run_sqlite(connection, plan(bind))

@@ -167,7 +167,8 @@ class Turn(Base):
     user_prompt_seq: Mapped[int] = mapped_column(Integer)
     # The instance running the turn and its lease (renewed while it runs): another instance
     # may close the turn as orphaned only after the lease expired. Both are NULL while the
-    # turn waits for approvals (no process runs it then) and once it ended.
+    # turn waits for approvals (no process runs it then); a turn that ended keeps the
+    # instance that ended it (only a closed orphan's are cleared).
     runner: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # A stop asked on any instance; the runner sees it when it renews its lease.

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Literal
 
+from storage.engine import json_dumps
 from storage.errors import (
     CancelRequested,
     ChatNotFound,
@@ -24,7 +25,8 @@ from storage.errors import (
     TurnFenced,
     TurnInProgress,
 )
-from storage.models import utcnow
+from storage.models import item_call_id, utcnow
+from storage.packed_json import pack
 from storage.records import EventRecord, NewEvent, TurnRecord, TurnUpdate
 
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
@@ -50,6 +52,8 @@ class Binding:
 
     time: Callable[[datetime], Any]
     dumps: Callable[[Any], str]  # JSON to text
+    # Event payloads and conversation items: packed on SQLite (storage/packed_json.py).
+    packed: Callable[[Any], str | bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +91,8 @@ def append_plan(append: Append, bind: Binding) -> Plan:
             EventRecord(chat_id, first + i, e.turn_id, e.type, e.payload, e.ts)
             for i, e in enumerate(events)
         ]
-        rows = [(chat_id, r.seq, r.turn_id, r.type, dumps(r.payload), r.ts) for r in records]
+        packed = bind.packed
+        rows = [(chat_id, r.seq, r.turn_id, r.type, packed(r.payload), r.ts) for r in records]
         yield Statement("insert_events", rows, "many")
     fence = append.fence_turn
     if fence is not None and append.after_end:
@@ -105,7 +110,10 @@ def append_plan(append: Append, bind: Binding) -> Plan:
         if update.items:
             yield Statement(
                 "insert_items",
-                [(chat_id, dumps(dict(item)), now, update.turn_id) for item in update.items],
+                [
+                    (chat_id, bind.packed(dict(item)), now, update.turn_id, item_call_id(item))
+                    for item in update.items
+                ],
                 "many",
             )
         values = turn_update_values(update, now)
@@ -167,7 +175,7 @@ def start_plan(start: Start, bind: Binding) -> Plan:
     seq = int(last)
     yield Statement("insert_turn", turn_row(turn, seq, bind), "count")
     event = start.event
-    row = (chat_id, seq, event.turn_id, event.type, bind.dumps(event.payload), event.ts)
+    row = (chat_id, seq, event.turn_id, event.type, bind.packed(event.payload), event.ts)
     yield Statement("insert_events", [row], "many")
     if start.attachment_ids:
         marked = [(turn.id, id_, chat_id) for id_ in start.attachment_ids]
@@ -232,7 +240,8 @@ _SQL = {
         "UPDATE attachments SET turn_id = ? WHERE id = ? AND chat_id = ? AND turn_id IS NULL"
     ),
     "insert_items": (
-        "INSERT INTO conversation_items (chat_id, item, created_at, turn_id) VALUES (?, ?, ?, ?)"
+        "INSERT INTO conversation_items (chat_id, item, created_at, turn_id, call_id) "
+        "VALUES (?, ?, ?, ?, ?)"
     ),
 }
 
@@ -264,9 +273,11 @@ def _aware(value: datetime) -> datetime:
     return value
 
 
-def bindings(dumps: Callable[[Any], str]) -> Mapping[str, Binding]:
-    """Each engine's ``Binding`` (asyncpg takes aware datetimes as they are)."""
-    return {"sqlite": Binding(sqlite_time, dumps), "postgresql": Binding(_aware, dumps)}
+# asyncpg takes aware datetimes as they are, and JSON text for JSONB (SQLAlchemy's codec).
+BINDINGS: Mapping[str, Binding] = {
+    "sqlite": Binding(sqlite_time, json_dumps, pack),
+    "postgresql": Binding(_aware, json_dumps, json_dumps),
+}
 
 
 def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:

@@ -74,7 +74,7 @@ def test_the_sql_is_spelled_for_each_engine() -> None:
 
 def test_an_append_plan_allocates_seqs_before_it_checks_the_fence() -> None:
     events = [NewEvent("tool_call", "t1", {"name": "x"}, "ts")] * 2
-    steps = append_plan(Append("c1", events, None, "t1", False), Binding(str, str))
+    steps = append_plan(Append("c1", events, None, "t1", False), Binding(str, str, str))
     first = next(steps)
     assert (first.name, first.params[0], first.params[2]) == ("allocate", 2, "c1")
     assert steps.send(7).name == "insert_events"  # seqs 6 and 7
