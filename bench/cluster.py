@@ -32,12 +32,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.clients import ClientPool
-from bench.common import PROMPT, Server, cpu_seconds, postgres_schema, start_switchboard, summary
+from bench.common import (
+    PROMPT,
+    Server,
+    _asyncpg_dsn,
+    cpu_seconds,
+    postgres_schema,
+    start_switchboard,
+    summary,
+)
 from bench.concurrency import verify_persisted
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -116,16 +125,60 @@ class CpuSample:
 # ----------------------------------------------------------------------------- rounds
 
 
-def _process_groups(servers: list[Server], pools: list[ClientPool]) -> dict[str, list[int]]:
+def _sockets_of(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _local_ports_to(pids: list[int], remote_port: int) -> list[int]:
+    """The local TCP ports of ``pids``' connections to ``remote_port`` (``/proc/net``)."""
+    inodes = set().union(*(_sockets_of(pid) for pid in pids))
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == remote_port:
+                ports.append(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+async def _postgres_backends(postgres_url: str, servers: list[Server]) -> list[int]:
+    """The PostgreSQL backends serving ``servers`` (not those of other users of the
+    database server, whose CPU would otherwise count as ours)."""
+    import asyncpg
+
+    dsn = _asyncpg_dsn(postgres_url)
+    ports = _local_ports_to([s.pid for s in servers], urlsplit(dsn).port or 5432)
+    connection = await asyncpg.connect(dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])", ports
+        )
+    finally:
+        await connection.close()
+    return [row["pid"] for row in rows]
+
+
+async def _process_groups(
+    postgres_url: str, servers: list[Server], pools: list[ClientPool]
+) -> dict[str, list[int]]:
     groups = {f"server_{chr(ord('a') + i)}": [s.pid] for i, s in enumerate(servers)}
     groups["clients"] = [pid for pool in pools for pid in pool.pids]
-    groups["postgres"] = _pids_named("postgres")
-    groups["redis"] = _pids_named("redis-server")
+    groups["postgres"] = await _postgres_backends(postgres_url, servers)
+    groups["redis"] = _pids_named("redis-server")  # the whole server: shared, but idle here
     return groups
 
 
 async def _round(
-    kind: str, servers: list[Server], chats: int, turns: int, label: str
+    kind: str, servers: list[Server], chats: int, turns: int, label: str, postgres_url: str
 ) -> dict[str, Any]:
     """One round of ``chats`` chats × ``turns`` turns on instance A alone (``one``) or
     split over A and B (``two``)."""
@@ -144,13 +197,16 @@ async def _round(
             opened, failures, failed = await asyncio.to_thread(pool.wait_ready, 120.0)
             if failed:
                 raise RuntimeError(f"{failed} sockets did not open, e.g. {failures}")
-        groups = _process_groups(servers, [pool for _, pool in shares])
+        pools = [pool for _, pool in shares]
+        groups = await _process_groups(postgres_url, servers, pools)
         before = CpuSample.take(groups)
         started = time.perf_counter()
         per_server = await asyncio.gather(
-            *(asyncio.to_thread(pool.run_turns, TURN_TIMEOUT * turns + 60) for _, pool in shares)
+            *(asyncio.to_thread(pool.run_turns, TURN_TIMEOUT * turns + 60) for pool in pools)
         )
         wall = time.perf_counter() - started
+        # Backends the pools opened during the round count too (from zero).
+        groups = await _process_groups(postgres_url, servers, pools)
         cpu = CpuSample.take(groups).shares_since(before)
         load = os.getloadavg()
         problems: list[str] = []
@@ -173,6 +229,7 @@ async def _round(
         "turns_per_s": done / wall,
         "latency": summary(latencies) if latencies else None,
         "cpu": cpu,
+        "postgres_backends": len(groups["postgres"]),
         # Per completed turn: what a turn costs each group, whatever else ran meanwhile.
         "cpu_ms_per_turn": {
             name: share * wall * 1000 / max(done, 1) for name, share in cpu.items()
@@ -277,6 +334,7 @@ async def redis_cost(
     chat = f"cluster-alone-{secrets.token_hex(4)}"
     per_turn: list[dict[str, int]] = []
     examples: list[str] = []
+    latencies: list[float] = []  # of a turn alone on its instance: the load-free floor
     # The socket opens before the first count: its arrival (SUBSCRIBE, PUBSUB CHANNELS, a
     # watch notice, the snapshot read) is the socket's cost, paid once, not the turn's. The
     # server reads frames only once that is done, so its pong says it is.
@@ -289,8 +347,9 @@ async def redis_cost(
             while orjson.loads(await ws.recv())["type"] != "pong":
                 pass
         for index in range(turns):
-            start = len(monitor.commands)
+            start, began = len(monitor.commands), time.perf_counter()
             await _one_turn(ws)
+            latencies.append(time.perf_counter() - began)
             # A acknowledges B's watch of a fresh chat through its outbox, after every
             # batch it queued before: everything A sent about the turn is in by then.
             marker = f"cluster-marker-{index}-{secrets.token_hex(4)}"
@@ -316,6 +375,7 @@ async def redis_cost(
         "cluster_commands_per_turn": max(t["cluster"] for t in per_turn),
         "rate_limit_commands_per_turn": max(t["rate_limit"] for t in per_turn),
         "examples": sorted(set(examples))[:10],
+        "latency_alone": summary(latencies),
     }
 
 
@@ -376,17 +436,22 @@ async def run(
                         url,
                         directory,
                         offline_delta_delay=delay,
+                        own_session=True,
                         redis_url=f"{redis_url}{separator}client_name={name}",
                         rate_limit_key_prefix=rate_prefix,
                     )
                 )
-            # Warm both up (imports, statement caches, pools) before anything is timed.
-            await _round("two", servers, min(chats, 8), 1, f"{run_id}-warm")
+            # Warm both up before anything is timed (imports, statement caches, and the
+            # connection pools grown to what each kind of round needs).
+            for kind in ("one", "two"):
+                await _round(kind, servers, chats, 1, f"{run_id}-warm-{kind}", postgres_url)
             measured = []
             for index in range(rounds):
                 for kind in ("one", "two"):
                     measured.append(
-                        await _round(kind, servers, chats, turns, f"{run_id}-{kind}{index}")
+                        await _round(
+                            kind, servers, chats, turns, f"{run_id}-{kind}{index}", postgres_url
+                        )
                     )
             cost = await redis_cost(
                 redis_url, servers[0], servers[1], names[0], rate_prefix, monitored_turns
@@ -405,6 +470,8 @@ async def run(
         "two_turns_per_s": _mean(two, "turns_per_s"),
         "ratio": _mean(two, "turns_per_s") / _mean(one, "turns_per_s"),
         "pair_ratios": [t["turns_per_s"] / o["turns_per_s"] for o, t in zip(one, two, strict=True)],
+        "one_latency_p50": statistics.fmean(r["latency"]["p50"] for r in one),
+        "two_latency_p50": statistics.fmean(r["latency"]["p50"] for r in two),
         "one_cpu": _mean_of(one, "cpu"),
         "two_cpu": _mean_of(two, "cpu"),
         "one_cpu_ms_per_turn": _mean_of(one, "cpu_ms_per_turn"),

@@ -240,6 +240,13 @@ def cluster_rows(result: dict[str, Any]) -> list[Row]:
             _verdict(result["ratio"] >= CLUSTER_RATIO_TARGET),
         ),
         Row(
+            "8 cluster: turn latency p50, one instance / two / a turn alone",
+            f"{result['one_latency_p50']:.2f} s / {result['two_latency_p50']:.2f} s / "
+            f"{redis['latency_alone']['p50']:.2f} s",
+            "",
+            "",
+        ),
+        Row(
             "8 cluster: CPU, one instance",
             _cluster_cpu(result["one_cpu"], result["one_cpu_ms_per_turn"]),
             "",
