@@ -1,15 +1,17 @@
-"""``python -m bench`` (``make bench``): the seven benchmarks, one after the other.
+"""``python -m bench`` (``make bench``): the eight benchmarks, one after the other.
 
 Prints a table with the targets, writes ``bench/results/<time>.json`` (and
 ``latest.json``) and the generated part of ``docs/benchmarks.md``. PostgreSQL runs use
 ``BENCH_POSTGRES_URL`` (default ``postgresql+asyncpg://postgres@127.0.0.1:5432/test``) in
 a fresh schema that is dropped afterwards; they are skipped, and said so, when it is not
-reachable. Exit status 1 if a hard requirement failed (lost events, sockets that did not
-stay open); a missed performance target is reported, not an error.
+reachable; so is the cluster benchmark without PostgreSQL or Redis (``BENCH_REDIS_URL``,
+default ``redis://127.0.0.1:6379/0``). Exit status 1 if a hard requirement failed (lost
+events, refused prompts, sockets that did not stay open); a missed performance target is
+reported, not an error.
 
     python -m bench                        # everything (about 5 minutes on 2 cores)
     python -m bench --only turn,streaming  # some of: turn streaming concurrency idle
-                                           # storage approval peer
+                                           # storage approval peer cluster
     python -m bench --quick                # smaller counts: a smoke run, numbers not kept
 """
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from bench import (
     approval,
+    cluster,
     concurrency,
     idle,
     peer,
@@ -47,7 +50,7 @@ from bench.common import (
     use_uvloop,
 )
 
-NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval", "peer")
+NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval", "peer", "cluster")
 DOC = ROOT / "docs" / "benchmarks.md"
 
 
@@ -75,6 +78,9 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
             "storage": lambda d: storage.run(d, postgres_url=postgres, turns=50),
             "approval": lambda d: approval.run(d, postgres_url=postgres, count=5, warmup=1),
             "peer": lambda d: peer.run(d, count=10, warmup=2, clients=10, turns_each=1, batches=1),
+            "cluster": lambda d: cluster.run(
+                d, postgres_url=postgres, chats=8, turns=1, rounds=1, monitored_turns=1
+            ),
         }
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
@@ -84,6 +90,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         "storage": lambda d: storage.run(d, postgres_url=postgres),
         "approval": lambda d: approval.run(d, postgres_url=postgres),
         "peer": lambda d: peer.run(d),
+        "cluster": lambda d: cluster.run(d, postgres_url=postgres),
     }
 
 

@@ -205,6 +205,11 @@ class ClientPool:
             self._pipes.append(parent)
             self._processes.append(process)
 
+    @property
+    def pids(self) -> list[int]:
+        """The client processes' pids (their CPU is read from ``/proc``)."""
+        return [process.pid for process in self._processes]
+
     def _collect(self, expected: str, timeout: float) -> list[tuple[Any, ...]]:
         replies = []
         deadline = time.monotonic() + timeout

@@ -132,10 +132,20 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
     raise RuntimeError(f"server did not listen on {port} within {START_TIMEOUT:.0f} s")
 
 
-def start_process(args: Sequence[str], port: int, env: dict[str, str], log: Path) -> Server:
+def start_process(
+    args: Sequence[str], port: int, env: dict[str, str], log: Path, *, own_session: bool = False
+) -> Server:
+    """``own_session``: a session of its own, so Linux's autogroup scheduling gives it a
+    share of the cores of its own instead of one shared with the benchmark's processes
+    (as a separate host or container would have)."""
     with log.open("wb") as out:
         process = subprocess.Popen(
-            list(args), cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+            list(args),
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=own_session,
         )
     try:
         _wait_listening(process, port, log)
@@ -164,7 +174,9 @@ def switchboard_env(database_url: str, data_dir: Path, **settings: Any) -> dict[
     return env
 
 
-def start_switchboard(database_url: str, data_dir: Path, **settings: Any) -> Server:
+def start_switchboard(
+    database_url: str, data_dir: Path, *, own_session: bool = False, **settings: Any
+) -> Server:
     """``switchboard serve`` (the real command, one uvicorn worker) on a free port."""
     port = free_port()
     env = switchboard_env(database_url, data_dir, **settings)
@@ -173,6 +185,7 @@ def start_switchboard(database_url: str, data_dir: Path, **settings: Any) -> Ser
         port,
         env,
         data_dir / f"server-{port}.log",
+        own_session=own_session,
     )
 
 

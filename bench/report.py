@@ -20,6 +20,7 @@ TURN_P99_TARGET = 2.0
 STREAM_TARGET = 0.80
 IDLE_RSS_TARGET_MIB = 512.0
 PEER_CPU_TARGET = 0.8  # Switchboard's server CPU per turn / ChatKit's
+CLUSTER_RATIO_TARGET = 1.8  # turns/s of two instances / one, the same load
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,73 @@ def peer_rows(result: dict[str, Any]) -> list[Row]:
     ]
 
 
+def _cluster_cpu(cpu: dict[str, float], ms: dict[str, float]) -> str:
+    servers = sum(share for name, share in ms.items() if name.startswith("server_"))
+    return (
+        f"server {servers:.0f}, clients {ms['clients']:.0f}, postgres {ms['postgres']:.0f}, "
+        f"redis {ms['redis']:.1f} ms/turn; machine {cpu['machine']:.2f} cores busy "
+        f"({cpu['other']:.2f} by others)"
+    )
+
+
+def cluster_rows(result: dict[str, Any]) -> list[Row]:
+    if "skipped" in result:
+        return [Row("8 cluster", f"skipped: {result['skipped']}", "", "")]
+    where = (
+        f"{result['chats']} chats x {result['turns_each']} turns, "
+        f"{result['delay'] * 1000:g} ms/word, postgresql + redis"
+    )
+    load = result["load_average"]
+    ok = result["lost_or_incomplete"] == 0 and result["refused_prompts"] == 0
+    redis = result["redis"]
+    return [
+        Row(
+            f"8 cluster: two instances vs one ({where})",
+            f"{result['ratio']:.2f}x ({result['two_turns_per_s']:.1f} vs "
+            f"{result['one_turns_per_s']:.1f} turns/s; pairs "
+            f"{', '.join(f'{r:.2f}' for r in result['pair_ratios'])}; "
+            f"load {min(load):.1f}-{max(load):.1f})",
+            f">= {CLUSTER_RATIO_TARGET}x",
+            _verdict(result["ratio"] >= CLUSTER_RATIO_TARGET),
+        ),
+        Row(
+            "8 cluster: turn latency p50, one instance / two / a turn alone",
+            f"{result['one_latency_p50']:.2f} s / {result['two_latency_p50']:.2f} s / "
+            f"{redis['latency_alone']['p50']:.2f} s",
+            "",
+            "",
+        ),
+        Row(
+            "8 cluster: CPU, one instance",
+            _cluster_cpu(result["one_cpu"], result["one_cpu_ms_per_turn"]),
+            "",
+            "",
+        ),
+        Row(
+            "8 cluster: CPU, two instances",
+            _cluster_cpu(result["two_cpu"], result["two_cpu_ms_per_turn"])
+            + f"; ceiling on this machine {result['box_ceiling_ratio']:.2f}x",
+            "",
+            "",
+        ),
+        Row(
+            "8 cluster: events",
+            f"{result['refused_prompts']} refused, {result['lost_or_incomplete']} lost or "
+            "incomplete",
+            "0 refused, 0 lost events",
+            "pass" if ok else "FAIL",
+        ),
+        Row(
+            "8 cluster: Redis commands per turn nobody else watches",
+            f"{redis['cluster_commands_per_turn']} cluster, "
+            f"{redis['rate_limit_commands_per_turn']} rate limit "
+            f"({redis['turns']} turns, MONITOR)",
+            "0 cluster",
+            _verdict(redis["cluster_commands_per_turn"] == 0),
+        ),
+    ]
+
+
 def all_rows(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     if "turn_overhead" in results:
@@ -225,6 +293,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += approval_rows(results["approval"])
     if "peer" in results:
         rows += peer_rows(results["peer"])
+    if "cluster" in results:
+        rows += cluster_rows(results["cluster"])
     return rows
 
 
