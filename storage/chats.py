@@ -14,13 +14,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, exists, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Select, delete, exists, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.engine import Database, rowcount
 from storage.errors import ChatForbidden, ChatNotFound
 from storage.events import select_events, select_turns
-from storage.models import chats, turns, utcnow
+from storage.models import chats, turns
+from storage.plain_sql import chat_plan, run_plan, title_plan
 from storage.records import ChatRecord, EventRecord, TurnRecord, chat_from_row
 
 MAX_CHAT_ID_CHARS = 64
@@ -40,23 +41,19 @@ class ChatRepository:
         """
         if not chat_id or len(chat_id) > MAX_CHAT_ID_CHARS:
             raise ValueError(f"chat id must be 1 to {MAX_CHAT_ID_CHARS} characters")
-        async with self._db.session() as session:
-            row = (await session.execute(select(chats).where(chats.c.id == chat_id))).one_or_none()
-        if row is None:
-            now = utcnow()
-            async with self._db.session(write=True) as session:
-                # Two sockets may open the same new chat at once: one insert wins, both
-                # read the winner back.
-                await session.execute(
-                    self._db.insert(chats)
-                    .values(id=chat_id, user_id=self.user_id, created_at=now, updated_at=now)
-                    .on_conflict_do_nothing(index_elements=[chats.c.id])
-                )
-                row = (await session.execute(select(chats).where(chats.c.id == chat_id))).one()
-                await session.commit()
-        if row.user_id != self.user_id:
+        # Plain SQL (storage/plain_sql.py): every socket opens its chat this way. A read
+        # first, so opening an existing chat never waits for the write lock.
+        chat: ChatRecord | None = await run_plan(
+            self._db, lambda bind: chat_plan(chat_id, None, bind), write=False
+        )
+        if chat is None:
+            # Two sockets may open the same new chat at once: one insert wins, both read
+            # the winner back.
+            chat = await run_plan(self._db, lambda bind: chat_plan(chat_id, self.user_id, bind))
+        assert chat is not None, "a chat is there once inserted"
+        if chat.user_id != self.user_id:
             raise ChatForbidden(chat_id)
-        return chat_from_row(row)
+        return chat
 
     async def get(self, chat_id: str) -> ChatRecord | None:
         async with self._db.session() as session:
@@ -108,18 +105,10 @@ class ChatRepository:
     async def title_if_untitled(self, chat_id: str, title: str) -> bool:
         """Give the chat ``title`` unless it has one (a person may have named it while the
         title was being made); whether it did. One statement, so the two cannot race."""
-        async with self._db.session(write=True) as session:
-            result = await session.execute(
-                update(chats)
-                .where(
-                    chats.c.id == chat_id,
-                    chats.c.user_id == self.user_id,
-                    or_(chats.c.title.is_(None), chats.c.title == ""),
-                )
-                .values(title=title)
-            )
-            await session.commit()
-        return bool(rowcount(result))
+        changed: bool = await run_plan(
+            self._db, lambda _bind: title_plan(chat_id, self.user_id, title)
+        )
+        return changed
 
     # builtins.list: inside this class, ``list`` is the method above.
     async def turns(self, chat_id: str) -> builtins.list[TurnRecord]:

@@ -3,13 +3,13 @@
 SQLAlchemy costs more CPU than the database for a turn's small writes: through aiosqlite
 every statement is several round trips to its worker thread, and on both engines building
 and binding a statement outweighs running it (bench/storage.py). The turn writer's
-appends therefore run as plain SQL on the driver (storage/append.py); everything else
-stays on SQLAlchemy.
+appends, and a few other statements of every turn, run as plain SQL on the driver
+(storage/plain_sql.py); everything else stays on SQLAlchemy.
 
-- SQLite: ``SqliteWriteThread`` runs a whole write transaction as one function on its own
+- SQLite: ``SqliteWriteThread`` runs a whole transaction as one function on its own
   thread and connection: one hop from the event loop per transaction instead of one per
-  statement. It takes the ``Database``'s write lock, as SQLAlchemy's write sessions do, so
-  the process still has one writer at a time (see storage/engine.py).
+  statement. A write takes the ``Database``'s write lock, as SQLAlchemy's write sessions
+  do, so the process still has one writer at a time (see storage/engine.py).
 - PostgreSQL: ``postgres_transaction`` runs a function on a pooled connection's asyncpg
   connection, which caches its prepared statements. A pooled connection the server dropped without the
   client noticing fails its first statement; that transaction is retried once on a fresh
@@ -62,11 +62,12 @@ class SqliteWriteThread:
         self._thread = threading.Thread(target=self._serve, name="sqlite-writer", daemon=True)
         self._thread.start()
 
-    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` inside ``BEGIN IMMEDIATE`` … ``COMMIT`` on the thread;
-        rolled back if it raises. The caller holds the database's write lock."""
+    async def run(self, work: Callable[[sqlite3.Connection], T], write: bool = True) -> T:
+        """``work(connection)`` in a transaction on the thread, committed when it returns,
+        rolled back if it raises. ``write``: ``BEGIN IMMEDIATE`` (the caller holds the
+        database's write lock), else a plain ``BEGIN``: a read, which never waits (WAL)."""
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.put((work, done))
+        self._jobs.put((work, write, done))
         return await done
 
     async def close(self) -> None:
@@ -77,11 +78,11 @@ class SqliteWriteThread:
     def _serve(self) -> None:
         connection: sqlite3.Connection | None = None
         while (job := self._jobs.get()) is not None:
-            work, done = job
+            work, write, done = job
             try:
                 if connection is None:  # here, so a failure to open reaches the caller
                     connection = self._connect()
-                outcome: tuple[bool, Any] = (True, self._transaction(connection, work))
+                outcome: tuple[bool, Any] = (True, self._transaction(connection, work, write))
             except BaseException as exc:
                 outcome = (False, exc)
             try:
@@ -92,8 +93,10 @@ class SqliteWriteThread:
             connection.close()
 
     @staticmethod
-    def _transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-        connection.execute("BEGIN IMMEDIATE")
+    def _transaction(
+        connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], write: bool
+    ) -> T:
+        connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
             result = work(connection)
         except BaseException:
@@ -113,7 +116,7 @@ class SqliteWriteThread:
         return connection
 
 
-_Job = tuple[Callable[[sqlite3.Connection], Any], "asyncio.Future[Any]"]
+_Job = tuple[Callable[[sqlite3.Connection], Any], bool, "asyncio.Future[Any]"]
 
 
 def _settle(done: asyncio.Future[Any], ok: bool, value: Any) -> None:

@@ -209,14 +209,16 @@ class Database:
         async with self._write_lock, inner as handle:
             yield handle
 
-    async def sqlite_write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` as one write transaction on the bare ``sqlite3`` driver, on
-        its own thread, in turn with every other write of this process
-        (storage/drivers.py)."""
+    async def sqlite_run(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        """``work(connection)`` as one transaction on the bare ``sqlite3`` driver, on its own
+        thread (storage/drivers.py); a ``write`` in turn with every other write of this
+        process."""
         if self._write_lock is None:
-            raise RuntimeError(f"sqlite_write on a {self.dialect} database")
+            raise RuntimeError(f"sqlite_run on a {self.dialect} database")
         if self._sqlite_writer is None:
             self._sqlite_writer = SqliteWriteThread(self._sqlite_path, SQLITE_BUSY_TIMEOUT_MS)
+        if not write:
+            return await self._sqlite_writer.run(work, write=False)
         async with self._write_lock:
             return await self._sqlite_writer.run(work)
 

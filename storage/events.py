@@ -15,7 +15,7 @@ chat ids it is given.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +36,15 @@ from storage.models import (
     turns,
     utcnow,
 )
+from storage.plain_sql import (
+    Append,
+    Repeated,
+    Start,
+    append_plan,
+    run_plan,
+    start_plan,
+    turn_update_values,
+)
 from storage.records import (
     EventRecord,
     Lease,
@@ -46,19 +55,6 @@ from storage.records import (
     TurnUpdate,
     event_from_row,
     turn_from_row,
-)
-from storage.turn_writes import (
-    BINDINGS,
-    Append,
-    Binding,
-    Plan,
-    Repeated,
-    Start,
-    append_plan,
-    run_postgres,
-    run_sqlite,
-    start_plan,
-    turn_update_values,
 )
 from wire.events import (
     ZERO_USAGE,
@@ -109,7 +105,7 @@ class EventStore:
         # run one after the other and the checks after it cannot both pass (PostgreSQL;
         # SQLite is serialised by BEGIN IMMEDIATE); it also tells whether the chat exists.
         # When no turn is created the transaction is rolled back, which gives the seq
-        # back: still gap-free. Plain SQL (storage/turn_writes.py): this is on the path
+        # back: still gap-free. Plain SQL (storage/plain_sql.py): this is on the path
         # from the prompt to the model.
         turn_id = uuid.uuid4().hex
         payload = UserPromptEvent(
@@ -131,7 +127,7 @@ class EventStore:
             [summary["id"] for summary in attachments],
         )
         try:
-            seq = await self._run(lambda bind: start_plan(start, bind))
+            seq = await run_plan(self._db, lambda bind: start_plan(start, bind))
         except Repeated as repeated:  # a client's retry: that turn, as it is now
             turn = await self.get_turn(repeated.turn_id)
             assert turn is not None, "a turn is never deleted but with its chat"
@@ -168,21 +164,10 @@ class EventStore:
         """
         if not events and update is None:
             return []
-        # Plain SQL on the driver (storage/turn_writes.py): this runs several times a turn.
+        # Plain SQL on the driver (storage/plain_sql.py): this runs several times a turn.
         work = Append(chat_id, events, update, fence_turn, after_end)
-        records: list[EventRecord] = await self._run(lambda bind: append_plan(work, bind))
+        records: list[EventRecord] = await run_plan(self._db, lambda bind: append_plan(work, bind))
         return records
-
-    async def _run(self, plan: Callable[[Binding], Plan]) -> Any:
-        """A plan of storage/turn_writes.py as one write transaction."""
-        bind = BINDINGS[self._db.dialect]
-        if self._db.dialect == "sqlite":
-            return await self._db.sqlite_write(
-                lambda connection: run_sqlite(connection, plan(bind))
-            )
-        return await self._db.postgres_write(
-            lambda connection: run_postgres(connection, plan(bind))
-        )
 
     async def list_after(
         self, chat_id: str, after_seq: int, limit: int | None = None

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Select, delete, insert, select, update
+from sqlalchemy import Select, delete, insert, select, update
 
 from storage.engine import Database
 from storage.models import chat_memory, utcnow
+from storage.plain_sql import history_plan, run_plan
 from storage.session import ChatSession
 
 
@@ -44,13 +45,11 @@ class MemoryStore:
     ) -> tuple[Compaction | None, list[tuple[int, dict[str, Any]]]]:
         """The chat's compaction and the ``(id, item)`` rows after it, in one read
         transaction: what a turn's model reads, never the whole chat."""
-        async with self._db.session() as session:
-            compaction = self._compaction(
-                (await session.execute(self._query(chat.session_id))).first()
-            )
-            after = compaction.through_item_id if compaction is not None else None
-            rows = (await session.execute(chat.rows_query(after))).all()
-        return compaction, [(int(row.id), row.item) for row in rows]
+        # Plain SQL (storage/plain_sql.py): every turn reads its history.
+        row, rows = await run_plan(
+            self._db, lambda bind: history_plan(chat.session_id, bind), write=False
+        )
+        return self._compaction(row), rows
 
     @staticmethod
     def _query(chat_id: str) -> Select[Any]:
@@ -64,15 +63,13 @@ class MemoryStore:
         ).where(table.c.chat_id == chat_id)
 
     @staticmethod
-    def _compaction(row: Row[Any] | None) -> Compaction | None:
+    def _compaction(row: Any) -> Compaction | None:
         if row is None:
             return None
+        # A tuple of ``_query``'s columns, in order (SQLAlchemy's row or the driver's).
+        through_item_id, summary, summary_tokens, folded_items, compactions = row
         return Compaction(
-            int(row.through_item_id),
-            row.summary,
-            int(row.summary_tokens),
-            int(row.folded_items),
-            int(row.compactions),
+            int(through_item_id), summary, int(summary_tokens), int(folded_items), int(compactions)
         )
 
     async def save(self, chat_id: str, compaction: Compaction) -> bool:

@@ -1,5 +1,5 @@
 """The bare-driver transactions of the turn's writes (storage/drivers.py,
-storage/turn_writes.py): one hop on SQLite, rollback on failure, errors that reach the
+storage/plain_sql.py): one hop on SQLite, rollback on failure, errors that reach the
 caller, and on PostgreSQL a connection that died silently costs a retry, not the write."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from storage.chats import ChatRepository
 from storage.drivers import SqliteWriteThread
 from storage.engine import Database, PoolSizing
 from storage.events import EventStore
+from storage.plain_sql import BINDINGS, Append, append_plan, postgres_sql, sqlite_sql
 from storage.records import ChatRecord, NewEvent
-from storage.turn_writes import Append, Binding, append_plan, postgres_sql, sqlite_sql
 from storage.users import UserRepository
 from tests.support.db import POSTGRES_URL
 from tests.support.proxies import dropping_proxy
@@ -74,7 +74,7 @@ def test_the_sql_is_spelled_for_each_engine() -> None:
 
 def test_an_append_plan_allocates_seqs_before_it_checks_the_fence() -> None:
     events = [NewEvent("tool_call", "t1", {"name": "x"}, "ts")] * 2
-    steps = append_plan(Append("c1", events, None, "t1", False), Binding(str, str, str))
+    steps = append_plan(Append("c1", events, None, "t1", False), BINDINGS["sqlite"])
     first = next(steps)
     assert (first.name, first.params[0], first.params[2]) == ("allocate", 2, "c1")
     assert steps.send(7).name == "insert_events"  # seqs 6 and 7

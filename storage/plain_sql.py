@@ -1,11 +1,12 @@
-"""A turn's own writes as plain SQL on the bare driver: its start and its appends.
+"""Plain SQL on the bare driver for the statements every turn runs: its start and its
+appends, opening its chat, reading its history and titling it.
 
-These run several times per turn, where SQLAlchemy cost more CPU than the database
-(storage/drivers.py). Each transaction is written once, as a plan: a generator that yields
-the statements to run and receives their results. ``run_sqlite`` drives a plan on the
-SQLite write thread in one hop, ``run_postgres`` on asyncpg; the SQL text is spelled per
-engine below. The statements, their order and so the locks are those of the SQLAlchemy
-versions before them (storage/events.py says why the seqs come first).
+Through SQLAlchemy these cost more CPU than the database did (storage/drivers.py). Each
+transaction is written once, as a plan: a generator that yields the statements to run and
+receives their results. ``run_plan`` drives a plan on the SQLite thread in one hop or on
+asyncpg; the SQL text is spelled per engine below. The statements, their order and so
+the locks are those of the SQLAlchemy versions they replace (storage/events.py says why
+the seqs come first). Everything else stays on SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Literal
 
-from storage.engine import json_dumps
+from storage.engine import Database, json_dumps
 from storage.errors import (
     CancelRequested,
     ChatNotFound,
@@ -26,8 +27,8 @@ from storage.errors import (
     TurnInProgress,
 )
 from storage.models import item_call_id, utcnow
-from storage.packed_json import pack
-from storage.records import EventRecord, NewEvent, TurnRecord, TurnUpdate
+from storage.packed_json import pack, unpack
+from storage.records import ChatRecord, EventRecord, NewEvent, TurnRecord, TurnUpdate
 
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 
@@ -54,6 +55,9 @@ class Binding:
     dumps: Callable[[Any], str]  # JSON to text
     # Event payloads and conversation items: packed on SQLite (storage/packed_json.py).
     packed: Callable[[Any], str | bytes]
+    # And back: a stored time as aware UTC, a stored payload or item as its value.
+    read_time: Callable[[Any], datetime]
+    unpacked: Callable[[Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,42 @@ def turn_row(turn: TurnRecord, seq: int, bind: Binding) -> tuple[Any, ...]:
     )
 
 
+def chat_plan(chat_id: str, owner: str | None, bind: Binding) -> Plan:
+    """The chat, created for ``owner`` first when it is given (None: only read)."""
+    if owner is not None:
+        now = bind.time(utcnow())
+        yield Statement("insert_chat", (chat_id, owner, now, now), "count")
+    row = yield Statement("chat", (chat_id,), "row")
+    if row is None:
+        return None
+    id_, user_id, title, created_at, updated_at, last_seq, preview = row
+    return ChatRecord(
+        id_,
+        user_id,
+        title,
+        bind.read_time(created_at),
+        bind.read_time(updated_at),
+        int(last_seq),
+        preview,
+    )
+
+
+def title_plan(chat_id: str, owner: str, title: str) -> Plan:
+    """Title the chat unless it has a title: whether it did."""
+    changed = yield Statement("title_if_untitled", (title, chat_id, owner), "count")
+    return bool(changed)
+
+
+def history_plan(chat_id: str, bind: Binding) -> Plan:
+    """The chat's compaction row (or None) and the ``(id, item)`` rows after it that the
+    model still reads (storage/session.py ``_not_superseded``), oldest first."""
+    compaction = yield Statement("compaction", (chat_id,), "row")
+    after = int(compaction[0]) if compaction is not None else 0
+    rows = yield Statement("items_after", (chat_id, chat_id, chat_id, after), "all")
+    unpacked = bind.unpacked
+    return compaction, [(int(id_), unpacked(item)) for id_, item in rows]
+
+
 _SQL = {
     "allocate": (
         "UPDATE chats SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq"
@@ -239,6 +279,27 @@ _SQL = {
     "mark_attachments": (
         "UPDATE attachments SET turn_id = ? WHERE id = ? AND chat_id = ? AND turn_id IS NULL"
     ),
+    "chat": (
+        "SELECT id, user_id, title, created_at, updated_at, last_seq, preview FROM chats "
+        "WHERE id = ?"
+    ),
+    "insert_chat": (
+        "INSERT INTO chats (id, user_id, created_at, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (id) DO NOTHING"
+    ),
+    "title_if_untitled": (
+        "UPDATE chats SET title = ? WHERE id = ? AND user_id = ? AND (title IS NULL OR title = '')"
+    ),
+    "compaction": (
+        "SELECT through_item_id, summary, summary_tokens, folded_items, compactions "
+        "FROM chat_memory WHERE chat_id = ?"
+    ),
+    "items_after": (
+        "SELECT id, item FROM conversation_items WHERE chat_id = ? AND (turn_id IS NULL "
+        "OR turn_id NOT IN (SELECT id FROM turns WHERE chat_id = ? AND superseded_by IS NOT NULL) "
+        "OR call_id IN (SELECT call_id FROM approvals WHERE chat_id = ? AND status = 'approved')) "
+        "AND id > ? ORDER BY id"
+    ),
     "insert_items": (
         "INSERT INTO conversation_items (chat_id, item, created_at, turn_id, call_id) "
         "VALUES (?, ?, ?, ?, ?)"
@@ -269,15 +330,36 @@ def sqlite_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+def _sqlite_read_time(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
 def _aware(value: datetime) -> datetime:
     return value
 
 
-# asyncpg takes aware datetimes as they are, and JSON text for JSONB (SQLAlchemy's codec).
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+# asyncpg takes aware datetimes as they are, and JSON text for JSONB, which it decodes when
+# read (the codecs SQLAlchemy's dialect sets on every connection).
 BINDINGS: Mapping[str, Binding] = {
-    "sqlite": Binding(sqlite_time, json_dumps, pack),
-    "postgresql": Binding(_aware, json_dumps, json_dumps),
+    "sqlite": Binding(sqlite_time, json_dumps, pack, _sqlite_read_time, unpack),
+    "postgresql": Binding(_aware, json_dumps, json_dumps, _utc, _as_is),
 }
+
+
+async def run_plan(db: Database, plan: Callable[[Binding], Plan], *, write: bool = True) -> Any:
+    """A plan as one transaction (``write``: SQLite's write lock, taken up front)."""
+    bind = BINDINGS[db.dialect]
+    if db.dialect == "sqlite":
+        return await db.sqlite_run(lambda connection: run_sqlite(connection, plan(bind)), write)
+    return await db.postgres_write(lambda connection: run_postgres(connection, plan(bind)))
 
 
 def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:
