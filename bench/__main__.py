@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench``): the eight benchmarks, one after the other.
+"""``python -m bench`` (``make bench``): the nine benchmarks, one after the other.
 
 Prints a table with the targets, writes ``bench/results/<time>.json`` (and
 ``latest.json``) and the generated part of ``docs/benchmarks.md``. PostgreSQL runs use
@@ -11,7 +11,7 @@ reported, not an error.
 
     python -m bench                        # everything (about 5 minutes on 2 cores)
     python -m bench --only turn,streaming  # some of: turn streaming concurrency idle
-                                           # storage approval peer cluster
+                                           # storage approval peer cluster long_chat
     python -m bench --quick                # smaller counts: a smoke run, numbers not kept
 """
 
@@ -34,6 +34,7 @@ from bench import (
     cluster,
     concurrency,
     idle,
+    long_chat,
     peer,
     report,
     storage,
@@ -50,7 +51,17 @@ from bench.common import (
     use_uvloop,
 )
 
-NAMES = ("turn", "streaming", "concurrency", "idle", "storage", "approval", "peer", "cluster")
+NAMES = (
+    "turn",
+    "streaming",
+    "concurrency",
+    "idle",
+    "storage",
+    "approval",
+    "peer",
+    "cluster",
+    "long_chat",
+)
 DOC = ROOT / "docs" / "benchmarks.md"
 
 
@@ -81,6 +92,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
             "cluster": lambda d: cluster.run(
                 d, postgres_url=postgres, chats=8, turns=1, rounds=1, monitored_turns=1
             ),
+            "long_chat": lambda d: long_chat.run(d, turns=60),
         }
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
@@ -91,6 +103,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         "approval": lambda d: approval.run(d, postgres_url=postgres),
         "peer": lambda d: peer.run(d),
         "cluster": lambda d: cluster.run(d, postgres_url=postgres),
+        "long_chat": lambda d: long_chat.run(d),
     }
 
 

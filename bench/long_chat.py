@@ -11,7 +11,8 @@ as before the chat memory).
     python -m bench.long_chat                 # 500 turns, contexts 8000 and 10000000
     python -m bench.long_chat --turns 200 --contexts 8000
 
-Not part of ``python -m bench`` yet: informational, for issue 21's flat-long-chat target.
+``python -m bench`` runs it as ``long_chat`` (500 turns, the 8,000-token context only):
+issue 21's target is CPU per turn at turns 480-499 within 1.2x of turns 10-29.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 from websockets.asyncio.client import connect
@@ -72,6 +74,20 @@ def windows(cpu: list[float]) -> list[tuple[str, float]]:
     turns = len(cpu)
     spans = [FIRST, (turns // 2 - 10, turns // 2 + 10), (turns - 20, turns)]
     return [(f"{a}-{b - 1}", 1000 * sum(cpu[a:b]) / (b - a)) for a, b in spans]
+
+
+async def run(work_dir: Path, turns: int = 500, context: int = 8000) -> dict[str, Any]:
+    """For ``python -m bench``: the windows of one chat with a context that summarises."""
+    directory = work_dir / f"long-chat-{context}"
+    directory.mkdir()
+    measured = windows(await chat_cpu(directory, context, turns))
+    first, last = measured[0][1], measured[-1][1]
+    return {
+        "turns": turns,
+        "context_tokens": context,
+        "windows_ms": dict(measured),
+        "ratio_last_to_first": last / first,
+    }
 
 
 async def main(turns: int, contexts: list[int]) -> None:

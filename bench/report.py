@@ -20,6 +20,10 @@ TURN_P99_TARGET = 2.0
 STREAM_TARGET = 0.80
 IDLE_RSS_TARGET_MIB = 512.0
 PEER_CPU_TARGET = 0.8  # Switchboard's server CPU per turn / ChatKit's
+TURN_CPU_TARGET = 1.4  # server CPU per turn / the bare SDK turn's
+LONG_CHAT_TARGET = 1.2  # CPU per turn at turns 480-499 / turns 10-29
+# Half the bench turn's 20.2 KiB stored before issue 21 (docs/benchmarks.md).
+BYTES_PER_TURN_TARGET = 20.2 * 1024 / 2
 CLUSTER_RATIO_TARGET = 1.8  # turns/s of two instances / one, the same load
 
 
@@ -60,7 +64,31 @@ def turn_rows(rows: list[dict[str, Any]]) -> list[Row]:
                 _verdict(row["ratio_p99"] <= TURN_P99_TARGET),
             )
         )
+        if row.get("bare_cpu_ms_per_turn"):
+            cpu_ratio = row["server_cpu_ms_per_turn"] / row["bare_cpu_ms_per_turn"]
+            out.append(
+                Row(
+                    f"1 turn CPU per turn ({where})",
+                    f"{cpu_ratio:.2f}x ({row['server_cpu_ms_per_turn']:.1f} ms vs bare "
+                    f"{row['bare_cpu_ms_per_turn']:.1f} ms)",
+                    f"<= {TURN_CPU_TARGET}x",
+                    _verdict(cpu_ratio <= TURN_CPU_TARGET),
+                )
+            )
     return out
+
+
+def long_chat_rows(result: dict[str, Any]) -> list[Row]:
+    cells = ", ".join(f"turns {name}: {ms:.1f} ms" for name, ms in result["windows_ms"].items())
+    ratio = result["ratio_last_to_first"]
+    return [
+        Row(
+            f"9 long chat, {result['turns']} turns ({result['context_tokens']:,}-token context)",
+            f"{ratio:.2f}x last/first window ({cells})",
+            f"<= {LONG_CHAT_TARGET}x",
+            _verdict(ratio <= LONG_CHAT_TARGET),
+        )
+    ]
 
 
 def stream_rows(result: dict[str, Any]) -> list[Row]:
@@ -204,8 +232,8 @@ def peer_rows(result: dict[str, Any]) -> list[Row]:
             "7 peer: bytes stored per turn (sqlite)",
             f"Switchboard {sb['bytes_per_turn'] / 1024:.1f} KiB, "
             f"ChatKit {ck['bytes_per_turn'] / 1024:.1f} KiB",
-            "",
-            "",
+            f"<= {BYTES_PER_TURN_TARGET / 1024:.1f} KiB (half of 20.2)",
+            _verdict(sb["bytes_per_turn"] <= BYTES_PER_TURN_TARGET),
         ),
     ]
 
@@ -295,6 +323,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += peer_rows(results["peer"])
     if "cluster" in results:
         rows += cluster_rows(results["cluster"])
+    if "long_chat" in results:
+        rows += long_chat_rows(results["long_chat"])
     return rows
 
 
