@@ -24,9 +24,7 @@ from sqlalchemy import bindparam, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.engine import Database, rowcount
-from storage.errors import (
-    ChatNotFound,
-)
+from storage.errors import ChatNotFound
 from storage.models import (
     approvals,
     chat_events,
