@@ -5,17 +5,25 @@ SQLAlchemy's asyncio pool keeps its idle connections in an ``asyncio.Queue``
 that queue until the first waiter's task runs again, and any task that asks for one in
 the meantime takes it at once ("an item that's already available is taken without
 awaiting"); the waiter that lost it goes back to the *end* of the line. Under load that
-is unbounded overtaking: a turn's event writer commits one batch and, in the same step,
-begins the next, so it takes back the connection it has just returned, again and again.
-With 1,000 turns streaming, the running turns kept the connections and the prompts
-queued behind them (``EventStore.start_turn``) waited out the pool timeout: refused
-prompts, while every connection stayed busy with short transactions (bench/concurrency.py,
-PostgreSQL level; docs/benchmarks.md).
+is unbounded overtaking: with 1,000 turns streaming, hundreds of tasks run between a
+connection's return and its waiter's next step, and the running turns (their event
+writers, history reads, tools' account lookups) kept taking the connections while the
+prompts queued since the start (``EventStore.start_turn``) waited out the pool timeout:
+refused prompts, while every transaction was short (bench/concurrency.py, PostgreSQL).
 
 ``FairQueue`` hands a returned connection straight to the longest waiter, and a task
 that asks while others wait queues behind them, so a transaction waits for the ones
-ahead of it, never for ever-newer ones. A pool uses it as its ``_queue_class`` (the
-class SQLAlchemy's ``QueuePool`` builds its queue from): ``storage.engine._SizedPool``.
+ahead of it, never for ever-newer ones.
+
+Its timeout is a stall detector, not a deadline per waiter: a waiter gives up (the
+pool's ``PoolExhausted``) when no connection has come back for ``timeout`` seconds, the
+pool then being stuck (a hung database, leaked connections). While connections keep
+coming back the line moves and it keeps its place: a waiter that gave up after 30 s in
+a long but moving line would only join the end of it again on its retry, and a turn's
+writer gives up after three such tries, failing the turn, with the database healthy.
+
+A pool uses it as its ``_queue_class`` (the class SQLAlchemy's ``QueuePool`` builds its
+queue from): ``storage.engine._SizedPool``.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ class FairQueue(sqla_queue.AsyncAdaptedQueue[T], Generic[T]):
         self.use_lifo = use_lifo
         self._idle: deque[T] = deque()
         self._waiters: deque[asyncio.Future[T]] = deque()
+        self.returned = 0  # connections put back so far: the line's progress
+        self.kept_waiting = 0  # waits that outlasted ``timeout`` in a line that moved
 
     def empty(self) -> bool:
         return not self._idle
@@ -61,6 +71,7 @@ class FairQueue(sqla_queue.AsyncAdaptedQueue[T], Generic[T]):
         return sum(not waiter.done() for waiter in self._waiters)
 
     def put_nowait(self, item: T) -> None:
+        self.returned += 1
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():  # one that timed out or was cancelled is skipped
@@ -91,12 +102,21 @@ class FairQueue(sqla_queue.AsyncAdaptedQueue[T], Generic[T]):
         return await_only(self._wait(within=timeout))
 
     async def _wait(self, *, within: float | None) -> T:
-        # The pool's own timeout, given as a value: SQLAlchemy's get() takes it so.
+        """Wait in line until a connection is handed over; ``Empty`` once none has come
+        back for ``within`` seconds (see the module docstring)."""
         waiter: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            async with asyncio.timeout(within):
-                return await waiter
+            while True:
+                returned = self.returned
+                try:
+                    async with asyncio.timeout(within):
+                        # Shielded: a quiet period ends this wait, not the place in line.
+                        return await asyncio.shield(waiter)
+                except TimeoutError:
+                    if self.returned == returned:
+                        raise  # nothing came back: the pool is stuck
+                    self.kept_waiting += 1
         except BaseException as exc:
             if waiter.done() and not waiter.cancelled():
                 # Given a connection just as the wait ended (timeout or cancel): it is

@@ -97,6 +97,26 @@ async def test_a_waiter_that_gives_up_passes_its_turn_on(handed_over: bool) -> N
     assert queue.waiting == 0 and queue.qsize() == 0
 
 
+async def test_a_wait_in_a_line_that_moves_outlasts_the_timeout() -> None:
+    """The timeout detects a stuck pool (nothing comes back), not a long line."""
+    queue: FairQueue[str] = FairQueue(1)
+    first = asyncio.create_task(greenlet_spawn(queue.get, True, 1.0))
+    second = asyncio.create_task(greenlet_spawn(queue.get, True, 1.0))
+    await _queued(first, second)
+    queue.put_nowait("connection")  # the line moves: the first is served
+    held = await first
+    # The second waits past its timeout, and keeps its place: a connection came back
+    # during that second.
+    await wait_until(lambda: queue.kept_waiting == 1, what="the second's timeout to pass")
+    queue.put_nowait(held)
+    assert await second == "connection"
+    # A line that does not move: the wait ends with the pool's timeout after a second.
+    stuck = asyncio.create_task(greenlet_spawn(queue.get, True, 1.0))
+    with pytest.raises(sqla_queue.Empty):
+        await stuck
+    assert queue.waiting == 0
+
+
 async def test_a_connection_nobody_waits_for_is_kept_up_to_the_size() -> None:
     queue: FairQueue[str] = FairQueue(1)
     queue.put_nowait("kept")
