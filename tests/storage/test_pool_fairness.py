@@ -170,7 +170,7 @@ async def test_a_returned_connection_goes_to_the_longest_waiter(one_connection: 
         await wait_until(lambda: queue.waiting == 1, what="the first waiter to queue")
         second = asyncio.create_task(use("second"))
         await wait_until(lambda: queue.waiting == 2, what="the second waiter to queue")
-    # Returned here, in this step: a task asking now queues behind both.
+    # Returned: a task that asks after that queues behind both.
     late = asyncio.create_task(use("late"))
     await asyncio.gather(first, second, late)
     assert order == ["first", "second", "late"]
