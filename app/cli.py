@@ -122,6 +122,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # uvicorn must not replace it with an X-Forwarded-For a client wrote.
             proxy_headers=settings.resolved_auth_mode != "header",
         )
+        from app.gc_tuning import tune_for_serving
+
+        tune_for_serving()  # everything is imported and built: freeze it (see the module)
         GracefulServer(config).run(sockets=sockets)
     finally:
         for bound in sockets:

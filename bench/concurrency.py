@@ -17,7 +17,11 @@ no database connection free in time) is counted apart, as ``refused_prompts``.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +51,24 @@ async def sample_rss(server: Server, stop: asyncio.Event, peak: list[int]) -> No
             await asyncio.wait_for(stop.wait(), 0.2)
         except TimeoutError:
             pass
+
+
+def server_errors(log: Path, most: int = 5) -> list[tuple[str, int]]:
+    """The server's logged errors and warnings, by message and exception, most frequent
+    first: why prompts were refused or turns failed (e.g. ``PoolExhausted``), at a glance."""
+    seen: Counter[str] = Counter()
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("level") not in ("WARNING", "ERROR"):
+            continue
+        message = str(record.get("message", ""))[:80]
+        trace = str(record.get("exc") or "").strip().splitlines()
+        cause = trace[-1].split(":", 1)[0] if trace else ""
+        seen[f"{message} ({cause})" if cause else message] += 1
+    return seen.most_common(most)
 
 
 async def verify_persisted(server: Server, reports: list[dict[str, Any]], turns: int) -> list[str]:
@@ -92,6 +114,7 @@ async def run_level(
         url = sqlite_url(directory)
         await migrate(url)
     server = start_switchboard(url, directory, offline_delta_delay=delay)
+    load_before = os.getloadavg()
     pool: ClientPool | None = None
     try:
         idle_rss = server.rss_bytes()
@@ -123,6 +146,14 @@ async def run_level(
     latencies = [latency for report in reports for latency in report["latencies"]]
     done = sum(report["completed_turns"] for report in reports)
     refused = sum(1 for r in reports for p in r["problems"] if "server error frame" in p)
+    lost = gaps + len(problems) + (chats * turns - done)
+    errors = server_errors(server.log)
+    if refused or lost:
+        print(
+            f"  concurrency {engine} {chats}: {refused} refused, {lost} lost or incomplete;"
+            f" the server logged {errors}",
+            file=sys.stderr,
+        )
     return {
         "engine": engine,
         "refused_prompts": refused,
@@ -136,8 +167,12 @@ async def run_level(
         "server_rss_mib": peak[0] / 2**20,
         "server_idle_rss_mib": idle_rss / 2**20,
         "seq_gaps": gaps,
-        "lost_or_incomplete": gaps + len(problems) + (chats * turns - done),
+        "lost_or_incomplete": lost,
         "problems": problems[:10],
+        # A refused prompt's frame says only "try again": the server's log says why.
+        "server_errors": errors,
+        # The machine is shared: other work starves the server of CPU (see docs/benchmarks.md).
+        "load_average": [load_before, os.getloadavg()],
     }
 
 
