@@ -62,6 +62,7 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolRese
 from sqlalchemy.util import await_only
 
 from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, postgres_transaction
+from storage.pool_queue import FairQueue
 
 log = logging.getLogger("switchboard.storage")
 T = TypeVar("T")
@@ -90,7 +91,9 @@ class PoolSizing:
 
     size: int = 20  # kept open
     max_overflow: int = 20  # opened beyond ``size`` under load, closed when returned
-    timeout: float = 30.0  # seconds a transaction waits for a free connection
+    # Seconds with no connection coming back before a waiting transaction fails (a stuck
+    # pool); in a line that moves it keeps its place (storage.pool_queue).
+    timeout: float = 30.0
 
 
 class PoolExhausted(SQLAlchemyPoolTimeout):
@@ -98,7 +101,11 @@ class PoolExhausted(SQLAlchemyPoolTimeout):
 
 
 class _SizedPool(AsyncAdaptedQueuePool):
-    """SQLAlchemy's async queue pool, whose timeout says which settings to raise."""
+    """SQLAlchemy's async queue pool served first come, first served (a returned
+    connection goes to the longest waiter: storage.pool_queue.FairQueue), whose timeout
+    says which settings to raise."""
+
+    _queue_class = FairQueue[ConnectionPoolEntry]
 
     def _do_get(self) -> ConnectionPoolEntry:
         try:

@@ -127,11 +127,6 @@ async def test_a_connection_nobody_waits_for_is_kept_up_to_the_size() -> None:
         queue.get_nowait()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="storage/engine.py must build its pool's queue from storage.pool_queue.FairQueue "
-    "(_SizedPool._queue_class = FairQueue): the lead's file; drop this mark with that line",
-)
 async def test_the_database_pool_queues_in_arrival_order(pg_url: str) -> None:
     db = Database(pg_url)
     try:
