@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -64,6 +65,17 @@ class MemoryPolicy:
     summarise: Summarise
     # Tool schema tokens per agent (by identity): tools do not change between turns.
     _tools: dict[int, tuple[Agent[Any], int]] = field(default_factory=dict, repr=False)
+    _guarded: tuple[RunConfig, RunConfig] | None = field(default=None, repr=False)
+
+    def guarded(self, base: RunConfig) -> RunConfig:
+        """``base`` with the guard after its own input filter. The same config serves every
+        turn (the guard finds the running turn's memory in a context variable): building
+        one per turn cost more than the guard, the SDK validating each."""
+        cached = self._guarded
+        if cached is None or cached[0] is not base:
+            guard = _guard(base.call_model_input_filter)
+            cached = self._guarded = (base, replace(base, call_model_input_filter=guard))
+        return cached[1]
 
     def tools_tokens(self, agent: Agent[Any]) -> int:
         """Estimated tokens of the tools (and handoffs) ``agent`` is sent with."""
@@ -86,6 +98,23 @@ class MemoryPolicy:
             total += estimate_tokens(f"transfer_to_{name} {description}") + HANDOFF_SCHEMA_TOKENS
         self._tools[id(agent)] = (agent, total)
         return total
+
+
+# The turn whose model calls the guard fits: set by ``TurnMemory.run_config`` in the
+# turn's task, inherited by the SDK's run task.
+_running: ContextVar[TurnMemory | None] = ContextVar("switchboard_turn_memory", default=None)
+
+
+def _guard(inner: CallModelInputFilter | None) -> CallModelInputFilter:
+    async def guarded(data: CallModelData[Any]) -> ModelInputData:
+        model_data = data.model_data
+        if inner is not None:
+            filtered = inner(data)
+            model_data = await filtered if inspect.isawaitable(filtered) else filtered
+        memory = _running.get()
+        return memory.fit_or_leave(model_data, data.agent) if memory is not None else model_data
+
+    return guarded
 
 
 def summary_item(summary: str) -> dict[str, Any]:
@@ -231,26 +260,21 @@ class TurnMemory:
     # -- before every model call --------------------------------------------------------
 
     def run_config(self, base: RunConfig) -> RunConfig:
-        """``base`` with this memory's guard after its own input filter."""
-        return replace(base, call_model_input_filter=self._guard(base.call_model_input_filter))
+        """``base`` with the memory guard after its own input filter, for this turn: call
+        it in the turn's task before the SDK starts the run (whose task inherits it)."""
+        _running.set(self)
+        return self.policy.guarded(base)
 
-    def _guard(self, inner: CallModelInputFilter | None) -> CallModelInputFilter:
-        async def guarded(data: CallModelData[Any]) -> ModelInputData:
-            model_data = data.model_data
-            if inner is not None:
-                filtered = inner(data)
-                model_data = await filtered if inspect.isawaitable(filtered) else filtered
-            try:
-                return self.fit(model_data, data.agent)
-            except Exception:
-                # A guard must never fail the turn: the model refuses what does not fit.
-                logger.exception(
-                    "could not fit a model call to the budget",
-                    extra={"chat_id": self.session.session_id},
-                )
-                return model_data
-
-        return guarded
+    def fit_or_leave(self, data: ModelInputData, agent: Agent[Any]) -> ModelInputData:
+        try:
+            return self.fit(data, agent)
+        except Exception:
+            # A guard must never fail the turn: the model refuses what does not fit.
+            logger.exception(
+                "could not fit a model call to the budget",
+                extra={"chat_id": self.session.session_id},
+            )
+            return data
 
     def fit(self, data: ModelInputData, agent: Agent[Any]) -> ModelInputData:
         """``data`` within the input budget: its oldest groups left out when needed, but
