@@ -9,11 +9,13 @@ their place between persisted events; they are never written one by one, instead
 text of the message in progress is checkpointed at least every ``checkpoint_interval``
 (a timer wakes the writer for it; a checkpoint is no event, so deltas do not wait for it).
 
-A delta put while nothing is ahead of it (no event queued or being written) is published
-at once, by the caller, without the queue: at a model's pace that is every delta, and it
-saves a task wake-up, the batch bookkeeping and a generic encoding per token
-(bench/streaming.py measures this path). Deltas put behind persisted events queue up and
-go out after them; consecutive ones of a batch as one frame.
+A delta put while nothing is ahead of it (no event queued or being written) skips the
+queue: it is published by a callback at the end of the event loop's current pass, with
+every delta put in that pass as one frame. At a model's pace that is one frame per delta,
+without a task wake-up, the batch bookkeeping or a generic encoding per token
+(bench/streaming.py measures this path); a burst (a provider's chunk of several tokens,
+a model streaming flat out) still goes out as one frame. Deltas put behind persisted
+events queue up and go out after them; consecutive ones of a batch as one frame.
 
 When the store fails (after ``_WRITE_ATTEMPTS`` quick tries) the writer sets ``error``,
 which stops the turn, and keeps every event it could not write. Closing then retries, for
@@ -150,6 +152,8 @@ class EventWriter:
         self._ahead = 0
         self._closing = False
         self._delta_frames = _DeltaFrames(chat_id, turn_id)
+        self._burst: list[LlmResponseDeltaEvent] = []  # deltas put in this loop pass
+        self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[_Item | object] = asyncio.Queue()
         self._task = asyncio.create_task(self._run(), name=f"writer-{turn_id}")
 
@@ -161,13 +165,19 @@ class EventWriter:
             and self.error is None
             and not self._closing
         ):
-            self._publish_delta(event)
+            if not self._burst:
+                self._loop.call_soon(self._publish_burst)
+            self._burst.append(event)
             return
+        if self._burst:
+            self._publish_burst()  # before anything put after them
         self._ahead += 1
         self._queue.put_nowait(_Item(event, now_ts(), update))
 
     async def close(self) -> None:
         """Write and publish everything queued so far, then stop."""
+        if self._burst:
+            self._publish_burst()
         self._closing = True
         self._queue.put_nowait(_CLOSE)
         await self._task
@@ -247,16 +257,26 @@ class EventWriter:
         if self._text_changed and self.error is None and not self._closing:
             self._arm_checkpoint()
 
-    def _publish_delta(self, event: LlmResponseDeltaEvent) -> None:
-        """A delta with nothing ahead of it: track it and publish it now (see put)."""
-        delta = event.delta
+    def _publish_burst(self) -> None:
+        """The deltas put with nothing ahead of them since the last call (see put): track
+        them and publish them, one frame per agent's run of them (one frame, in practice)."""
+        burst, self._burst = self._burst, []
+        if not burst:
+            return  # already published: something was put behind them
         if not self._streaming:
             self._text_parts, self._streaming = [], True
-        self._text_parts.append(delta)
+        ts = now_ts()
+        start = 0
+        for end in range(1, len(burst) + 1):
+            agent = burst[start].current_agent
+            if end < len(burst) and burst[end].current_agent == agent:
+                continue
+            delta = burst[start].delta if end - start == 1 else _joined(burst[start:end])
+            self._text_parts.append(delta)
+            text = self._delta_frames.encode(delta, agent, ts)
+            self.hub.publish_delta(self.channel, text, delta, agent)
+            start = end
         self._text_did_change()
-        agent = event.current_agent
-        text = self._delta_frames.encode(delta, agent, now_ts())
-        self.hub.publish_delta(self.channel, text, delta, agent)
 
     def _track_text(self, batch: list[_Item]) -> None:
         for item in batch:
@@ -431,6 +451,10 @@ def _as_cancelled(events: list[NewEvent]) -> list[NewEvent]:
 
 def _as_cancelled_update(update: TurnUpdate | None) -> TurnUpdate | None:
     return replace(update, status="cancelled") if update is not None else None
+
+
+def _joined(deltas: list[LlmResponseDeltaEvent]) -> str:
+    return "".join(event.delta for event in deltas)
 
 
 def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:

@@ -1,6 +1,6 @@
 """The writer's per-delta path (websocket/writer.py): a delta with nothing ahead of it goes
-out at once, as its own frame, encoded exactly as ``encode`` would; one behind persisted
-events waits for them; the checkpoint timer stores the text of deltas that never passed
+out by the end of the loop's pass, as its own frame (a burst of them as one), encoded
+exactly as ``encode`` would; one behind persisted events waits for them; the checkpoint timer stores the text of deltas that never passed
 through the writer's queue, and never holds them up. Real SQLite store and hub; the store
 is only watched (and, to hold a write open, gated) around its real ``append``."""
 
@@ -56,6 +56,10 @@ class Turn:
     def __init__(self, store: WatchedStore, hub: Hub, writer: EventWriter, sub: Subscription):
         self.store, self.hub, self.writer, self.subscription = store, hub, writer, sub
 
+    async def next_frames(self, count: int) -> list[Frame]:
+        async with asyncio.timeout(WAIT):
+            return [await self.subscription.get() for _ in range(count)]
+
     def queued(self) -> list[Frame]:
         """The frames queued for the socket so far (taken off its queue)."""
         frames = []
@@ -104,15 +108,26 @@ def test_a_delta_frame_is_what_encode_makes(text: str, agent: str) -> None:
     )
 
 
-async def test_a_delta_with_nothing_ahead_goes_out_at_once_as_its_own_frame(turn: Turn) -> None:
+async def test_a_delta_with_nothing_ahead_goes_out_as_its_own_frame(turn: Turn) -> None:
     for word in ("one ", "two ", "three "):
         turn.writer.put(delta(word))
-        (frame,) = turn.queued()  # no await in between: no writer task involved
+        (frame,) = await turn.next_frames(1)
+        assert turn.queued() == []
         wire = orjson.loads(frame.text)
         assert (wire["type"], wire["delta"], wire["seq"]) == ("llm_response_delta", word, None)
         assert frame.delta == word and frame.mark is not None
     running = turn.hub.running_turn(turn.writer.channel)
     assert running is not None and running.current_text == "one two three "
+
+
+async def test_deltas_put_in_one_pass_of_the_loop_go_out_as_one_frame(turn: Turn) -> None:
+    for word in ("a ", "b ", "c "):  # a provider's chunk of tokens, or a model flat out
+        turn.writer.put(delta(word))
+    (frame,) = await turn.next_frames(1)
+    assert frame.delta == "a b c " and orjson.loads(frame.text)["delta"] == "a b c "
+    assert frame.mark is not None and frame.mark[2] == len("a b c ")
+    turn.writer.put(delta("d "))
+    assert [f.delta for f in await turn.next_frames(1)] == ["d "]
 
 
 async def test_a_delta_behind_a_persisted_event_waits_for_its_commit(turn: Turn) -> None:
@@ -129,8 +144,8 @@ async def test_a_delta_behind_a_persisted_event_waits_for_its_commit(turn: Turn)
             frames.append(await turn.subscription.get())
     assert frames[0].seq is not None and orjson.loads(frames[0].text)["type"] == "llm_response"
     assert frames[1].delta == "next "
-    turn.writer.put(delta("then "))  # nothing ahead again: at once
-    assert [f.delta for f in turn.queued()] == ["then "]
+    turn.writer.put(delta("then "))  # nothing ahead again
+    assert [f.delta for f in await turn.next_frames(1)] == ["then "]
 
 
 async def test_deltas_that_never_queue_are_checkpointed_and_never_wait_for_it(
@@ -148,8 +163,10 @@ async def test_deltas_that_never_queue_are_checkpointed_and_never_wait_for_it(
     turn.queued()
     turn.writer.put(delta("c "))
     await asyncio.wait_for(turn.store.appending.wait(), WAIT)
+    assert [f.delta for f in turn.queued()] == ["c "]
     turn.writer.put(delta("d "))
-    assert [f.delta for f in turn.queued()] == ["c ", "d "]
+    assert [f.delta for f in await turn.next_frames(1)] == ["d "]  # the write is still held
+    assert not turn.store.checkpointed.is_set()
     turn.store.gate.set()
     await asyncio.wait_for(turn.store.checkpointed.wait(), WAIT)
     # That checkpoint had "a b c " (or "a b c d ": the text when its write began); the
