@@ -81,7 +81,9 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
     if quick:
         return {
             "turn": lambda d: turn_overhead.run(d, postgres_url=postgres, count=10, warmup=2),
-            "streaming": lambda d: streaming.run(d, runs=1, word_count=2_000),
+            "streaming": lambda d: streaming.run(
+                d, rounds=1, words=1_000, flat_words=5_000, flat_runs=1
+            ),
             "concurrency": lambda d: concurrency.run(
                 d, levels=((20, 2), (50, 1)), postgres_url=postgres, postgres_levels=((50, 1),)
             ),

@@ -2,11 +2,13 @@
 
 It speaks the Responses stream exactly as a real provider does (created, item added,
 content part, one ``output_text.delta`` per word, done events, completed), so the SDK
-and our pipeline do for each delta what they do for a real model's.
+and our pipeline do for each delta what they do for a real model's. ``pace`` (seconds)
+is slept before each delta, as a model's tokens arrive one by one; 0 streams flat out.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -37,9 +39,12 @@ def words(count: int) -> list[str]:
 
 
 class LongMessageModel(Model):
-    def __init__(self, word_count: int) -> None:
+    def __init__(self, word_count: int, pace: float = 0.0) -> None:
         if word_count < 1:
             raise ValueError("word_count must be >= 1")
+        if pace < 0:
+            raise ValueError("pace must be >= 0")
+        self.pace = pace
         self.deltas = words(word_count)
         self.text = "".join(self.deltas)
 
@@ -121,7 +126,10 @@ class LongMessageModel(Model):
             sequence_number=next(sequence),
             part=ResponseOutputText(type="output_text", text="", annotations=[], logprobs=[]),
         )
+        pace = self.pace
         for delta in self.deltas:
+            if pace:
+                await asyncio.sleep(pace)
             yield ResponseTextDeltaEvent(
                 type="response.output_text.delta",
                 item_id=MESSAGE_ID,
@@ -162,8 +170,8 @@ class LongMessageModel(Model):
 
 
 class LongMessageProvider(ModelProvider):
-    def __init__(self, word_count: int) -> None:
-        self._model = LongMessageModel(word_count)
+    def __init__(self, word_count: int, pace: float = 0.0) -> None:
+        self._model = LongMessageModel(word_count, pace)
 
     def get_model(self, model_name: str | None) -> Model:
         return self._model

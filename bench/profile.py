@@ -1,8 +1,8 @@
 """Where does the server's time go? ``python -m bench.profile turn|stream [--seconds N]``
 
 Starts a real server, attaches py-spy to it (from outside: the server runs unmodified),
-drives turns (``turn``: the multi-agent turn back to back) or one long streamed message
-(``stream``), then prints the functions with the largest share of the samples, inclusive
+drives turns (``turn``: the multi-agent turn back to back) or long messages streamed at
+a real pace, one frame per delta (``stream``, as bench/streaming.py), then prints the functions with the largest share of the samples, inclusive
 and self, and writes the collapsed stacks and a flame graph under ``bench/results/``.
 Not part of ``make bench``: a profiled server is slower, its numbers are not results.
 """
@@ -95,12 +95,14 @@ async def drive_turns(server: Server, seconds: float) -> int:
 
 
 async def drive_stream(server: Server, seconds: float) -> int:
-    from bench.streaming import stream_once
+    """Messages of bench.streaming's length at its pace (one frame per delta)."""
+    from bench.streaming import SKIP, WORDS, socket_message
 
     deadline = time.monotonic() + seconds
     runs = 0
     while time.monotonic() < deadline:
-        await stream_once(server.ws_url("profile-" + str(runs)), 20_000)
+        url = server.ws_url(f"profile-{runs}")
+        await socket_message(url, server.pid, WORDS, SKIP, ours=True)
         runs += 1
     return runs
 

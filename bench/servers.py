@@ -1,20 +1,21 @@
 """Server processes the streaming benchmark needs besides ``switchboard serve``.
 
-    python -m bench.servers raw --port P                 # the raw Starlette baseline
-    python -m bench.servers long-message --port P --words N   # Switchboard, long answers
+    python -m bench.servers raw --port P [--words N] [--pace S]          # raw Starlette
+    python -m bench.servers long-message --port P --words N [--pace S]   # Switchboard
 
 ``raw`` is the floor any WebSocket server on this stack pays: a Starlette endpoint that
 answers a prompt with a plain loop of ``send_text`` calls, each frame a delta event of
 the same shape and size as ours, serialised with orjson. ``long-message`` is the real
 app (``create_app``, every layer of the pipeline) whose model answers every prompt with
-one message of N words, streamed one word per delta; only the model differs from
-``switchboard serve``. Both run under uvicorn with the options ``switchboard serve``
-uses, one worker.
+one message of N words, streamed one word per delta, ``--pace`` seconds apart (0: flat
+out); only the model differs from ``switchboard serve``. Both run under uvicorn with the
+WebSocket options ``switchboard serve`` uses (no permessage-deflate by default), one worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import os
 from collections.abc import AsyncIterator
@@ -40,11 +41,14 @@ async def raw_stream(websocket: WebSocket) -> None:
     await websocket.accept()
     chat_id = websocket.path_params["chat_id"]
     words = int(os.environ["BENCH_WORDS"])
+    pace = float(os.environ.get("BENCH_PACE", "0"))
     try:
         while True:
             await websocket.receive_text()
             text = []
             for index in range(words):
+                if pace:
+                    await asyncio.sleep(pace)
                 delta = f"w{index} "
                 text.append(delta)
                 await websocket.send_text(
@@ -87,12 +91,15 @@ def long_message_app() -> Any:
     from app.services import Services
 
     words = int(os.environ["BENCH_WORDS"])
+    pace = float(os.environ.get("BENCH_PACE", "0"))
 
     @asynccontextmanager
     async def long_model(services: Services) -> AsyncIterator[None]:
         # RunConfig.model overrides every agent's own model, whatever the app configured.
         turns = services.turns
-        run_config = dataclasses.replace(turns.engine.run_config, model=LongMessageModel(words))
+        run_config = dataclasses.replace(
+            turns.engine.run_config, model=LongMessageModel(words, pace)
+        )
         turns.engine = dataclasses.replace(turns.engine, run_config=run_config)
         yield
 
@@ -104,14 +111,17 @@ def main() -> None:
     parser.add_argument("app", choices=("raw", "long-message"))
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--words", type=int, default=20_000)
+    parser.add_argument("--pace", type=float, default=0.0, help="seconds before each delta")
     args = parser.parse_args()
     os.environ["BENCH_WORDS"] = str(args.words)
+    os.environ["BENCH_PACE"] = str(args.pace)
     factory = "bench.servers:raw_app" if args.app == "raw" else "bench.servers:long_message_app"
-    if args.app == "long-message":
-        from app.log_setup import configure_logging
-        from app.settings import load_settings
+    from app.log_setup import configure_logging
+    from app.settings import load_settings
 
-        configure_logging(load_settings().log_level)
+    settings = load_settings()
+    if args.app == "long-message":
+        configure_logging(settings.log_level)
     uvicorn.run(
         factory,
         factory=True,
@@ -119,6 +129,8 @@ def main() -> None:
         port=args.port,
         log_config=None,
         log_level="warning",
+        ws_max_size=settings.max_frame_bytes,
+        ws_per_message_deflate=settings.ws_per_message_deflate,
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from websocket.lean import LeanQueue
 
@@ -36,8 +36,12 @@ def channel_of(user_id: str, chat_id: str) -> str:
     return f"{user_id}/{chat_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
+    """One frame for the sockets, shared by all of a channel's subscriptions: immutable.
+
+    A named tuple rather than a frozen dataclass: one is built per streamed delta, and a
+    frozen dataclass's ``__init__`` costs three times as much (bench/streaming.py)."""
+
     seq: int | None  # None for ephemeral events
     text: str  # the encoded JSON
     delta: str | None = None  # for llm_response_delta: the text it adds
@@ -91,8 +95,7 @@ class Subscription:
 
     def _overflow(self) -> None:
         self.overflowed = True
-        while not self._queue.empty():  # never to be sent: free it now
-            self._queue.get_nowait()
+        self._queue.clear()  # never to be sent: free it now
         self._queued_bytes = 0
         self._queue.put_nowait(None)
         if self.on_overflow is not None:
@@ -235,6 +238,26 @@ class Hub:
                     subscription.put(frame)
         if self.cluster is not None and self.cluster.remote:
             self.cluster.publish(channel, turn, marked)
+
+    def publish_delta(self, channel: str, text: str, delta: str, agent: str) -> None:
+        """``publish`` of one delta frame (encoded as ``text``) of this process's turn.
+
+        The per-token path (websocket.writer): the frame is built once, already marked.
+        """
+        state = self._channels.get(channel)
+        turn = state.turn if state is not None else None
+        mark = None
+        if turn is not None:  # as _track does for a delta
+            turn.current_agent = agent
+            turn.text_parts.append(delta)
+            turn.text_length += len(delta)
+            mark = (turn.turn_id, turn.message_index, turn.text_length)
+        frame = Frame(None, text, delta, agent, False, mark)
+        if state is not None:
+            for subscription in state.subscribers:
+                subscription.put(frame)
+        if self.cluster is not None and self.cluster.remote:
+            self.cluster.publish(channel, turn, [frame])
 
     def deliver_remote(self, channel: str, frames: Iterable[Frame]) -> None:
         """Frames another instance published on a channel this process watches."""

@@ -50,6 +50,10 @@ class LeanQueue(Generic[T]):
             self._items = None  # an empty deque still holds a 64-slot block
         return item
 
+    def clear(self) -> None:
+        """Drop every queued item (the waiting getters keep waiting)."""
+        self._items = None
+
     async def get(self) -> T:
         while not self._items:
             getter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

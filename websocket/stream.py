@@ -126,7 +126,11 @@ class StreamTranslator:
     # ----------------------------------------------------------------- per fact
 
     def _delta(self, fact: TextDelta) -> list[Event]:
-        self._pending.setdefault(fact.item_id, []).append(fact.delta)
+        # Once per streamed token: no setdefault, whose default list is built every call.
+        parts = self._pending.get(fact.item_id)
+        if parts is None:
+            parts = self._pending[fact.item_id] = []
+        parts.append(fact.delta)
         return [LlmResponseDeltaEvent(delta=fact.delta, current_agent=self._current_agent)]
 
     def _agent_changed(self, name: str) -> list[Event]:

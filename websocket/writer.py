@@ -6,7 +6,16 @@ wakes up (a few ms of events under load, one event when idle): it costs one
 transaction, and only after that commit are its frames published, so a socket never
 sees a seq that a crash could lose. Ephemeral deltas travel the same queue to keep
 their place between persisted events; they are never written one by one, instead the
-text of the message in progress is checkpointed at least every ``checkpoint_interval``.
+text of the message in progress is checkpointed at least every ``checkpoint_interval``
+(a timer wakes the writer for it; a checkpoint is no event, so deltas do not wait for it).
+
+A delta put while nothing is ahead of it (no event queued or being written) skips the
+queue: it is published by a callback at the end of the event loop's current pass, with
+every delta put in that pass as one frame. At a model's pace that is one frame per delta,
+without a task wake-up, the batch bookkeeping or a generic encoding per token
+(bench/streaming.py measures this path); a burst (a provider's chunk of several tokens,
+a model streaming flat out) still goes out as one frame. Deltas put behind persisted
+events queue up and go out after them; consecutive ones of a batch as one frame.
 
 When the store fails (after ``_WRITE_ATTEMPTS`` quick tries) the writer sets ``error``,
 which stops the turn, and keeps every event it could not write. Closing then retries, for
@@ -23,6 +32,8 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+
+import orjson
 
 from storage.errors import CancelRequested, TurnFenced
 from storage.events import EventStore
@@ -64,6 +75,29 @@ class _Item:
 
 
 _CLOSE = object()
+_CHECKPOINT = object()  # put by the checkpoint timer: the text is due to be stored
+
+
+class _DeltaFrames:
+    """Encodes a turn's ``llm_response_delta`` frames: ``encode(event.enveloped(...))``,
+    byte for byte, with the envelope built once (only ts, the text and the agent vary)."""
+
+    def __init__(self, chat_id: str, turn_id: str) -> None:
+        self._head = (
+            '{"type":"llm_response_delta","chat_id":'
+            + orjson.dumps(chat_id).decode()
+            + ',"turn_id":'
+            + orjson.dumps(turn_id).decode()
+            + ',"seq":null,"ts":"'
+        )
+        self._agent: str | None = None
+        self._tail = ""
+
+    def encode(self, delta: str, agent: str, ts: str) -> str:
+        if agent != self._agent:
+            self._agent, self._tail = agent, f',"current_agent":{orjson.dumps(agent).decode()}}}'
+        # ts is now_ts()'s: digits and "-:.TZ", nothing JSON escapes.
+        return f'{self._head}{ts}","delta":{orjson.dumps(delta).decode()}{self._tail}'
 
 
 class EventWriter:
@@ -105,17 +139,46 @@ class EventWriter:
         # delta`` on an attribute copies the whole text per delta, quadratic in a long
         # message (bench/streaming.py).
         self._text_parts: list[str] = []
-        self._text_changed = False  # since the last checkpoint
+        self._text_version = 0  # changes of the text so far
+        self._checkpointed_version = 0  # the version the last checkpoint stored
         self._streaming = False
         self._last_checkpoint = time.monotonic()
+        self._checkpoint_timer: asyncio.TimerHandle | None = None
+        # From the first change after a checkpoint until the next one is stored (the timer
+        # armed, _CHECKPOINT queued, or its write under way): no second timer meanwhile.
+        self._checkpoint_pending = False
+        # Items put and not yet published (queued, or in the batch being written): a delta
+        # takes the queue behind them, else it goes out at once.
+        self._ahead = 0
+        self._closing = False
+        self._delta_frames = _DeltaFrames(chat_id, turn_id)
+        self._burst: list[LlmResponseDeltaEvent] = []  # deltas put in this loop pass
+        self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[_Item | object] = asyncio.Queue()
         self._task = asyncio.create_task(self._run(), name=f"writer-{turn_id}")
 
     def put(self, event: Event, update: TurnUpdate | None = None) -> None:
+        if (
+            not self._ahead
+            and update is None
+            and isinstance(event, LlmResponseDeltaEvent)
+            and self.error is None
+            and not self._closing
+        ):
+            if not self._burst:
+                self._loop.call_soon(self._publish_burst)
+            self._burst.append(event)
+            return
+        if self._burst:
+            self._publish_burst()  # before anything put after them
+        self._ahead += 1
         self._queue.put_nowait(_Item(event, now_ts(), update))
 
     async def close(self) -> None:
         """Write and publish everything queued so far, then stop."""
+        if self._burst:
+            self._publish_burst()
+        self._closing = True
         self._queue.put_nowait(_CLOSE)
         await self._task
         if self.error is not None:
@@ -123,28 +186,35 @@ class EventWriter:
 
     async def _run(self) -> None:
         closing = False
-        while not closing:
-            try:
-                first = await asyncio.wait_for(self._queue.get(), self._checkpoint_wait())
-            except TimeoutError:
-                await self._write([])
-                continue
-            batch: list[_Item] = []
-            item = first
-            while True:
-                if item is _CLOSE:
-                    closing = True
-                    break
-                assert isinstance(item, _Item)
-                batch.append(item)
-                if len(batch) >= self.max_batch or self._queue.empty():
-                    break
-                item = self._queue.get_nowait()
-            if batch and self.error is None:
-                await self._write(batch)
-            else:
-                self._track_text(batch)
-                self._unwritten += batch
+        try:
+            while not closing:
+                item = await self._queue.get()
+                batch: list[_Item] = []
+                checkpoint = False
+                while True:
+                    if item is _CLOSE:
+                        closing = True
+                        break
+                    if item is _CHECKPOINT:
+                        checkpoint = True
+                    else:
+                        assert isinstance(item, _Item)
+                        batch.append(item)
+                    if len(batch) >= self.max_batch or self._queue.empty():
+                        break
+                    item = self._queue.get_nowait()
+                if self.error is None and (batch or checkpoint):
+                    await self._write(batch, checkpoint=checkpoint)
+                else:
+                    self._track_text(batch)
+                    self._unwritten += batch
+                self._ahead -= len(batch)
+                if checkpoint and self._checkpoint_timer is None:
+                    self._rearm_checkpoint()  # nothing was stored: the text had not changed
+        finally:
+            if self._checkpoint_timer is not None:
+                self._checkpoint_timer.cancel()
+                self._checkpoint_timer = None
         if self.error is not None and self._unwritten:
             await self._write_after_failure()
 
@@ -154,10 +224,59 @@ class EventWriter:
             self._text_parts[:] = ["".join(self._text_parts)]
         return self._text_parts[0] if self._text_parts else ""
 
-    def _checkpoint_wait(self) -> float | None:
-        if not self._text_changed or self.error is not None:
-            return None
-        return max(0.0, self._last_checkpoint + self.checkpoint_interval - time.monotonic())
+    @property
+    def _text_changed(self) -> bool:
+        """The text has changed since the last checkpoint stored it."""
+        return self._text_version != self._checkpointed_version
+
+    def _text_did_change(self) -> None:
+        self._text_version += 1
+        if not self._checkpoint_pending:
+            self._arm_checkpoint()
+
+    def _arm_checkpoint(self) -> None:
+        # Due checkpoint_interval after the last one: the timer wakes the writer then
+        # (deltas that went out at once never did).
+        self._checkpoint_pending = True
+        delay = self._last_checkpoint + self.checkpoint_interval - time.monotonic()
+        loop = asyncio.get_running_loop()
+        self._checkpoint_timer = loop.call_later(max(0.0, delay), self._checkpoint_due)
+
+    def _checkpoint_due(self) -> None:
+        self._checkpoint_timer = None
+        if not self._closing:  # else the turn's end stores the text
+            self._queue.put_nowait(_CHECKPOINT)
+
+    def _rearm_checkpoint(self) -> None:
+        """After a checkpoint (or a due one found nothing to store): the next one is due
+        checkpoint_interval later, if the text changes meanwhile or has already."""
+        if self._checkpoint_timer is not None:
+            self._checkpoint_timer.cancel()
+            self._checkpoint_timer = None
+        self._checkpoint_pending = False
+        if self._text_changed and self.error is None and not self._closing:
+            self._arm_checkpoint()
+
+    def _publish_burst(self) -> None:
+        """The deltas put with nothing ahead of them since the last call (see put): track
+        them and publish them, one frame per agent's run of them (one frame, in practice)."""
+        burst, self._burst = self._burst, []
+        if not burst:
+            return  # already published: something was put behind them
+        if not self._streaming:
+            self._text_parts, self._streaming = [], True
+        ts = now_ts()
+        start = 0
+        for end in range(1, len(burst) + 1):
+            agent = burst[start].current_agent
+            if end < len(burst) and burst[end].current_agent == agent:
+                continue
+            delta = burst[start].delta if end - start == 1 else _joined(burst[start:end])
+            self._text_parts.append(delta)
+            text = self._delta_frames.encode(delta, agent, ts)
+            self.hub.publish_delta(self.channel, text, delta, agent)
+            start = end
+        self._text_did_change()
 
     def _track_text(self, batch: list[_Item]) -> None:
         for item in batch:
@@ -166,15 +285,16 @@ class EventWriter:
                 if not self._streaming:
                     self._text_parts, self._streaming = [], True
                 self._text_parts.append(event.delta)
-                self._text_changed = True
+                self._text_did_change()
             elif isinstance(event, LlmResponseEvent):
                 self._text_parts, self._streaming = [event.text], False
-                self._text_changed = True
+                self._text_did_change()
 
-    async def _write(self, batch: list[_Item]) -> None:
+    async def _write(self, batch: list[_Item], *, checkpoint: bool = False) -> None:
         self._track_text(batch)
         new_events = self._new_events(batch)
-        update = self._merged_update(batch)
+        update = self._merged_update(batch, checkpoint=checkpoint)
+        version = self._text_version  # what a checkpoint in this write stores
         records = []
         if new_events or update is not None:
             try:
@@ -193,8 +313,9 @@ class EventWriter:
                 self._unwritten += batch  # written, if ever, by _write_after_failure
                 return
         if update is not None and update.partial_text is not None:
-            self._text_changed = False
+            self._checkpointed_version = version
             self._last_checkpoint = time.monotonic()
+            self._rearm_checkpoint()
         self._ended(records)
         self._publish(batch, records)
 
@@ -259,6 +380,9 @@ class EventWriter:
             if event.persisted:
                 record = next(published)
                 text, seq = encode(record.to_wire()), record.seq
+            elif isinstance(event, LlmResponseDeltaEvent):
+                text = self._delta_frames.encode(event.delta, event.current_agent, item.ts)
+                seq = None
             else:
                 wire = event.enveloped(self.chat_id, self.turn_id, None, item.ts)
                 text, seq = encode(wire), None
@@ -279,12 +403,13 @@ class EventWriter:
             NewEvent.of(item.event, self.turn_id, item.ts) for item in batch if item.event.persisted
         ]
 
-    def _merged_update(self, batch: list[_Item]) -> TurnUpdate | None:
+    def _merged_update(self, batch: list[_Item], *, checkpoint: bool = False) -> TurnUpdate | None:
+        """The batch's last explicit update, with the text; or a checkpoint of the text if
+        it changed and one is due (``checkpoint``: the timer said so)."""
         explicit = [item.update for item in batch if item.update is not None]
         update = explicit[-1] if explicit else None
-        due = (
-            self._text_changed
-            and time.monotonic() - self._last_checkpoint >= self.checkpoint_interval
+        due = self._text_changed and (
+            checkpoint or time.monotonic() - self._last_checkpoint >= self.checkpoint_interval
         )
         if update is None and not due:
             return None
@@ -326,6 +451,10 @@ def _as_cancelled(events: list[NewEvent]) -> list[NewEvent]:
 
 def _as_cancelled_update(update: TurnUpdate | None) -> TurnUpdate | None:
     return replace(update, status="cancelled") if update is not None else None
+
+
+def _joined(deltas: list[LlmResponseDeltaEvent]) -> str:
+    return "".join(event.delta for event in deltas)
 
 
 def _coalesce_deltas(batch: list[_Item]) -> list[_Item]:
