@@ -51,7 +51,7 @@ from bench.concurrency import verify_persisted
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 MODEL_DELAY = 0.01  # seconds per streamed word, as in bench.concurrency
-CHATS = 24  # enough to keep one instance busy on two cores (see docs/benchmarks.md)
+CHATS = 48  # enough to keep one instance busy on two cores (a turn costs ~35 ms of CPU)
 TURNS = 4
 ROUNDS = 3  # of each kind, alternating
 MONITORED_TURNS = 3
