@@ -16,6 +16,7 @@ from tests.fakes.model_server import Call, FakeModelServer, Say
 from tests.fakes.rap_tool import DIFF, Result, Silence, signature
 from tests.support.clients import open_client
 from tests.support.rap import RapStack
+from tests.support.waiting import wait_until
 from tests.ws.test_turns import assert_turn_order
 
 EDIT = {"path": "app/greet.py", "content": "def greet():\n    return 'hello'\n"}
@@ -303,7 +304,10 @@ async def test_bad_callbacks_are_refused_and_lose_nothing(rap_stack: Callable[..
         async with open_client(stack.live.ws_url(chat_id)) as client:
             await client.send({"type": "prompt", "text": "ask Notes"})
             await client.until("tool_call")
-            invocation = stack.tool.invocations[0]
+            # The tool_call event is sent before the call reaches the tool server.
+            [invocation] = await wait_until(
+                lambda: stack.tool.invocations, what="the tool server to be called"
+            )
             url = invocation["callback_url"]
             good = {
                 "type": "tool_result",
