@@ -29,7 +29,6 @@ from storage.models import (
     approvals,
     chat_events,
     chats,
-    conversation_items,
     paused_turns,
     turns,
     utcnow,
@@ -41,7 +40,6 @@ from storage.plain_sql import (
     append_plan,
     run_plan,
     start_plan,
-    turn_update_values,
 )
 from storage.records import (
     EventRecord,
@@ -433,33 +431,6 @@ def running_turn_row(
         lease_until=lease.until() if lease is not None else None,
         continues=continues,
     )
-
-
-async def apply_turn_update(session: Executor, chat_id: str, change: TurnUpdate) -> None:
-    values = turn_update_values(change, utcnow())
-    if change.items:
-        now = utcnow()
-        await session.execute(
-            insert(conversation_items),
-            [
-                {
-                    "chat_id": chat_id,
-                    "item": dict(item),
-                    "created_at": now,
-                    "turn_id": change.turn_id,
-                }
-                for item in change.items
-            ],
-        )
-    if not values:
-        return
-    result = await session.execute(
-        update(turns)
-        .where(turns.c.id == change.turn_id, turns.c.chat_id == chat_id)
-        .values(**values)
-    )
-    if rowcount(result) == 0:
-        raise ValueError(f"turn {change.turn_id!r} does not exist in chat {chat_id!r}")
 
 
 async def _running_turn(session: AsyncSession, chat_id: str) -> TurnRecord | None:
