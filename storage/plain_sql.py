@@ -239,12 +239,36 @@ def title_plan(chat_id: str, owner: str, title: str) -> Plan:
 
 def history_plan(chat_id: str, bind: Binding) -> Plan:
     """The chat's compaction row (or None) and the ``(id, item)`` rows after it that the
-    model still reads (storage/session.py ``_not_superseded``), oldest first."""
+    model still reads, oldest first."""
     compaction = yield Statement("compaction", (chat_id,), "row")
     after = int(compaction[0]) if compaction is not None else 0
+    rows = yield from items_plan(chat_id, after, bind)
+    return compaction, rows
+
+
+def items_plan(chat_id: str, after: int, bind: Binding) -> Plan:
+    """The ``(id, item)`` rows after ``after`` that the model still reads, oldest first."""
     rows = yield Statement("items_after", (chat_id, chat_id, chat_id, after), "all")
     unpacked = bind.unpacked
-    return compaction, [(int(id_), unpacked(item)) for id_, item in rows]
+    return [(int(id_), unpacked(item)) for id_, item in rows]
+
+
+def newest_items_plan(chat_id: str, limit: int, bind: Binding) -> Plan:
+    """The latest ``limit`` items the model still reads, oldest first."""
+    rows = yield Statement("items_newest", (chat_id, chat_id, chat_id, limit), "all")
+    unpacked = bind.unpacked
+    return [unpacked(item) for _, item in reversed(rows)]
+
+
+# The items the model still reads: a superseded turn's (regenerated or edited,
+# docs/protocol.md "Regenerate, edit and continue") are left out, except the calls the
+# person approved and their outputs: what a side-effecting tool did (an email sent) stays a
+# fact of the conversation, whichever answer replaced the one that did it.
+_MODEL_READS = (
+    "chat_id = ? AND (turn_id IS NULL "
+    "OR turn_id NOT IN (SELECT id FROM turns WHERE chat_id = ? AND superseded_by IS NOT NULL) "
+    "OR call_id IN (SELECT call_id FROM approvals WHERE chat_id = ? AND status = 'approved'))"
+)
 
 
 _SQL = {
@@ -295,10 +319,10 @@ _SQL = {
         "FROM chat_memory WHERE chat_id = ?"
     ),
     "items_after": (
-        "SELECT id, item FROM conversation_items WHERE chat_id = ? AND (turn_id IS NULL "
-        "OR turn_id NOT IN (SELECT id FROM turns WHERE chat_id = ? AND superseded_by IS NOT NULL) "
-        "OR call_id IN (SELECT call_id FROM approvals WHERE chat_id = ? AND status = 'approved')) "
-        "AND id > ? ORDER BY id"
+        f"SELECT id, item FROM conversation_items WHERE {_MODEL_READS} AND id > ? ORDER BY id"
+    ),
+    "items_newest": (
+        f"SELECT id, item FROM conversation_items WHERE {_MODEL_READS} ORDER BY id DESC LIMIT ?"
     ),
     "insert_items": (
         "INSERT INTO conversation_items (chat_id, item, created_at, turn_id, call_id) "

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Select, delete, func, insert, or_, select
+from sqlalchemy import delete, func, insert, select
 
 from storage.engine import Database
 from storage.errors import ChatNotFound
-from storage.models import approvals, chat_memory, chats, conversation_items, turns, utcnow
+from storage.models import chat_memory, chats, conversation_items, utcnow
+from storage.plain_sql import items_plan, newest_items_plan, run_plan
 
 if TYPE_CHECKING:  # the SDK is heavy to import and only needed for the types
     from agents.items import TResponseInputItem
@@ -38,38 +39,25 @@ class ChatSession:
         """
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        table = conversation_items
-        query = select(table.c.item).where(
-            table.c.chat_id == self.session_id, _not_superseded(self.session_id)
-        )
         if limit is None or limit < 0:  # negative: everything, like SQLiteSession
-            query = query.order_by(table.c.id)
-            async with self._db.session() as session:
-                return list((await session.scalars(query)).all())
+            rows = await self.get_rows()
+            return cast("list[TResponseInputItem]", [item for _, item in rows])
         if limit == 0:
             return []
-        query = query.order_by(table.c.id.desc()).limit(limit)
-        async with self._db.session() as session:
-            newest_first = list((await session.scalars(query)).all())
-        newest_first.reverse()
-        return newest_first
-
-    def rows_query(self, after_id: int | None = None) -> Select[tuple[int, Any]]:
-        """The ``(id, item)`` rows after ``after_id`` (all when None), oldest first."""
-        table = conversation_items
-        query = select(table.c.id, table.c.item).where(
-            table.c.chat_id == self.session_id, _not_superseded(self.session_id)
+        chat_id = self.session_id
+        newest: list[TResponseInputItem] = await run_plan(
+            self._db, lambda bind: newest_items_plan(chat_id, limit, bind), write=False
         )
-        if after_id is not None:
-            query = query.where(table.c.id > after_id)
-        return query.order_by(table.c.id)
+        return newest
 
     async def get_rows(self, after_id: int | None = None) -> list[tuple[int, dict[str, Any]]]:
         """``(id, item)`` of the items after ``after_id`` (all when None), oldest first:
         what a turn reads after the chat's stored compaction (storage/memory.py)."""
-        async with self._db.session() as session:
-            rows = (await session.execute(self.rows_query(after_id))).all()
-        return [(int(row.id), row.item) for row in rows]
+        chat_id, after = self.session_id, after_id or 0
+        rows: list[tuple[int, dict[str, Any]]] = await run_plan(
+            self._db, lambda bind: items_plan(chat_id, after, bind), write=False
+        )
+        return rows
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
@@ -116,25 +104,6 @@ class ChatSession:
                 delete(chat_memory).where(chat_memory.c.chat_id == self.session_id)
             )
             await session.commit()
-
-
-def _not_superseded(chat_id: str) -> Any:
-    """The items the model still reads: a superseded turn's (regenerated or edited,
-    docs/protocol.md "Regenerate, edit and continue") are left out, except the calls the
-    person approved and their outputs: what a side-effecting tool did (an email sent)
-    stays a fact of the conversation, whichever answer replaced the one that did it."""
-    table = conversation_items
-    superseded = select(turns.c.id).where(
-        turns.c.chat_id == chat_id, turns.c.superseded_by.is_not(None)
-    )
-    approved = select(approvals.c.call_id).where(
-        approvals.c.chat_id == chat_id, approvals.c.status == "approved"
-    )
-    return or_(
-        table.c.turn_id.is_(None),
-        table.c.turn_id.not_in(superseded),
-        table.c.call_id.in_(approved),
-    )
 
 
 class TurnSession:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import event, insert, select
 
+from storage import plain_sql
 from storage.engine import Database, json_dumps, json_loads
 from storage.events import EventStore
 from storage.models import chats, users, utcnow
@@ -99,14 +101,27 @@ def test_json_helpers_fall_back_to_the_stdlib() -> None:
 
 
 @pytest.fixture
-def selects(db: Database) -> list[str]:
-    """Every SELECT on conversation_items the engine runs while the test does."""
+def selects(db: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every SELECT on conversation_items the test runs, through SQLAlchemy or as plain
+    SQL (storage/plain_sql.py spells each statement it runs with ``<engine>_sql``)."""
     seen: list[str] = []
 
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+    def counts(statement: str) -> None:
         if statement.lstrip().upper().startswith("SELECT") and "conversation_items" in statement:
             seen.append(statement)
 
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        counts(statement)
+
+    spell = "sqlite_sql" if db.dialect == "sqlite" else "postgres_sql"
+    real = getattr(plain_sql, spell)
+
+    def spelled(name: str) -> str:
+        sql: str = real(name)
+        counts(sql)
+        return sql
+
+    monkeypatch.setattr(plain_sql, spell, spelled)
     event.listen(db.engine.sync_engine, "before_cursor_execute", record)
     yield seen
     event.remove(db.engine.sync_engine, "before_cursor_execute", record)
