@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from storage.engine import Database
 from storage.models import chat_memory, utcnow
-from storage.plain_sql import history_plan, run_plan
+from storage.plain_sql import compaction_plan, history_plan, run_plan
 from storage.session import ChatSession
 
 
@@ -36,8 +36,7 @@ class MemoryStore:
         self._db = db
 
     async def load(self, chat_id: str) -> Compaction | None:
-        async with self._db.session() as session:
-            row = (await session.execute(self._query(chat_id))).first()
+        row = await run_plan(self._db, lambda _bind: compaction_plan(chat_id), write=False)
         return self._compaction(row)
 
     async def history(
@@ -52,21 +51,10 @@ class MemoryStore:
         return self._compaction(row), rows
 
     @staticmethod
-    def _query(chat_id: str) -> Select[Any]:
-        table = chat_memory
-        return select(
-            table.c.through_item_id,
-            table.c.summary,
-            table.c.summary_tokens,
-            table.c.folded_items,
-            table.c.compactions,
-        ).where(table.c.chat_id == chat_id)
-
-    @staticmethod
     def _compaction(row: Any) -> Compaction | None:
         if row is None:
             return None
-        # A tuple of ``_query``'s columns, in order (SQLAlchemy's row or the driver's).
+        # A tuple of the columns of ``compaction_plan``, in order.
         through_item_id, summary, summary_tokens, folded_items, compactions = row
         return Compaction(
             int(through_item_id), summary, int(summary_tokens), int(folded_items), int(compactions)

@@ -240,10 +240,17 @@ def title_plan(chat_id: str, owner: str, title: str) -> Plan:
 def history_plan(chat_id: str, bind: Binding) -> Plan:
     """The chat's compaction row (or None) and the ``(id, item)`` rows after it that the
     model still reads, oldest first."""
-    compaction = yield Statement("compaction", (chat_id,), "row")
+    compaction = yield from compaction_plan(chat_id)
     after = int(compaction[0]) if compaction is not None else 0
     rows = yield from items_plan(chat_id, after, bind)
     return compaction, rows
+
+
+def compaction_plan(chat_id: str) -> Plan:
+    """The chat's ``chat_memory`` row as ``(through_item_id, summary, summary_tokens,
+    folded_items, compactions)``, or None."""
+    row = yield Statement("compaction", (chat_id,), "row")
+    return row
 
 
 def items_plan(chat_id: str, after: int, bind: Binding) -> Plan:
