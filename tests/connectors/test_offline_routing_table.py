@@ -35,31 +35,37 @@ def _today() -> date:
     return datetime.now(UTC).date()  # the offline model's clock
 
 
-def last_month() -> dict[str, str]:
-    end = _today().replace(day=1) - timedelta(days=1)
+# The day the rows were made: a prompt naming a month names it as of then. A run that
+# crosses midnight sees up to three days (this one, and the turn's start and end): the
+# dates a row expects are those of any of them (the model reads its clock once).
+COLLECTED = _today()
+
+
+def last_month(today: date) -> dict[str, str]:
+    end = today.replace(day=1) - timedelta(days=1)
     return {"start_date": end.replace(day=1).isoformat(), "end_date": end.isoformat()}
 
 
-def this_month() -> dict[str, str]:
-    return {"start_date": _today().replace(day=1).isoformat(), "end_date": _today().isoformat()}
+def this_month(today: date) -> dict[str, str]:
+    return {"start_date": today.replace(day=1).isoformat(), "end_date": today.isoformat()}
 
 
-def last_week() -> dict[str, str]:
+def last_week(today: date) -> dict[str, str]:
     return {
-        "start_date": (_today() - timedelta(days=7)).isoformat(),
-        "end_date": _today().isoformat(),
+        "start_date": (today - timedelta(days=7)).isoformat(),
+        "end_date": today.isoformat(),
     }
 
 
-def months_ago(count: int) -> date:
-    first = _today().replace(day=1)
+def months_ago(count: int, today: date) -> date:
+    first = today.replace(day=1)
     for _ in range(count):
         first = (first - timedelta(days=1)).replace(day=1)
     return first
 
 
-def named_month() -> dict[str, str]:
-    first = months_ago(2)
+def named_month(today: date) -> dict[str, str]:
+    first = months_ago(2, today)
     following = (first + timedelta(days=32)).replace(day=1)
     return {
         "start_date": first.isoformat(),
@@ -67,9 +73,13 @@ def named_month() -> dict[str, str]:
     }
 
 
-def yesterday() -> dict[str, str]:
-    day = (_today() - timedelta(days=1)).isoformat()
+def yesterday(today: date) -> dict[str, str]:
+    day = (today - timedelta(days=1)).isoformat()
     return {"start_date": day, "end_date": day}
+
+
+def day_of_month(today: date) -> dict[str, int]:
+    return {"days": today.day}
 
 
 # An expected argument: a value that must be equal, or a check of the value.
@@ -100,7 +110,8 @@ class Row:
     agent: str | None  # the one connector agent it reaches; None: answered without tools
     tool: str | None = None  # the tool the answer rests on (the turn's last call)
     arguments: Mapping[str, Expected] = field(default_factory=dict)
-    dates: Callable[[], dict[str, str]] | None = None  # expected start/end, computed today
+    # The arguments that depend on the day (start and end dates), given the day.
+    dates: Callable[[date], Mapping[str, Expected]] | None = None
 
 
 GMAIL = [
@@ -216,7 +227,7 @@ PLAID = [
         "How much did I spend this month?",
         "Plaid",
         "get_spending_summary_at_plaid",
-        {"days": _today().day},
+        dates=day_of_month,
     ),
     Row("show my spending by category", "Plaid", "get_spending_summary_at_plaid", {"days": 30}),
     Row("what's my budget looking like this month?", "Plaid", "get_spending_summary_at_plaid"),
@@ -249,7 +260,7 @@ PLAID = [
     ),
     Row("did my paycheck come in?", "Plaid", "get_transactions_at_plaid"),
     Row(
-        f"how much did I spend on coffee in {months_ago(2).strftime('%B')}",
+        f"how much did I spend on coffee in {months_ago(2, COLLECTED).strftime('%B')}",
         "Plaid",
         "get_transactions_at_plaid",
         {"query": "coffee"},
@@ -538,7 +549,9 @@ def test_the_table_has_fifteen_prompts_per_connector() -> None:
 
 @pytest.mark.parametrize("row", CASES)
 async def test_an_everyday_prompt_reaches_the_right_tool(row: Row) -> None:
+    started = _today()
     turn = await run_turn(row.prompt)
+    days = {COLLECTED, started, _today()}
 
     if row.agent is None:
         assert turn.agents == [ORCHESTRATOR] and turn.calls == [], turn.calls
@@ -548,19 +561,25 @@ async def test_an_everyday_prompt_reaches_the_right_tool(row: Row) -> None:
     tools = [name for name, _ in turn.calls if not name.startswith("transfer_to_")]
     assert tools and tools[-1] == row.tool, turn.calls
     arguments = turn.calls[-1][1]
-    expected = dict(row.arguments)
-    if row.dates is not None:
-        expected.update(row.dates())
     wrong = {
         key: arguments.get(key)
-        for key, value in expected.items()
+        for key, value in row.arguments.items()
         if not _matches(value, arguments.get(key))
     }
     assert not wrong, f"{row.prompt!r}: {arguments}"
+    if row.dates is not None:
+        assert any(
+            all(_matches(value, arguments.get(key)) for key, value in row.dates(day).items())
+            for day in days
+        ), f"{row.prompt!r}: {arguments}, expected {[row.dates(day) for day in sorted(days)]}"
 
 
 async def test_the_coffee_answer_totals_the_coffee_transactions_of_last_month() -> None:
+    started = _today()
     turn = await run_turn("what did I spend on coffee last month")
+    # The month before the model's day: the turn's first, or its last past midnight.
+    months = [last_month(day) for day in (started, _today())]
+    dates = next((m for m in months if f" from {m['start_date']}" in turn.answer), months[0])
 
     (shown,) = turn.outputs
     spent = [
@@ -570,7 +589,6 @@ async def test_the_coffee_answer_totals_the_coffee_transactions_of_last_month() 
         if txn["amount"] > 0
     ]
     assert spent and all("coffee" in json.dumps(txn).lower() for txn in spent)
-    dates = last_month()
     assert all(dates["start_date"] <= txn["date"][:10] <= dates["end_date"] for txn in spent)
     total = sum(txn["amount"] for txn in spent)
     assert turn.answer.startswith(f"You spent ${total:,.2f} on coffee from {dates['start_date']}")

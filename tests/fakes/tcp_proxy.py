@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
+
+from tests.support.servers import loopback_socket
 
 CONNECT_TIMEOUT = 5.0
 CHUNK = 64 * 1024
@@ -38,10 +39,9 @@ class TcpProxy:
     async def start(self) -> None:
         if self._server is not None:
             return
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # The port was ours a moment ago; its closed connections may sit in TIME_WAIT.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
+        # Nagle off on what it accepts, and the port may be ours from a moment ago (its
+        # closed connections in TIME_WAIT): loopback_socket sees to both.
+        sock = loopback_socket(self.port)
         self.port = sock.getsockname()[1]
         self._server = await asyncio.start_server(self._serve, sock=sock)
 

@@ -87,7 +87,10 @@ class Client:
 async def open_client(
     url: str, *, auto_approve: bool = False, **kwargs: Any
 ) -> AsyncIterator[Client]:
-    async with connect(url, open_timeout=10, **kwargs) as connection:
+    # max_queue=None: a test often stops reading a socket it keeps open (a second socket
+    # on the chat, say); with websockets' bounded queue the client would then stop reading
+    # the connection, miss the server's close frame and wait out its close_timeout (10 s).
+    async with connect(url, open_timeout=10, **{"max_queue": None, **kwargs}) as connection:
         yield Client(connection, auto_approve)
 
 

@@ -24,15 +24,19 @@ from app.ws_protocol import LeanWebSocketProtocol
 from tests.support.waiting import wait_started
 
 
-def loopback_socket() -> socket.socket:
-    """A TCP socket bound to a free loopback port, for uvicorn to listen on.
+def loopback_socket(port: int = 0) -> socket.socket:
+    """A TCP socket bound to a loopback port (a free one unless ``port`` is given, which
+    may still hold closed connections in TIME_WAIT), for a server to listen on.
 
     Bind it first when a server's own URL must be known before it starts (RAP tools are
     told Switchboard's callback URL).
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say
+    # they are TCP, and accepted ones inherit this. Left on, uvicorn's second write of a
+    # response (the body after the head) waits out the client's delayed ACK: 40 ms a call.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     return sock
 
 

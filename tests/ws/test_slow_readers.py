@@ -4,8 +4,9 @@ Each socket's queue is bounded by bytes as well as frames (``websocket.hub``): a
 coalesces its deltas into few large frames. A socket past the bound is closed with 1011
 "too slow: reconnect and resume", even when its sender is stuck writing to a peer that
 stopped reading; such a peer can never take the close frame, so the connection is cut.
-The tests make the bound small, so that a few turns with long prompts pass it (after the
-few MB the kernel's socket buffers take on loopback).
+The tests make the bound small, so that a few turns with long prompts pass it, and the
+server's send buffers small too: left to grow, the kernel's take a few MB on loopback
+before anything stays in the queue, a dozen turns more for nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from websockets.uri import parse_uri
 from app.settings import Settings
 from tests.support.clients import open_client
 from tests.support.logs import capture_logs
-from tests.support.servers import serve
+from tests.support.servers import loopback_socket, serve
 from tests.support.waiting import wait_until
 from websocket import hub
 from websocket.handler import CLOSE_TIMEOUT
@@ -36,12 +37,15 @@ pytestmark = pytest.mark.parametrize("_migrated_database", ["sqlite"], indirect=
 # is about 500 KB of frames, the largest one first.
 PROMPT = "hello " + "x" * 500_000
 QUEUE_BYTES = 1024 * 1024
-# Enough bytes to fill the kernel's socket buffers (a few MB on loopback) and then the
-# queue many times over.
+# Enough bytes to fill the kernel's socket buffers and then the queue many times over.
 MAX_TURNS = 48
 # A small receive window (set before connecting): the client's kernel holds next to
 # nothing for it, so what the server sends piles up on the server's side.
 RCVBUF = 4096
+# The server's send buffer (set on its listening socket; accepted sockets inherit it):
+# fixed rather than grown by the kernel up to net.ipv4.tcp_wmem's 4 MB, so the queue
+# fills after a few turns.
+SNDBUF = 64 * 1024
 
 
 class StalledReader:
@@ -97,7 +101,9 @@ def long_prompts(make_settings: Callable[..., Settings]) -> Settings:
 async def test_a_socket_that_stops_reading_is_cut_once_its_queue_passes_the_bound(
     long_prompts: Settings, small_queues: None
 ) -> None:
-    async with serve(long_prompts) as live:
+    sock = loopback_socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
+    async with serve(long_prompts, sock=sock) as live:
         connections = live.services.connections
         url = live.ws_url(uuid.uuid4().hex)
         with capture_logs(logging.WARNING) as logs:

@@ -104,10 +104,17 @@ async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(make_set
     among the next turn's events (and the next turn does not wait for them)."""
     making = asyncio.Event()
     never = asyncio.Event()
+    calls = 0
 
     @asynccontextmanager
     async def slow_suggestions(services: Services) -> AsyncIterator[None]:
         async def suggest(prompt: str, text: str, shown: list[str]) -> list[str]:
+            nonlocal calls
+            calls += 1
+            if calls > 1:
+                # The second turn's own, made at once: once they are written, every task
+                # of the chat has ended (waited on below, not timed out on).
+                return ["the second turn's"]
             making.set()
             await never.wait()  # as slow as a model can be
             return ["never shown"]
@@ -122,11 +129,15 @@ async def test_an_earlier_turns_suggestions_never_land_in_the_next_turn(make_set
             await client.until("end_of_stream")
             await asyncio.wait_for(making.wait(), 30)
             await client.send({"type": "prompt", "text": "what's in my inbox"})
-            await client.until("end_of_stream")
-        await live.services.turns.wait_idle(30)
+            second = (await client.until("end_of_stream"))[-1]
+            await client.until("suggested_prompts")
+        assert await live.services.turns.wait_idle(30)
         events = await stored(live, chat_id)
     check_chat_log(events)
-    assert "suggested_prompts" not in [e["type"] for e in events]
+    suggested = [e for e in events if e["type"] == "suggested_prompts"]
+    assert [(e["turn_id"], e["prompts"]) for e in suggested] == [
+        (second["turn_id"], ["the second turn's"])
+    ]
 
 
 async def test_a_client_message_id_reused_with_another_text_is_refused(make_settings: Any) -> None:
