@@ -171,7 +171,7 @@ class OtelTracing:
                 hide_llm_invocation_parameters=hide,
             ),
         )
-        self._db = DatabaseSpans(self._tracer, db.engine.sync_engine)
+        self._db = DatabaseSpans(self._tracer, db)
 
     @property
     def tracer(self) -> OtelTurnTracer:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.engine import Database, rowcount
 from storage.models import connected_accounts, utcnow
+from storage.plain_sql import credentials_plan, run_plan
 from storage.records import ConnectedAccount
 
 log = logging.getLogger("switchboard.storage")
@@ -66,13 +67,10 @@ class AccountRepository:
         Credentials that no configured key can decrypt (the secret key was replaced) also
         give None, so the connector asks the user to connect again.
         """
-        table = connected_accounts
-        async with self._db.session() as session:
-            token = await session.scalar(
-                select(table.c.credentials).where(
-                    table.c.user_id == self.user_id, table.c.connector == connector
-                )
-            )
+        # Plain SQL (storage/plain_sql.py): a connector's tools read it at every call.
+        token = await run_plan(
+            self._db, lambda _: credentials_plan(self.user_id, connector), write=False
+        )
         if token is None:
             return None
         try:

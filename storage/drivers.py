@@ -13,7 +13,9 @@ appends, and a few other statements of every turn, run as plain SQL on the drive
 - PostgreSQL: ``postgres_transaction`` runs a function on a pooled connection's asyncpg
   connection, which caches its prepared statements. A pooled connection the server dropped without the
   client noticing fails its first statement; that transaction is retried once on a fresh
-  connection (nothing of it was written): the pre-ping paid only on error.
+  connection (nothing of it was written): the pre-ping paid only on error. Reads run
+  without a transaction: under READ COMMITTED it would not make them more consistent, and
+  BEGIN and COMMIT are two round trips.
 """
 
 from __future__ import annotations
@@ -140,28 +142,39 @@ def is_disconnect(exc: BaseException) -> bool:
     return type(exc).__name__ in _DISCONNECTED or isinstance(exc, ConnectionError)
 
 
-async def postgres_transaction(engine: AsyncEngine, work: Callable[[Any], Awaitable[T]]) -> T:
+async def postgres_transaction(
+    engine: AsyncEngine, work: Callable[[Any], Awaitable[T]], write: bool = True
+) -> T:
     """``await work(asyncpg_connection)`` in a transaction on a pooled connection.
 
     Committed if it returns, rolled back if it raises. A connection found gone before the
     commit is dropped from the pool and the whole transaction runs once more on another
     (nothing of it was written); a failed commit is never retried (it may have happened).
+
+    Not ``write``: the statements run as they are, without BEGIN and COMMIT (two round
+    trips less). Under READ COMMITTED every statement reads its own snapshot either way,
+    so a transaction would make a read no more consistent.
     """
     for attempt in (1, 2):
         async with engine.connect() as pooled:
             driver = (await pooled.get_raw_connection()).driver_connection
             assert driver is not None, "a pooled connection always has its driver connection"
-            transaction = driver.transaction()
+            transaction = driver.transaction() if write else None
             try:
-                await transaction.start()
+                if transaction is not None:
+                    await transaction.start()
                 result = await work(driver)
             except BaseException as exc:
-                if not await _rolled_back(transaction):
+                # A read has no transaction to roll back: its connection, perhaps cut off
+                # mid-statement, is in doubt all the same.
+                if transaction is None or not await _rolled_back(transaction):
                     await pooled.invalidate()  # never lend a connection in doubt again
                 if attempt == 1 and is_disconnect(exc):
                     log.warning("database connection lost (%s); retrying", type(exc).__name__)
                     continue
                 raise
+            if transaction is None:
+                return result
             try:
                 await transaction.commit()
             except BaseException:

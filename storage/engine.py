@@ -40,7 +40,7 @@ import logging
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -185,6 +185,10 @@ class Database:
         self._sqlite_path = parsed.database or ""
         self._sqlite_writer: SqliteWriteThread | None = None  # made on first use
         self._abandoned_pings: set[asyncio.Task[None]] = set()  # see ping
+        # Set by tracing (app.telemetry_db): wraps each plain-SQL transaction
+        # (storage/plain_sql.py), which SQLAlchemy's events never see, and is given the
+        # list its statements' SQL is added to. None: nothing is recorded.
+        self.plain_sql_span: Callable[[], AbstractContextManager[list[str]]] | None = None
 
     def __repr__(self) -> str:
         return f"Database({make_url(self.url).render_as_string(hide_password=True)!r})"
@@ -229,11 +233,12 @@ class Database:
         async with self._write_lock:
             return await self._sqlite_writer.run(work)
 
-    async def postgres_write(self, work: Callable[[Any], Awaitable[T]]) -> T:
-        """``await work(asyncpg_connection)`` in one transaction (storage/drivers.py)."""
+    async def postgres_run(self, work: Callable[[Any], Awaitable[T]], write: bool) -> T:
+        """``await work(asyncpg_connection)`` on a pooled connection, in one transaction
+        when it ``write``s (storage/drivers.py)."""
         if self.dialect != "postgresql":
-            raise RuntimeError(f"postgres_write on a {self.dialect} database")
-        return await postgres_transaction(self.engine, work)
+            raise RuntimeError(f"postgres_run on a {self.dialect} database")
+        return await postgres_transaction(self.engine, work, write)
 
     def insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
         """A dialect INSERT with ``on_conflict_do_nothing`` / ``on_conflict_do_update``.

@@ -37,6 +37,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from storage.packed_json import PackedJSON
+from storage.packed_time import PackedTimestamp, pack_time, unpack_time
 
 # Deterministic constraint names, so migrations can refer to them on both engines.
 NAMING_CONVENTION = {
@@ -79,6 +80,32 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class PackedDateTime(UTCDateTime):
+    """``UTCDateTime``; on SQLite stored as ``pack_time``'s 9 bytes instead of 26 characters
+    of text (storage/packed_time.py; rows written before stay text). Only for a column no
+    SQL compares or orders."""
+
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        def process(value: datetime | None) -> bytes | None:
+            return None if value is None else pack_time(value)
+
+        return process
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
+        if dialect.name != "sqlite":
+            return super().result_processor(dialect, coltype)
+
+        def process(value: str | bytes | None) -> datetime | None:
+            return None if value is None else unpack_time(value)
+
+        return process
 
 
 def utcnow() -> datetime:
@@ -161,14 +188,16 @@ class Turn(Base):
     final_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     partial_text: Mapped[str] = mapped_column(Text, server_default="")
     current_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Deflated on SQLite (storage/packed_json.py): no query reads it in SQL.
+    usage: Mapped[dict[str, Any] | None] = mapped_column(PackedJSON(), nullable=True)
+    # Nine bytes each on SQLite (storage/packed_time.py): no SQL compares them.
+    created_at: Mapped[datetime] = mapped_column(PackedDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(PackedDateTime(), nullable=True)
     user_prompt_seq: Mapped[int] = mapped_column(Integer)
     # The instance running the turn and its lease (renewed while it runs): another instance
     # may close the turn as orphaned only after the lease expired. Both are NULL while the
-    # turn waits for approvals (no process runs it then); a turn that ended keeps the
-    # instance that ended it (only a closed orphan's are cleared).
+    # turn waits for approvals (no process runs it then) and once it has ended (cleared
+    # with its final status; migration 0012 cleared the ended turns stored before).
     runner: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # A stop asked on any instance; the runner sees it when it renews its lease.
@@ -208,7 +237,8 @@ class ChatEvent(Base):
     type: Mapped[str] = mapped_column(String(64))
     # Deflated on SQLite when large (storage/packed_json.py): no query reads it in SQL.
     payload: Mapped[dict[str, Any]] = mapped_column(PackedJSON())
-    ts: Mapped[str] = mapped_column(String(40))
+    # Seven bytes on SQLite when it is now_ts()'s spelling (storage/packed_time.py).
+    ts: Mapped[str] = mapped_column(PackedTimestamp())
 
     __table_args__ = (PrimaryKeyConstraint("chat_id", "seq"),)
 
@@ -232,13 +262,16 @@ class ConversationItem(Base):
     # Deflated on SQLite when large (storage/packed_json.py), so SQL reads ``call_id``
     # below, never this column's JSON.
     item: Mapped[dict[str, Any]] = mapped_column(PackedJSON())
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Nine bytes on SQLite (storage/packed_time.py): only the user's export reads it.
+    created_at: Mapped[datetime] = mapped_column(PackedDateTime())
     # The turn that wrote the item (NULL for rows older than migration 0010, and for
     # writers outside a turn): a superseded turn's items are left out of the history.
     turn_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # The item's ``call_id`` (migration 0011; NULL for an item without one): the calls
     # the person approved stay in the history of a superseded turn (storage/session.py).
-    # Filled from ``item`` by every SQLAlchemy insert; a raw-driver insert must set it.
+    # Filled from ``item`` by every SQLAlchemy insert; a raw-driver insert must set it
+    # at least for every call an approval asked about (a turn's end sets only those,
+    # storage/plain_sql.py: the history's query looks for approved calls only).
     call_id: Mapped[str | None] = mapped_column(String(200), nullable=True, default=_item_call_id)
 
     __table_args__ = (Index("ix_conversation_items_chat", "chat_id", "id"),)

@@ -1,5 +1,5 @@
 """Plain SQL on the bare driver for the statements every turn runs: its start and its
-appends, opening its chat, reading its history and titling it.
+appends, opening its chat, reading its history and titling it, and a connector's account.
 
 Through SQLAlchemy these cost more CPU than the database did (storage/drivers.py). Each
 transaction is written once, as a plan: a generator that yields the statements to run and
@@ -28,6 +28,7 @@ from storage.errors import (
 )
 from storage.models import item_call_id, utcnow
 from storage.packed_json import pack, unpack
+from storage.packed_time import pack_time, pack_ts
 from storage.records import ChatRecord, EventRecord, NewEvent, TurnRecord, TurnUpdate
 
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
@@ -52,12 +53,19 @@ class Binding:
     """How an engine takes values the driver does not convert by itself."""
 
     time: Callable[[datetime], Any]
-    dumps: Callable[[Any], str]  # JSON to text
-    # Event payloads and conversation items: packed on SQLite (storage/packed_json.py).
+    # Event payloads, conversation items and usage: packed on SQLite
+    # (storage/packed_json.py); JSON text on PostgreSQL.
     packed: Callable[[Any], str | bytes]
     # And back: a stored time as aware UTC, a stored payload or item as its value.
     read_time: Callable[[Any], datetime]
     unpacked: Callable[[Any], Any]
+    # An event's ts, and the times no SQL compares (an item's created_at, a turn's
+    # created_at and finished_at): a few bytes on SQLite (storage/packed_time.py).
+    packed_ts: Callable[[str], str | bytes]
+    packed_time: Callable[[datetime], Any]
+    # PostgreSQL takes the seqs and inserts the events in one statement (one round trip
+    # less per append); SQLite has no UPDATE inside WITH, and its statements cost no trip.
+    one_statement_append: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +77,7 @@ class Append:
     after_end: bool
 
 
-def turn_update_values(change: TurnUpdate, now: Any) -> dict[str, Any]:
+def turn_update_values(change: TurnUpdate, finished_at: Any) -> dict[str, Any]:
     """The ``turns`` columns a ``TurnUpdate`` sets (JSON still as Python values)."""
     values: dict[str, Any] = {
         name: value
@@ -77,17 +85,29 @@ def turn_update_values(change: TurnUpdate, now: Any) -> dict[str, Any]:
         if (value := getattr(change, name)) is not None
     }
     if change.status in FINAL_STATUSES:
-        values["finished_at"] = now
+        values["finished_at"] = finished_at
+        # Nothing runs an ended turn: its runner and lease only fence and sweep running
+        # ones (``status = 'running'`` in every query that reads them), so they go, as a
+        # closed orphan's and a paused turn's do (~45 bytes a turn, issue 21).
+        values["runner"] = None
+        values["lease_until"] = None
     return values
 
 
 def append_plan(append: Append, bind: Binding) -> Plan:
     """The statements of ``EventStore.append``."""
     chat_id, events, update = append.chat_id, append.events, append.update
-    now, dumps = bind.time(utcnow()), bind.dumps
+    moment = utcnow()
+    now = bind.time(moment)
     records: list[EventRecord] = []
     if events:
-        last = yield Statement("allocate", (len(events), now, chat_id), "value")
+        # As stored: (turn_id, type, payload, ts) of each event.
+        stored = [(e.turn_id, e.type, bind.packed(e.payload), bind.packed_ts(e.ts)) for e in events]
+        if bind.one_statement_append:
+            arrays = [list(column) for column in zip(*stored, strict=True)]
+            last = yield Statement("allocate_insert", (len(events), now, chat_id, *arrays), "value")
+        else:
+            last = yield Statement("allocate", (len(events), now, chat_id), "value")
         if last is None:
             raise ChatNotFound(chat_id)
         first = int(last) - len(events) + 1
@@ -95,9 +115,9 @@ def append_plan(append: Append, bind: Binding) -> Plan:
             EventRecord(chat_id, first + i, e.turn_id, e.type, e.payload, e.ts)
             for i, e in enumerate(events)
         ]
-        packed = bind.packed
-        rows = [(chat_id, r.seq, r.turn_id, r.type, packed(r.payload), r.ts) for r in records]
-        yield Statement("insert_events", rows, "many")
+        if not bind.one_statement_append:
+            rows = [(chat_id, first + i, *row) for i, row in enumerate(stored)]
+            yield Statement("insert_events", rows, "many")
     fence = append.fence_turn
     if fence is not None and append.after_end:
         if (yield Statement("latest_turn", (chat_id,), "value")) != fence:
@@ -112,18 +132,26 @@ def append_plan(append: Append, bind: Binding) -> Plan:
             raise CancelRequested(fence)
     if update is not None:
         if update.items:
+            created, turn_id = bind.packed_time(moment), update.turn_id
             yield Statement(
                 "insert_items",
                 [
-                    (chat_id, bind.packed(dict(item)), now, update.turn_id, item_call_id(item))
+                    (
+                        chat_id,
+                        bind.packed(dict(item)),
+                        created,
+                        turn_id,
+                        chat_id,
+                        item_call_id(item),
+                    )
                     for item in update.items
                 ],
                 "many",
             )
-        values = turn_update_values(update, now)
+        values = turn_update_values(update, bind.packed_time(moment))
         if values:
             if "usage" in values:
-                values["usage"] = dumps(values["usage"])
+                values["usage"] = bind.packed(values["usage"])
             columns = ",".join(values)
             changed = yield Statement(
                 f"update_turn:{columns}", (*values.values(), update.turn_id, chat_id), "count"
@@ -179,7 +207,8 @@ def start_plan(start: Start, bind: Binding) -> Plan:
     seq = int(last)
     yield Statement("insert_turn", turn_row(turn, seq, bind), "count")
     event = start.event
-    row = (chat_id, seq, event.turn_id, event.type, bind.packed(event.payload), event.ts)
+    payload, ts = bind.packed(event.payload), bind.packed_ts(event.ts)
+    row = (chat_id, seq, event.turn_id, event.type, payload, ts)
     yield Statement("insert_events", [row], "many")
     if start.attachment_ids:
         marked = [(turn.id, id_, chat_id) for id_ in start.attachment_ids]
@@ -203,7 +232,7 @@ def turn_row(turn: TurnRecord, seq: int, bind: Binding) -> tuple[Any, ...]:
         turn.prompt,
         turn.status,
         turn.partial_text,
-        bind.time(turn.created_at),
+        bind.packed_time(turn.created_at),
         seq,
         turn.runner,
         lease_until,
@@ -244,6 +273,12 @@ def history_plan(chat_id: str, bind: Binding) -> Plan:
     after = int(compaction[0]) if compaction is not None else 0
     rows = yield from items_plan(chat_id, after, bind)
     return compaction, rows
+
+
+def credentials_plan(user_id: str, connector: str) -> Plan:
+    """A connected account's encrypted credentials (read at every call of its tools)."""
+    token = yield Statement("credentials", (user_id, connector), "value")
+    return token
 
 
 def compaction_plan(chat_id: str) -> Plan:
@@ -321,6 +356,9 @@ _SQL = {
     "title_if_untitled": (
         "UPDATE chats SET title = ? WHERE id = ? AND user_id = ? AND (title IS NULL OR title = '')"
     ),
+    "credentials": (
+        "SELECT credentials FROM connected_accounts WHERE user_id = ? AND connector = ?"
+    ),
     "compaction": (
         "SELECT through_item_id, summary, summary_tokens, folded_items, compactions "
         "FROM chat_memory WHERE chat_id = ?"
@@ -331,9 +369,29 @@ _SQL = {
     "items_newest": (
         f"SELECT id, item FROM conversation_items WHERE {_MODEL_READS} ORDER BY id DESC LIMIT ?"
     ),
+    # call_id only for a call that an approval asked about (issue 21: ~230 bytes a turn):
+    # the one query that reads it (_MODEL_READS) looks for approved calls, and a call's
+    # approval is always stored before its items (asked at the pause, items at the end).
     "insert_items": (
         "INSERT INTO conversation_items (chat_id, item, created_at, turn_id, call_id) "
-        "VALUES (?, ?, ?, ?, ?)"
+        "VALUES (?, ?, ?, ?, (SELECT call_id FROM approvals WHERE chat_id = ? AND call_id = ? "
+        "LIMIT 1))"
+    ),
+}
+
+
+# PostgreSQL only, spelled with its own placeholders: "allocate" and "insert_events" as one
+# statement. The UPDATE takes the chat row's lock first, as "allocate" does; without the
+# chat it returns nothing and nothing is inserted.
+_POSTGRES_ONLY = {
+    "allocate_insert": (
+        "WITH s AS (UPDATE chats SET last_seq = last_seq + $1, updated_at = $2 WHERE id = $3 "
+        "RETURNING last_seq), "
+        "i AS (INSERT INTO chat_events (chat_id, seq, turn_id, type, payload, ts) "
+        "SELECT $3, s.last_seq - $1 + e.n, e.turn_id, e.type, e.payload, e.ts FROM s, "
+        "unnest($4::varchar[], $5::varchar[], $6::jsonb[], $7::varchar[]) WITH ORDINALITY "
+        "AS e(turn_id, type, payload, ts, n)) "
+        "SELECT last_seq FROM s"
     ),
 }
 
@@ -349,6 +407,8 @@ def sqlite_sql(name: str) -> str:
 
 @cache
 def postgres_sql(name: str) -> str:
+    if name in _POSTGRES_ONLY:
+        return _POSTGRES_ONLY[name]
     sql = sqlite_sql(name)
     if name == "lock_chat":
         sql += " FOR UPDATE"
@@ -380,21 +440,39 @@ def _as_is(value: Any) -> Any:
 # asyncpg takes aware datetimes as they are, and JSON text for JSONB, which it decodes when
 # read (the codecs SQLAlchemy's dialect sets on every connection).
 BINDINGS: Mapping[str, Binding] = {
-    "sqlite": Binding(sqlite_time, json_dumps, pack, _sqlite_read_time, unpack),
-    "postgresql": Binding(_aware, json_dumps, json_dumps, _utc, _as_is),
+    "sqlite": Binding(sqlite_time, pack, _sqlite_read_time, unpack, pack_ts, pack_time),
+    "postgresql": Binding(
+        _aware, json_dumps, _utc, _as_is, _as_is, _aware, one_statement_append=True
+    ),
 }
 
 
 async def run_plan(db: Database, plan: Callable[[Binding], Plan], *, write: bool = True) -> Any:
-    """A plan as one transaction (``write``: SQLite's write lock, taken up front)."""
+    """A plan as one transaction; not ``write``: a read, which takes no write lock on
+    SQLite and runs without BEGIN and COMMIT on PostgreSQL (storage/drivers.py)."""
+    span = db.plain_sql_span
+    if span is None:
+        return await _run_plan(db, plan, write, None)
+    with span() as statements:  # traced: the transaction's SQL goes on its span
+        return await _run_plan(db, plan, write, statements)
+
+
+async def _run_plan(
+    db: Database, plan: Callable[[Binding], Plan], write: bool, record: list[str] | None
+) -> Any:
     bind = BINDINGS[db.dialect]
     if db.dialect == "sqlite":
-        return await db.sqlite_run(lambda connection: run_sqlite(connection, plan(bind)), write)
-    return await db.postgres_write(lambda connection: run_postgres(connection, plan(bind)))
+        return await db.sqlite_run(
+            lambda connection: run_sqlite(connection, plan(bind), record), write
+        )
+    return await db.postgres_run(
+        lambda connection: run_postgres(connection, plan(bind), record), write
+    )
 
 
-def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:
-    """Run a plan on a connection in a transaction (on the SQLite write thread)."""
+def run_sqlite(connection: sqlite3.Connection, steps: Plan, record: list[str] | None = None) -> Any:
+    """Run a plan on a connection in a transaction (on the SQLite write thread); each
+    statement's SQL is added to ``record`` when given."""
     result: Any = None
     while True:
         try:
@@ -402,6 +480,8 @@ def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:
         except StopIteration as done:
             return done.value
         sql = sqlite_sql(statement.name)
+        if record is not None:
+            record.append(sql)
         if statement.mode == "many":
             connection.executemany(sql, statement.params)
             result = None
@@ -417,8 +497,9 @@ def run_sqlite(connection: sqlite3.Connection, steps: Plan) -> Any:
             cursor.close()
 
 
-async def run_postgres(connection: Any, steps: Plan) -> Any:
-    """Run a plan on an asyncpg connection inside its transaction."""
+async def run_postgres(connection: Any, steps: Plan, record: list[str] | None = None) -> Any:
+    """Run a plan on an asyncpg connection (inside its transaction, for a write); each
+    statement's SQL is added to ``record`` when given."""
     result: Any = None
     while True:
         try:
@@ -426,6 +507,8 @@ async def run_postgres(connection: Any, steps: Plan) -> Any:
         except StopIteration as done:
             return done.value
         sql = postgres_sql(statement.name)
+        if record is not None:
+            record.append(sql)
         if statement.mode == "many":
             await connection.executemany(sql, statement.params)
             result = None

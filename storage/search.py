@@ -1,7 +1,8 @@
 """Full-text search over one user's chats: titles, prompts and final answers.
 
 The texts live in ``chat_search`` (written by database triggers, migration 0006); the
-index is the engine's own: SQLite FTS5 (``chat_search_fts``, porter stemming) or
+index is the engine's own: SQLite FTS5 (``chat_search_fts``, porter stemming, no word
+positions since migration 0012: no query here needs a phrase or a ranking) or
 PostgreSQL's ``to_tsvector('english', body)`` under a GIN index. A query is reduced to
 its words, each matched as a prefix ("coff" finds "coffee"), all of them required.
 Results are whole chats, ordered and paged exactly like ``ChatRepository.list``.
@@ -32,6 +33,12 @@ WORD = re.compile(r"[^\W_]+")
 # Engine-specific search objects that storage.models does not describe (an FTS5 table and
 # its shadow tables; an expression index): the schema comparison leaves them out.
 MARKUP = re.compile(r"\*\*|__|`+|^#+ |^> ", re.MULTILINE)
+
+# SQLite's unicode61 tokenizer (Unicode 6.1 tables) splits words at these characters, which
+# later Unicode made letters (New Tai Lue vowel signs, two Vedic signs): a term holding one
+# is several words in the index, and an index without positions (migration 0012) cannot
+# match them as a phrase, so each is matched as a word of its own (all still required).
+FTS_SEPARATORS = re.compile("[\u19b0-\u19c0\u19c8\u19c9\u1cf2\u1cf3]+")
 
 ENGINE_SPECIFIC_TABLES = re.compile(r"^chat_search_fts(_\w+)?$")
 ENGINE_SPECIFIC_INDEXES = frozenset({"ix_chat_search_body"})
@@ -69,7 +76,13 @@ def matching_texts(dialect: str, terms: Sequence[str]) -> ColumnElement[bool]:
     """The condition on ``chat_search`` rows whose body holds every term (as a prefix)."""
     if dialect == "sqlite":
         # FTS5 query syntax: "word"* is a prefix term; juxtaposed terms are ANDed.
-        fts_query = " ".join(f'"{term}"*' for term in terms)
+        # A term the tokenizer splits is matched word by word (FTS_SEPARATORS).
+        words = [
+            word
+            for term in terms
+            for word in ([piece for piece in FTS_SEPARATORS.split(term) if piece] or [term])
+        ]
+        fts_query = " ".join(f'"{word}"*' for word in words)
         fts = table("chat_search_fts")
         rowids: Select[Any] = (
             select(literal_column("rowid"))

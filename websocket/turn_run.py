@@ -136,7 +136,6 @@ class TurnRun:
         # (websocket.attachment_input), a continue (websocket.turn_actions).
         self.model_input = model_input
         self.log_extra = {"chat_id": active.chat_id, "turn_id": active.turn_id}
-        self.writer = services.writer(active)
         services.metrics.turns_running.inc()
         self.started = time.monotonic()
         self.trace: TurnTrace | None = None
@@ -148,6 +147,9 @@ class TurnRun:
                 resumed=resume is not None,
                 front_end="api" if plan is not None else "socket",
             )
+        # After the span: the writer's task takes this task's context, so its writes are
+        # the turn's spans.
+        self.writer = services.writer(active)
         self.tools = ToolTally(self.trace)
         self.translator = StreamTranslator(
             engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names

@@ -85,6 +85,49 @@ def test_an_append_plan_allocates_seqs_before_it_checks_the_fence() -> None:
     assert [record.seq for record in done.value.value] == [6, 7]
 
 
+def test_on_postgresql_an_append_takes_its_seqs_and_inserts_in_one_statement() -> None:
+    events = [
+        NewEvent("tool_call", "t1", {"name": "x"}, "ts1"),
+        NewEvent("tool_output", None, {"n": 1}, "ts2"),
+    ]
+    steps = append_plan(Append("c1", events, None, "t1", False), BINDINGS["postgresql"])
+    first = next(steps)
+    assert first.name == "allocate_insert"
+    assert first.params[0] == 2 and first.params[2] == "c1"
+    assert first.params[3:] == (
+        ["t1", None],
+        ["tool_call", "tool_output"],
+        [
+            '{"name":"x"}',
+            '{"n":1}',
+        ],
+        ["ts1", "ts2"],
+    )
+    assert postgres_sql("allocate_insert").startswith("WITH s AS (UPDATE chats SET last_seq")
+    status = steps.send(7)  # seqs 6 and 7; no separate insert
+    assert (status.name, status.params) == ("turn_status", ("t1", "c1"))
+    with pytest.raises(StopIteration) as done:
+        steps.send(("running", False))
+    assert [(r.seq, r.type) for r in done.value.value] == [(6, "tool_call"), (7, "tool_output")]
+
+
+async def test_postgresql_reads_run_outside_a_transaction_and_writes_inside_one(
+    database_url: str,
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's transactions (SQLite's reads take a snapshot in BEGIN)")
+    db = Database(database_url)
+
+    async def in_transaction(connection: Any) -> bool:
+        return bool(connection.is_in_transaction())
+
+    try:
+        assert await db.postgres_run(in_transaction, write=True) is True
+        assert await db.postgres_run(in_transaction, write=False) is False
+    finally:
+        await db.dispose()
+
+
 async def _chat(db: Database) -> ChatRecord:
     user, _ = await UserRepository(db).create_user("alice")
     return await ChatRepository(db, user.id).get_or_create("chat-1")
@@ -112,6 +155,12 @@ async def test_a_silently_dead_postgres_connection_costs_a_retry_not_the_write(
             assert await _backends(db) != backends  # written on a new connection
             stored = await store.list_after(chat.id, 0)
             assert [(e.seq, e.type) for e in stored] == [(1, "user_prompt"), (2, "tool_call")]
+            # A read without a transaction is retried the same way.
+            backends = await _backends(db)
+            proxy.silence()
+            again = await ChatRepository(db, chat.user_id).get_or_create(chat.id)
+            assert again is not None and again.last_seq == 2
+            assert await _backends(db) != backends
         finally:
             await db.dispose()
 

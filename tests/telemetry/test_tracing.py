@@ -107,6 +107,9 @@ async def test_a_turn_is_one_trace_with_its_tools_agents_and_database_work(
     db_spans = [s for s in in_trace if any(k.startswith("db.") for k in (s.attributes or {}))]
     assert db_spans, sorted({s.name for s in in_trace})
     assert all(turn in ancestors(s, spans) for s in db_spans)
+    # The turn's own plain-SQL transactions (storage/plain_sql.py) among them: its events.
+    queries = [str(s.attributes["db.query.text"]) for s in db_spans]
+    assert any("INSERT INTO chat_events" in q for q in queries), queries
 
     # No prompt, answer or tool arguments anywhere by default.
     assert_no_content(in_trace, events)
