@@ -4,8 +4,10 @@ prompt and the connectors' offline hints (no connector is named here)."""
 
 from __future__ import annotations
 
+import functools
 import re
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
@@ -29,11 +31,12 @@ Action = tuple[str, str]  # (agent, tool); tool "" for an agent that plans nothi
 _FREE_TEXT_CHARS = 60  # longer strings (an email's body) are wording, not what is asked
 
 
-def _actions(text: str, knowledge: OfflineKnowledge) -> dict[Action, dict[str, Any] | None]:
-    """What each part of ``text`` would do: the tool its answer rests on (the connector
-    planner's last step) and the arguments it would read from ``text`` alone (None when
-    they depend on earlier results)."""
-    today = datetime.now(UTC).date()
+def _actions(
+    text: str, knowledge: OfflineKnowledge, today: date
+) -> dict[Action, dict[str, Any] | None]:
+    """What each part of ``text`` would do (on ``today``): the tool its answer rests on (the
+    connector planner's last step) and the arguments it would read from ``text`` alone
+    (None when they depend on earlier results)."""
     found: dict[Action, dict[str, Any] | None] = {}
     for agent, clause in plan(text, routes_for(knowledge, None), knowledge.catch_all):
         planner = knowledge.hints(agent).planner
@@ -59,18 +62,40 @@ def _content(text: str) -> set[str]:
     return {word for _, word in words_of(text, STOP_WORDS | COMMON_VERBS)}
 
 
+# Cached: every turn checks the same few hint texts, and planning them was most of the
+# suggestions' time (the result is only read).
+@functools.lru_cache(maxsize=256)
+def _candidate_actions(
+    text: str, knowledge: OfflineKnowledge, today: date
+) -> dict[Action, dict[str, Any] | None]:
+    return _actions(text, knowledge, today)
+
+
 def just_done(candidate: str, prompt: str, knowledge: OfflineKnowledge = NO_KNOWLEDGE) -> bool:
     """Whether ``candidate`` asks again for what ``prompt`` already did: the same tools, with
     the same arguments or nothing the prompt did not already say ("Email this list to
     bob@example.com" after "find sushi in Boston and email the list to bob@example.com";
     "Look up python asyncio" after "search the web for python asyncio")."""
+    today = datetime.now(UTC).date()
+    return _repeats(candidate, prompt, knowledge, today, lambda: _actions(prompt, knowledge, today))
+
+
+def _repeats(
+    candidate: str,
+    prompt: str,
+    knowledge: OfflineKnowledge,
+    today: date,
+    done_by_prompt: Callable[[], dict[Action, dict[str, Any] | None]],
+) -> bool:
     if " ".join(candidate.split()).casefold() == " ".join(prompt.split()).casefold():
         return True
     if not prompt.strip():
         return False
-    wanted = _actions(candidate, knowledge)
-    done = _actions(prompt, knowledge)
-    if not wanted or not set(wanted) <= set(done):
+    wanted = _candidate_actions(candidate, knowledge, today)
+    if not wanted:
+        return False
+    done = done_by_prompt()
+    if not set(wanted) <= set(done):
         return False
     same_arguments = all(
         arguments is not None and arguments == done[action] for action, arguments in wanted.items()
@@ -90,9 +115,11 @@ def offline_suggestions(
         not prompt.strip() or is_small_talk(prompt, routes_for(knowledge, None))
     ):
         sources = [knowledge.starters]
+    today = datetime.now(UTC).date()
+    done = functools.cache(lambda: _actions(prompt, knowledge, today))  # once, if ever needed
     for options in sources:
         for option in options:
-            if option not in picked and not just_done(option, prompt, knowledge):
+            if option not in picked and not _repeats(option, prompt, knowledge, today, done):
                 picked.append(option)
     return picked[:MAX_SUGGESTIONS]
 
