@@ -135,7 +135,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 def bind_port(host: str, port: int) -> socket.socket:
     """Listen on ``host:port`` or fail with what to do; the socket goes to uvicorn."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio's own loop (where uvloop is missing: Windows, PyPy)
+    # turns Nagle off only on connections accepted from such a socket; with Nagle on, a
+    # small frame after another waits for the client's delayed ACK (~40 ms).
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     # As uvicorn does: a restart may reuse the port while old connections linger.
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
