@@ -265,11 +265,19 @@ class _Session:
         # After catching up from storage, deltas already queued may belong to a message
         # whose llm_response was just sent: drop deltas until the next persisted frame.
         stale_deltas = False
+        # Storage replayed in full (no turn was running here when the socket subscribed)
+        # may end with events that are queued live too, behind their message's deltas:
+        # such deltas wait for the next persisted frame, which says whether the replay
+        # already sent their message (a prompt sent as the socket opens races its replay).
+        held: list[Frame] | None = None
+        replayed = -1
         try:
             if after_seq is not None:
                 snapshot = await self._trusted(snapshot, subscription.channel)
                 covered = snapshot.mark
-                last_sent = await self._replay(snapshot, after_seq)
+                last_sent = replayed = await self._replay(snapshot, after_seq)
+                if snapshot.db_upto is None and replayed >= 0:
+                    held = []
             while True:
                 frame = await subscription.get()
                 # Where storage is read from when live frames were lost: after what was
@@ -279,17 +287,29 @@ class _Session:
                     if since is not None and since >= 0:
                         caught_up = await self._catch_up(since)
                         if caught_up > since:
-                            last_sent, stale_deltas = caught_up, True
+                            last_sent, stale_deltas, held = caught_up, True, None
                     continue
                 if frame.seq is not None:
-                    if frame.seq <= last_sent:
-                        continue  # already replayed from storage
+                    if frame.seq <= last_sent:  # already replayed from storage
+                        if held is not None:
+                            held.clear()  # deltas of a message the replay sent whole
+                            if frame.seq >= replayed:
+                                held = None  # nothing queued was replayed after this
+                        continue
                     if since is not None and 0 <= since < frame.seq - 1:
                         # Frames of another instance were lost on the way (a failed Redis
                         # publish): storage has them.
                         last_sent = await self._catch_up(since, before=frame.seq)
                     last_sent, stale_deltas = frame.seq, False
-                elif stale_deltas and frame.delta is not None:
+                    if held:
+                        for delta in held:
+                            await send(delta.text)
+                            sent.inc()
+                    held = None
+                elif frame.delta is not None and stale_deltas:
+                    continue
+                elif frame.delta is not None and held is not None:
+                    held.append(frame)
                     continue
                 elif (
                     covered is not None and frame.mark is not None and _covers(covered, frame.mark)

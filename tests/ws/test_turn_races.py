@@ -235,3 +235,48 @@ async def test_a_turn_closed_elsewhere_while_its_runner_stalled_ends_on_the_runn
         assert rest[-1]["turn_id"] == turn_id and rest[-1]["status"] == "failed"
         log = check_chat_log(await stored(closer, chat_id))
         assert log.order == [turn_id] and log.ends[turn_id] == "failed"
+
+
+async def test_a_prompt_sent_while_its_socket_replays_storage_streams_no_delta_after_its_answer(
+    make_settings: Any,
+) -> None:
+    """The chat page prompts as soon as its socket opens, while the socket still reads
+    storage to replay (``after_seq``). That read may already hold the turn's answer and
+    end, whose frames are queued live too, after the answer's deltas: those deltas are part
+    of an answer already sent and must not follow it (a browser drew them as an extra,
+    never-finished message). Here the replay's read waits until the turn has ended."""
+    ended = asyncio.Event()
+
+    @asynccontextmanager
+    async def slow_replay(services: Services) -> AsyncIterator[None]:
+        store = services.store
+        append, list_after = store.append, store.list_after
+
+        async def noted_append(chat_id: str, events: Any, update: Any = None, **fences: Any) -> Any:
+            records = await append(chat_id, events, update, **fences)
+            if any(r.type == "end_of_stream" for r in records):
+                ended.set()
+            return records
+
+        async def late_list_after(*args: Any, **kwargs: Any) -> Any:
+            await ended.wait()
+            return await list_after(*args, **kwargs)
+
+        store.append, store.list_after = noted_append, late_list_after  # type: ignore[method-assign]
+        yield
+
+    async with serve(make_settings(offline_delta_delay=0.002), hooks=(slow_replay,)) as live:
+        chat_id = uuid.uuid4().hex
+        async with open_client(live.ws_url(chat_id, after_seq=0), auto_approve=True) as client:
+            await client.send({"type": "prompt", "text": "hello there"})
+            events = await client.until("suggested_prompts")
+            # The replay may have sent the suggestions already: a pong comes through the
+            # same queue as the live frames, after whatever was queued before it.
+            await client.send({"type": "ping"})
+            events += await client.until("pong")
+    answers = [i for i, e in enumerate(events) if e["type"] == "llm_response"]
+    deltas = [i for i, e in enumerate(events) if e["type"] == "llm_response_delta"]
+    assert answers and ended.is_set()
+    assert not deltas or deltas[-1] < answers[-1], [e["type"] for e in events]
+    seqs = [e["seq"] for e in events if e.get("seq") is not None]
+    assert seqs == sorted(set(seqs)) == list(range(1, len(seqs) + 1))
