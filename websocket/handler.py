@@ -306,9 +306,9 @@ class _Session:
                             await send(delta.text)
                             sent.inc()
                     held = None
-                elif frame.delta is not None and stale_deltas:
+                elif stale_deltas and frame.delta is not None:
                     continue
-                elif frame.delta is not None and held is not None:
+                elif held is not None and frame.delta is not None:
                     held.append(frame)
                     continue
                 elif (
