@@ -38,6 +38,7 @@ from sqlalchemy.types import TypeDecorator
 
 from storage.packed_json import PackedJSON
 from storage.packed_time import PackedTimestamp, pack_time, unpack_time
+from storage.sqlite_packed import PackedOnSqlite
 
 # Deterministic constraint names, so migrations can refer to them on both engines.
 NAMING_CONVENTION = {
@@ -82,30 +83,14 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-class PackedDateTime(UTCDateTime):
+class PackedDateTime(PackedOnSqlite, UTCDateTime):
     """``UTCDateTime``; on SQLite stored as ``pack_time``'s 9 bytes instead of 26 characters
     of text (storage/packed_time.py; rows written before stay text). Only for a column no
     SQL compares or orders."""
 
     cache_ok = True
-
-    def bind_processor(self, dialect: Dialect) -> Any:
-        if dialect.name != "sqlite":
-            return super().bind_processor(dialect)
-
-        def process(value: datetime | None) -> bytes | None:
-            return None if value is None else pack_time(value)
-
-        return process
-
-    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
-        if dialect.name != "sqlite":
-            return super().result_processor(dialect, coltype)
-
-        def process(value: str | bytes | None) -> datetime | None:
-            return None if value is None else unpack_time(value)
-
-        return process
+    pack = staticmethod(pack_time)
+    unpack = staticmethod(unpack_time)
 
 
 def utcnow() -> datetime:

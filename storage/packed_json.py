@@ -26,6 +26,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from storage.engine import json_dumps, json_loads
+from storage.sqlite_packed import PackedOnSqlite
 
 # Below this, even with the dictionary, deflate saves a few bytes at most (a 46-byte
 # handoff packs to 24).
@@ -102,7 +103,7 @@ def unpack(stored: str | bytes) -> Any:
     return json_loads(inflate.decompress(data[1:]) + inflate.flush())
 
 
-class PackedJSON(TypeDecorator[Any]):
+class PackedJSON(PackedOnSqlite, TypeDecorator[Any]):
     """JSONB on PostgreSQL; on SQLite a column declared JSON holding ``pack``'s forms.
 
     SQL NULL for None, as ``JSON(none_as_null=True)``. The column's declared type is JSON
@@ -112,26 +113,10 @@ class PackedJSON(TypeDecorator[Any]):
 
     impl = JSON(none_as_null=True)
     cache_ok = True
+    pack = staticmethod(pack)
+    unpack = staticmethod(unpack)
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
             return dialect.type_descriptor(JSONB(none_as_null=True))
         return dialect.type_descriptor(JSON(none_as_null=True))
-
-    def bind_processor(self, dialect: Dialect) -> Any:
-        if dialect.name != "sqlite":
-            return super().bind_processor(dialect)
-
-        def process(value: Any) -> str | bytes | None:
-            return None if value is None else pack(value)
-
-        return process
-
-    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
-        if dialect.name != "sqlite":
-            return super().result_processor(dialect, coltype)
-
-        def process(value: str | bytes | None) -> Any:
-            return None if value is None else unpack(value)
-
-        return process

@@ -17,9 +17,10 @@ a column that SQL compares must not use these types.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Dialect, String
+from sqlalchemy import String
+
+from storage.sqlite_packed import PackedOnSqlite
 
 PACKED = b"\x01"  # format byte; another encoding would take another value
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -71,26 +72,11 @@ def unpack_time(stored: str | bytes) -> datetime:
     return _EPOCH + int.from_bytes(data[1:], "big", signed=True) * _US
 
 
-class PackedTimestamp(String):
+class PackedTimestamp(PackedOnSqlite, String):
     """``String(40)`` holding RFC 3339 text; on SQLite, ``pack_ts``'s forms."""
+
+    pack = staticmethod(pack_ts)
+    unpack = staticmethod(unpack_ts)
 
     def __init__(self) -> None:
         super().__init__(40)
-
-    def bind_processor(self, dialect: Dialect) -> Any:
-        if dialect.name != "sqlite":
-            return super().bind_processor(dialect)
-
-        def process(value: str | None) -> str | bytes | None:
-            return None if value is None else pack_ts(value)
-
-        return process
-
-    def result_processor(self, dialect: Dialect, coltype: Any) -> Any:
-        if dialect.name != "sqlite":
-            return super().result_processor(dialect, coltype)
-
-        def process(value: str | bytes | None) -> str | None:
-            return None if value is None else unpack_ts(value)
-
-        return process
