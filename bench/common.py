@@ -77,6 +77,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def loop_thread_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process's main thread (a server's event loop) so far;
+    ``cpu_seconds`` less this is what its other threads (SQLite's writer) have used."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
 def rss_bytes(pid: int) -> int:
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE_SIZE
 
@@ -102,6 +109,9 @@ class Server:
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
+
+    def loop_thread_cpu_seconds(self) -> float:
+        return loop_thread_cpu_seconds(self.pid)
 
     def rss_bytes(self) -> int:
         return rss_bytes(self.pid)

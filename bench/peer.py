@@ -4,7 +4,10 @@ Three sides in one run, interleaved in rounds so drift on a shared machine hits 
 alike: ``switchboard serve`` (SQLite), the ChatKit server of ``bench.chatkit_peer`` (its
 own uvicorn process, ChatKit's SQLite store pattern in WAL mode, SSE) and the bare SDK
 turn in this process (``bench.turn_overhead.BareTurns``). The same orchestrator, prompt
-and offline model everywhere. Measured:
+and offline model everywhere. With the instant model a fourth side too, the socket
+floor (``bench.servers sdk-socket``): the same turn streamed over a WebSocket, one frame
+per SDK event, with nothing stored, what any server that streams this turn over a socket
+pays at the least. Measured:
 
 - with an instant model (0 ms/word): server CPU per turn (from ``/proc``, around each
   round), turn p50 (prompt to the end of the turn: Switchboard's ``end_of_stream``, which
@@ -56,6 +59,17 @@ def start_chatkit(db: Path, delay: float, log_dir: Path) -> Server:
         port,
         {"SWITCHBOARD_LOG_LEVEL": "WARNING", "SWITCHBOARD_APPROVALS": "off"},
         log_dir / f"chatkit-{port}.log",
+    )
+
+
+def start_socket_floor(delay: float, log_dir: Path) -> Server:
+    port = free_port()
+    return start_process(
+        [sys.executable, "-m", "bench.servers", "sdk-socket", "--port", str(port)]
+        + ["--pace", str(delay)],
+        port,
+        {"SWITCHBOARD_LOG_LEVEL": "WARNING", "SWITCHBOARD_APPROVALS": "off"},
+        log_dir / f"socket-floor-{port}.log",
     )
 
 
@@ -167,26 +181,38 @@ async def _servers(work_dir: Path, tag: str, delay: float) -> tuple[Server, Path
 
 async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
     switchboard, sb_db, chatkit, ck_db = await _servers(work_dir, "instant", 0.0)
+    try:
+        floor = start_socket_floor(0.0, work_dir)
+    except BaseException:
+        switchboard.stop()
+        chatkit.stop()
+        raise
     bare = BareTurns(0.0)
-    times: dict[str, list[float]] = {"switchboard": [], "chatkit": [], "bare": []}
-    cpu = {"switchboard": 0.0, "chatkit": 0.0}
+    servers = {"switchboard": switchboard, "chatkit": chatkit, "floor": floor}
+    turn = {
+        "switchboard": lambda: socket_turn(switchboard),
+        "chatkit": lambda: chatkit_turn(chatkit),
+        "floor": lambda: socket_turn(floor),
+    }
+    times: dict[str, list[float]] = {side: [] for side in (*servers, "bare")}
+    cpu = dict.fromkeys(servers, 0.0)
+    loop_cpu = 0.0  # Switchboard's event loop thread's part of its CPU
     try:
         for _ in range(warmup):
-            await socket_turn(switchboard)
-            await chatkit_turn(chatkit)
+            for side in servers:
+                await turn[side]()
         await bare.run(warmup)
         bytes_before = {"switchboard": stored_bytes(sb_db), "chatkit": stored_bytes(ck_db)}
         tables_before = {"switchboard": stored_by_table(sb_db), "chatkit": stored_by_table(ck_db)}
         bare.cpu_seconds = 0.0
         for _ in range(max(1, count // ROUND)):
-            before = switchboard.cpu_seconds()
-            for _ in range(ROUND):
-                times["switchboard"].append(await socket_turn(switchboard))
-            cpu["switchboard"] += switchboard.cpu_seconds() - before
-            before = chatkit.cpu_seconds()
-            for _ in range(ROUND):
-                times["chatkit"].append(await chatkit_turn(chatkit))
-            cpu["chatkit"] += chatkit.cpu_seconds() - before
+            for side, server in servers.items():
+                before, loop_before = server.cpu_seconds(), switchboard.loop_thread_cpu_seconds()
+                for _ in range(ROUND):
+                    times[side].append(await turn[side]())
+                cpu[side] += server.cpu_seconds() - before
+                if side == "switchboard":
+                    loop_cpu += switchboard.loop_thread_cpu_seconds() - loop_before
             times["bare"] += await bare.run(ROUND)
         stored = {
             "switchboard": stored_bytes(sb_db) - bytes_before["switchboard"],
@@ -194,31 +220,34 @@ async def instant(work_dir: Path, count: int, warmup: int) -> dict[str, Any]:
         }
         tables_after = {"switchboard": stored_by_table(sb_db), "chatkit": stored_by_table(ck_db)}
     finally:
-        switchboard.stop()
-        chatkit.stop()
+        for server in servers.values():
+            server.stop()
     turns = len(times["bare"])
     result: dict[str, Any] = {"turns": turns}
-    for side in ("switchboard", "chatkit", "bare"):
+    for side in times:
         seconds = bare.cpu_seconds if side == "bare" else cpu[side]
         result[side] = {
             "latency": summary(times[side]),
             "cpu_ms_per_turn": 1000 * seconds / turns,
         }
-        if side != "bare":
+        if side in stored:
             result[side]["bytes_per_turn"] = stored[side] / turns
             # Where they go: each table's and index's growth per turn (page granularity).
             result[side]["bytes_per_turn_by_table"] = per_turn_by_table(
                 tables_before[side], tables_after[side], turns
             )
+    # The rest is its other threads': SQLite's writer, which runs every transaction.
+    result["switchboard"]["loop_thread_cpu_ms_per_turn"] = 1000 * loop_cpu / turns
     bare_cpu = result["bare"]["cpu_ms_per_turn"]
-    for side in ("switchboard", "chatkit"):
+    for side in servers:
         result[side]["cpu_x_bare"] = result[side]["cpu_ms_per_turn"] / bare_cpu
         result[side]["p50_x_bare"] = (
             result[side]["latency"]["p50"] / result["bare"]["latency"]["p50"]
         )
-    result["cpu_switchboard_x_chatkit"] = (
-        result["switchboard"]["cpu_ms_per_turn"] / result["chatkit"]["cpu_ms_per_turn"]
-    )
+    chatkit_cpu = result["chatkit"]["cpu_ms_per_turn"]
+    result["cpu_switchboard_x_chatkit"] = result["switchboard"]["cpu_ms_per_turn"] / chatkit_cpu
+    # Where the target lies against what no socket server of this turn can go below.
+    result["cpu_floor_x_chatkit"] = result["floor"]["cpu_ms_per_turn"] / chatkit_cpu
     return result
 
 

@@ -222,6 +222,26 @@ def approval_rows(rows: list[dict[str, Any]]) -> list[Row]:
     return out
 
 
+def _floor_rows(instant: dict[str, Any]) -> list[Row]:
+    floor = instant.get("floor")  # results from before the socket floor have none
+    if floor is None:
+        return []
+    ours = instant["switchboard"]
+    loop = ours["loop_thread_cpu_ms_per_turn"]
+    return [
+        Row(
+            "7 peer: the socket floor (the same turn over a WebSocket, nothing stored)",
+            f"{floor['cpu_ms_per_turn']:.1f} ms CPU per turn ({floor['cpu_x_bare']:.2f}x bare, "
+            f"{instant['cpu_floor_x_chatkit']:.2f}x ChatKit), p50 "
+            f"{_ms(floor['latency']['p50'])} ({floor['p50_x_bare']:.2f}x bare); Switchboard "
+            f"{ours['cpu_ms_per_turn'] / floor['cpu_ms_per_turn']:.2f}x the floor: its event "
+            f"loop {loop:.1f} ms, SQLite's writer thread {ours['cpu_ms_per_turn'] - loop:.1f} ms",
+            "",
+            "",
+        )
+    ]
+
+
 def peer_rows(result: dict[str, Any]) -> list[Row]:
     instant, load = result["instant"], result["load"]
     sb, ck, bare = instant["switchboard"], instant["chatkit"], instant["bare"]
@@ -235,6 +255,7 @@ def peer_rows(result: dict[str, Any]) -> list[Row]:
             f"<= {PEER_CPU_TARGET}x ChatKit",
             _verdict(ratio <= PEER_CPU_TARGET),
         ),
+        *_floor_rows(instant),
         Row(
             "7 peer: turn p50 (sqlite, model 0 ms/word)",
             f"Switchboard {_ms(sb['latency']['p50'])} ({sb['p50_x_bare']:.2f}x bare), "
