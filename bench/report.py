@@ -235,7 +235,8 @@ def _floor_rows(instant: dict[str, Any]) -> list[Row]:
             f"{instant['cpu_floor_x_chatkit']:.2f}x ChatKit), p50 "
             f"{_ms(floor['latency']['p50'])} ({floor['p50_x_bare']:.2f}x bare); Switchboard "
             f"{ours['cpu_ms_per_turn'] / floor['cpu_ms_per_turn']:.2f}x the floor: its event "
-            f"loop {loop:.1f} ms, SQLite's writer thread {ours['cpu_ms_per_turn'] - loop:.1f} ms",
+            f"loop {loop:.1f} ms, its other threads (SQLite's writer) "
+            f"{ours['cpu_ms_per_turn'] - loop:.1f} ms",
             "",
             "",
         )
