@@ -10,7 +10,7 @@ the same shape and size as ours, serialised with orjson. ``long-message`` is the
 app (``create_app``, every layer of the pipeline) whose model answers every prompt with
 one message of N words, streamed one word per delta, ``--pace`` seconds apart (0: flat
 out); only the model differs from ``switchboard serve``. ``sdk-socket`` is the floor of
-any server that streams the bench turn over a WebSocket: a Starlette endpoint that runs
+any server on this stack that streams the bench turn over a WebSocket: a Starlette endpoint that runs
 the bench's orchestrator and offline model (``bench.turn_overhead.BareTurns``, ``--pace``
 seconds per word) for each prompt and sends one orjson frame per SDK stream event, with
 no storage, history, validation, title or suggestions. All run under uvicorn with the
