@@ -71,17 +71,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _stat_cpu_seconds(stat: Path) -> float:
+    """utime + stime of a ``/proc`` stat file (a process's or a thread's), in seconds."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return _stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
 
 
 def loop_thread_cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process's main thread (a server's event loop) so far;
     ``cpu_seconds`` less this is what its other threads (SQLite's writer) have used."""
-    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return _stat_cpu_seconds(Path(f"/proc/{pid}/task/{pid}/stat"))
 
 
 def rss_bytes(pid: int) -> int:
