@@ -436,18 +436,24 @@ def test_connectors_list_shows_failed_plugins_with_their_reason(
     )
 
 
-def test_the_server_starts_without_the_broken_plugin_and_says_why(
-    broken_site: Path, database_url: str, tmp_path: Path
-) -> None:
+def plugin_server(site: Path, database_url: str, tmp_path: Path) -> ServerProcess:
+    """``switchboard serve``, started, with the plug-ins installed under ``site``."""
     server = ServerProcess(
         {
             "SWITCHBOARD_DATABASE_URL": database_url,
             "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-            "PYTHONPATH": str(broken_site),
+            "PYTHONPATH": str(site),
         },
         tmp_path / "server.log",
     )
     server.start()
+    return server
+
+
+def test_the_server_starts_without_the_broken_plugin_and_says_why(
+    broken_site: Path, database_url: str, tmp_path: Path
+) -> None:
+    server = plugin_server(broken_site, database_url, tmp_path)
     try:
         answer = httpx.get(f"{server.http}/api/connectors", timeout=10).json()
     finally:
@@ -483,15 +489,7 @@ async def test_the_server_serves_beside_a_plugin_that_exits_at_import(
         + notes
     )
     install(site, "switchboard-notes", "0.1", {"notes": "connector"}, notes)
-    server = ServerProcess(
-        {
-            "SWITCHBOARD_DATABASE_URL": database_url,
-            "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-            "PYTHONPATH": str(site),
-        },
-        tmp_path / "server.log",
-    )
-    server.start()
+    server = plugin_server(site, database_url, tmp_path)
     try:
         async with httpx.AsyncClient(base_url=server.http, timeout=10) as http:
             answer = (await http.get("/api/connectors")).json()
