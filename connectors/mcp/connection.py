@@ -89,7 +89,6 @@ class Backoff:
         return float(min(self.most, self.first * 2 ** max(0, failures - 1)))
 
 
-SdkServer = MCPServerStdio | MCPServerStreamableHttp
 # Commands that mean "Python": run as the server's own interpreter, the one that has the
 # mcp package (under `make run` the PATH's python is another, without it).
 PYTHON_COMMANDS = ("python", "python3")
@@ -117,11 +116,13 @@ class _StdioServer(MCPServerStdio):
                 yield streams
 
 
+SdkServer = _StdioServer | MCPServerStreamableHttp
+
+
 def sdk_server(
     config: McpServerConfig,
     call_timeout: float,
     on_message: MessageHandlerFnT,
-    stderr: StderrTail | None = None,
 ) -> SdkServer:
     """The Agents SDK's server object for ``config``. No read timeout of its own: every
     request is bounded here (``connect_timeout``, the call's timeout, ``PING_TIMEOUT``)."""
@@ -135,7 +136,7 @@ def sdk_server(
             stdio["cwd"] = config.cwd
         return _StdioServer(
             stdio,
-            stderr or StderrTail(config.name, config.secrets()),
+            StderrTail(config.name, config.secrets()),
             name=config.name,
             client_session_timeout_seconds=None,
             message_handler=on_message,
@@ -194,10 +195,8 @@ class McpConnection:
         self.config = config
         self.call_timeout = call_timeout
         self.backoff = backoff or Backoff()
-        self.stderr = (
-            StderrTail(config.name, config.secrets()) if isinstance(config, StdioServer) else None
-        )
-        self.server = sdk_server(config, call_timeout, self._on_message, self.stderr)
+        self.server = sdk_server(config, call_timeout, self._on_message)
+        self.stderr = self.server.stderr if isinstance(self.server, _StdioServer) else None
         self.tools: tuple[Tool, ...] = ()
         self.state: State = "connecting"
         self.reason: str | None = None  # why it is not connected, one line
