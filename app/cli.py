@@ -23,6 +23,7 @@ from app.settings import Settings, SettingsError, load_settings
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from connectors.registry import Registration
     from storage.engine import Database
     from storage.users import TokenInfo
 
@@ -518,31 +519,55 @@ def _add_users(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_connectors_list(args: argparse.Namespace, settings: Settings) -> int:
-    from app.connector_setup import configured_remote_names, remote_servers
+    from app.connector_setup import configured_remote_names
     from connectors.registry import register_connectors
 
     registration = register_connectors(settings)
+    # MCP servers are started (or reached) here as the server would: their tools, or why
+    # they fail, a stdio server's last stderr lines among it.
+    servers = (
+        asyncio.run(_check_mcp_servers(settings, registration)) if settings.mcp_servers else {}
+    )
     print("NAME\tAGENT\tMODE\tACCOUNT\tTOOLS\tSTATUS")
     for connector in registration.connectors:
         account = "per-user" if connector.needs_account else "server"
         tools = ", ".join(connector.tool_descriptions) or "-"
+        state, reason = servers.get(connector.name, ("connected", None))
+        status = "ok" if state == "connected" else f"{state} (SWITCHBOARD_MCP_SERVERS): {reason}"
         print(
             f"{connector.name}\t{connector.agent_name}\t"
-            f"{connector.mode_in(settings)}\t{account}\t{tools}\tok"
+            f"{connector.mode_in(settings)}\t{account}\t{tools}\t{status}"
         )
     for failed in registration.failed:
         print(f"{failed.name}\t-\t-\t-\t-\tfailed ({failed.origin}): {failed.reason}")
-    # Remote servers are contacted by the running server only: their agent and tools are
+    # RAP servers are contacted by the running server only: their agent and tools are
     # known there (GET /api/connectors).
-    for name, setting in remote_servers(settings):
+    for server in settings.rap_tools:
         print(
-            f"{name}\t-\tlive\tserver\t-\tconfigured in {setting}; checked when the server starts"
+            f"{server.name}\t-\tlive\tserver\t-\tconfigured in SWITCHBOARD_RAP_TOOLS; "
+            "checked when the server starts"
         )
     problems = registration.unknown_names(settings, *configured_remote_names(settings))
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     # The server refuses to start on these; a skipped plug-in does not stop it.
     return 2 if problems else 0
+
+
+async def _check_mcp_servers(
+    settings: Settings, registration: Registration
+) -> dict[str, tuple[str, str | None]]:
+    """One connection attempt to each MCP server (each bounded by its connect_timeout),
+    its connector admitted into ``registration``; each server's state and reason."""
+    from connectors.mcp.runtime import McpRuntime
+
+    runtime = McpRuntime(settings)
+    try:
+        await runtime.start()
+        registration.admit_remote(runtime.connectors(), "SWITCHBOARD_MCP_SERVERS")
+        return {status.name: (status.state, status.reason) for status in runtime.status()}
+    finally:
+        await runtime.aclose()
 
 
 def cmd_connectors_new(args: argparse.Namespace, settings: Settings) -> int:

@@ -32,11 +32,4 @@ def serve_connectors(
 
 def configured_remote_names(settings: Settings) -> list[str]:
     """Connector names the settings define (servers not yet discovered still count)."""
-    return [name for name, _ in remote_servers(settings)]
-
-
-def remote_servers(settings: Settings) -> list[tuple[str, str]]:
-    """(name, the variable that configures it) of each RAP and MCP server."""
-    return [(server.name, "SWITCHBOARD_RAP_TOOLS") for server in settings.rap_tools] + [
-        (name, "SWITCHBOARD_MCP_SERVERS") for name in settings.mcp_servers
-    ]
+    return [server.name for server in settings.rap_tools] + list(settings.mcp_servers)

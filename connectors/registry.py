@@ -18,14 +18,16 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
+from functools import partial
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents import Agent
 
 from connectors.context import ChatContext
 from connectors.names import DISTRIBUTION, ENTRY_POINT_GROUP, ORCHESTRATOR, name_problem
 from connectors.options import ConnectorOptions
+from connectors.plugin_code import PluginCodeFailed, exit_call, run_plugin_code
 from connectors.responses import AccountNeeded, ToolResponse
 from connectors.settings import ConnectorMode, ConnectorSettings
 from connectors.ui_card import ui_problems
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from connectors.offline_hints import OfflineHints
 
 logger = logging.getLogger("switchboard.connectors")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,33 @@ class Health:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class _Stage:
+    """A part of a plug-in's code, as the reason for refusing it names it."""
+
+    raised: str  # heads the exception it raised: "did not load: ModuleNotFoundError: …"
+    exited: str  # says it called sys.exit: "did not load: its import called sys.exit(3)"
+
+
+_IMPORT = _Stage("did not load", "did not load: its import")
+_BUILD = _Stage("build_agent raised", "build_agent")
+_CHECKS = _Stage("did not load", "did not load: it")  # its options model, its card files
+
+
+def _run(stage: _Stage, code: Callable[[], T]) -> T:
+    """``code()``, a plug-in's; anything it raises (``BaseException`` included, see
+    ``connectors.plugin_code``) refuses the plug-in with the reason ``stage`` gives it."""
+    try:
+        return run_plugin_code(code)
+    except PluginCodeFailed as failed:
+        raise Refused(_reason(stage, failed.error)) from failed.error
+
+
 def _resolve(point: EntryPoint) -> Connector:
-    target = point.load()
-    value = target() if callable(target) and not isinstance(target, Connector) else target
+    target = _run(_IMPORT, point.load)
+    value = target
+    if callable(target) and not isinstance(target, Connector):
+        value = _run(_Stage("did not load", f"did not load: {point.value}()"), target)
     if not isinstance(value, Connector):
         raise Refused(
             f"{point.value} gave a {type(value).__name__!r} object, not a Connector "
@@ -140,8 +167,10 @@ def register_connectors(
             namespace.admit(connector, candidate.origin, settings)
         except Refused as exc:
             failed.append(FailedConnector(name, candidate.origin, str(exc), exc.__cause__))
-        except Exception as exc:
-            failed.append(_failure(name, candidate.origin, "did not load", exc))
+        except KeyboardInterrupt:
+            raise  # a person's Ctrl-C (connectors.plugin_code)
+        except BaseException as exc:
+            failed.append(FailedConnector(name, candidate.origin, _reason(_CHECKS, exc), exc))
     for failure in failed:
         _log_failure(failure)
     ordered = sorted(namespace.connectors(), key=lambda c: (c.order, c.name))
@@ -266,11 +295,16 @@ def _claims_clashing(
     return builtins + plugins
 
 
-def _failure(name: str, origin: str, what: str, exc: BaseException) -> FailedConnector:
+def _reason(stage: _Stage, exc: BaseException) -> str:
     # The traceback goes to the log; the reason names only the exception's type, since its
     # message may hold anything (a URL with a key, a token). An import error's is a module.
-    detail = f"{type(exc).__name__}: {exc}" if isinstance(exc, ImportError) else type(exc).__name__
-    return FailedConnector(name, origin, f"{what}: {detail} (see the server log)", exc)
+    if isinstance(exc, SystemExit):
+        what = f"{stage.exited} called {exit_call(exc)}"
+    elif isinstance(exc, ImportError):
+        what = f"{stage.raised}: {type(exc).__name__}: {exc}"
+    else:
+        what = f"{stage.raised}: {type(exc).__name__}"
+    return f"{what} (see the server log)"
 
 
 class Refused(Exception):
@@ -315,12 +349,7 @@ class Namespace:
         problems = ui_problems(connector)
         if problems:
             raise Refused("; ".join(problems))
-        try:
-            agent = connector.build_agent(settings)
-        except Exception as exc:
-            raise Refused(
-                _failure(connector.name, origin, "build_agent raised", exc).reason
-            ) from exc
+        agent = _run(_BUILD, partial(connector.build_agent, settings))
         if agent.name != connector.agent_name:
             raise Refused(
                 f"build_agent built an agent named {agent.name!r}; the connector declares "

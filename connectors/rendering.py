@@ -15,16 +15,21 @@ other type, including unregistered ones, is third-party text.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from importlib import import_module
 from importlib.metadata import entry_points
 from importlib.util import find_spec
 from typing import Any
 
 from connectors.names import ENTRY_POINT_GROUP
+from connectors.plugin_code import PluginCodeFailed, run_plugin_code
 from connectors.text import SNIPPET_CHARS, dumps, one_line, plural
+
+logger = logging.getLogger("switchboard.connectors")
 
 #: What the fence calls the text of a type that does not say.
 THIRD_PARTY = "tool result"
@@ -94,8 +99,10 @@ def type_info(response_type: str) -> TypeInfo:
     with _loading:  # re-entrant: a module being loaded may look a type up
         if not _loaded:
             _loaded = True
-            for name in (*_SHARED_MODULES, *_connector_render_modules()):
+            for name in _SHARED_MODULES:
                 import_module(name)
+            for name in _connector_render_modules():
+                _import_plugin_module(name)
     return _TYPES.get(response_type) or TypeInfo()
 
 
@@ -103,13 +110,23 @@ def _connector_render_modules() -> list[str]:
     modules = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         package = point.value.partition(":")[0].strip()
+        # Finding a submodule imports its package: a plug-in's own code, which may raise
+        # anything (sys.exit included) on the first tool result of a turn.
         try:
-            found = find_spec(f"{package}.render") is not None
-        except Exception:  # a plug-in that does not import: the registry reports it
+            found = run_plugin_code(partial(find_spec, f"{package}.render")) is not None
+        except PluginCodeFailed:  # a plug-in that does not import: the registry reports it
             continue
         if found:
             modules.append(f"{package}.render")
     return modules
+
+
+def _import_plugin_module(name: str) -> None:
+    try:
+        run_plugin_code(partial(import_module, name))
+    except PluginCodeFailed as failed:
+        # Its types are then read as compact JSON; the turn goes on.
+        logger.error("renderers of %s not loaded", name, exc_info=failed.error)
 
 
 def source_of(response_type: str) -> str | None:

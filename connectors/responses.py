@@ -23,6 +23,7 @@ from wire.tool_response import (
     ContentChunk,
     DisplayHint,
     ToolResponseData,
+    is_web_url,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "OPTIONAL_KEYS",
     "RESPONSE_CLASSES",
     "AccountNeeded",
+    "DisplayHint",
     "ErrorResponse",
     "FileResponse",
     "JsonResponse",
@@ -41,6 +43,7 @@ __all__ = [
     "ToolResponse",
     "ToolResponseData",
     "describe_problems",
+    "is_web_url",
     "register_response_class",
 ]
 

@@ -14,7 +14,9 @@ The rules (strict: no coercion, except that a tuple is a JSON array):
 - ``response``: a dict, list or str; ``debug_info``: a dict or None.
 - ``display_as``: render hints ``{"type", "content", ...}`` with a non-empty ``type``:
   one of ``DISPLAY_TYPES`` (docs/protocol.md) or a connector's own, which a client that
-  does not know it skips; ``text`` and ``markdown`` content is a string.
+  does not know it skips; ``text`` and ``markdown`` content is a string; ``link`` content
+  is an ``http(s)://`` URL or an object whose ``url`` is one (clients put it in a page as
+  it is: a ``javascript:`` link would run there).
 - ``content_chunks``: citations ``{"id": str | int, "title": str, "url": str | None,
   "snippet": str, ...}``.
 - everything in ``response``, ``display_as``, ``content_chunks`` and ``debug_info`` is
@@ -28,6 +30,7 @@ names the field and the path inside it, e.g. ``response.object.items.array.2`` (
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import (
@@ -161,14 +164,64 @@ class DataHint(TypedDict, extra_items=Json):  # type: ignore[call-arg]
     content: Json
 
 
+# Where a link may lead: a web page. Not javascript:, data:, file: or a custom scheme.
+_WEB_URL = re.compile(r"https?://[^\s/?#]+\S*", re.IGNORECASE)
+_SCHEME = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]{0,19}):")
+
+
+def is_web_url(value: str) -> bool:
+    """Whether ``value`` may be a link's URL: an http(s) page, nothing a browser would run."""
+    return _WEB_URL.fullmatch(value) is not None
+
+
+def _web_url(value: str) -> str:
+    if not is_web_url(value):
+        # Named by its scheme only: the rest of a URL may hold anything.
+        found = _SCHEME.match(value)
+        scheme = found.group(1).lower() if found else "http"
+        problem = f"not {scheme}:" if scheme not in ("http", "https") else "with a host, no spaces"
+        raise ValueError(f"a link must be an http:// or https:// URL, {problem}")
+    return value
+
+
+WebUrl = Annotated[str, AfterValidator(_web_url)]
+
+
+@with_config(_OPEN_STRICT)
+class LinkTarget(TypedDict, extra_items=Json):  # type: ignore[call-arg]
+    """A ``link`` hint's object form: ``url`` and, e.g., ``title`` and ``description``."""
+
+    url: WebUrl
+
+
+def _link_kind(value: object) -> str | None:
+    return "url" if isinstance(value, str) else "object" if isinstance(value, dict) else None
+
+
+@with_config(_OPEN_STRICT)
+class LinkHint(TypedDict, extra_items=Json):  # type: ignore[call-arg]
+    type: Literal["link"]
+    content: Annotated[
+        Annotated[WebUrl, Tag("url")] | Annotated[LinkTarget, Tag("object")],
+        Discriminator(
+            _link_kind,
+            custom_error_type="link_type",
+            custom_error_message="must be a URL or an object with a url",
+        ),
+    ]
+
+
 def _hint_kind(value: object) -> str | None:
     if not isinstance(value, dict):
         return None
-    return "text" if value.get("type") in get_args(TextHintType) else "data"
+    kind = value.get("type")
+    return "text" if kind in get_args(TextHintType) else "link" if kind == "link" else "data"
 
 
 DisplayHint = Annotated[
-    Annotated[TextHint, Tag("text")] | Annotated[DataHint, Tag("data")],
+    Annotated[TextHint, Tag("text")]
+    | Annotated[LinkHint, Tag("link")]
+    | Annotated[DataHint, Tag("data")],
     Discriminator(
         _hint_kind,
         custom_error_type="hint_type",

@@ -13,6 +13,12 @@ A ``McpConnection`` owns the Agents SDK's server object (``MCPServerStdio`` or
 - reconnects when the connection is lost: a call that finds it closed, a subscription
   stream that drops, or a server that no longer answers a ping after a call timed out.
 
+A call made while the server is being (re)connected waits for it (within the call's own
+timeout), so a crash between calls costs the next call the restart's time, not a failure;
+a call the crash interrupted is made again once the server is back only when the tool says
+it reads (or can be repeated), since another may have done its work before the crash. A
+stdio server's stderr is logged, and its last lines join the reason it failed.
+
 Nothing here raises into a turn: ``call`` raises ``Unavailable``, ``ServerLost`` or
 ``ToolRefused`` and the tool layer (``connectors.mcp.tools``) turns those into cards.
 """
@@ -21,8 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,13 +40,16 @@ from agents.mcp import (
     MCPServerStreamableHttp,
     MCPServerStreamableHttpParams,
 )
+from agents.mcp.server import MCPStreamTransport
 from mcp.client.session import IncomingMessage, MessageHandlerFnT
+from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ListenNotSupportedError, listen
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, CallToolResult, Tool, ToolListChangedNotification
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from connectors.mcp.config import HttpServer, McpServerConfig, StdioServer
+from connectors.mcp.stderr import StderrTail
 
 logger = logging.getLogger("switchboard.mcp")
 
@@ -79,7 +89,34 @@ class Backoff:
         return float(min(self.most, self.first * 2 ** max(0, failures - 1)))
 
 
-SdkServer = MCPServerStdio | MCPServerStreamableHttp
+# Commands that mean "Python": run as the server's own interpreter, the one that has the
+# mcp package (under `make run` the PATH's python is another, without it).
+PYTHON_COMMANDS = ("python", "python3")
+
+
+def stdio_command(command: str) -> str:
+    return sys.executable if command in PYTHON_COMMANDS else command
+
+
+class _StdioServer(MCPServerStdio):
+    """The SDK's stdio server, with the process's stderr going to ``stderr``."""
+
+    def __init__(self, params: MCPServerStdioParams, stderr: StderrTail, **options: Any) -> None:
+        super().__init__(params, **options)
+        self.stderr = stderr
+
+    def create_streams(self) -> AbstractAsyncContextManager[MCPStreamTransport]:
+        return self._streams()
+
+    @asynccontextmanager
+    async def _streams(self) -> AsyncIterator[MCPStreamTransport]:
+        async with self.stderr.capture() as errlog:
+            async with stdio_client(self.params, errlog=errlog) as streams:
+                errlog.close()  # the process has its own copy: its exit is the pipe's end
+                yield streams
+
+
+SdkServer = _StdioServer | MCPServerStreamableHttp
 
 
 def sdk_server(
@@ -91,14 +128,15 @@ def sdk_server(
     request is bounded here (``connect_timeout``, the call's timeout, ``PING_TIMEOUT``)."""
     if isinstance(config, StdioServer):
         stdio: MCPServerStdioParams = {
-            "command": config.command,
+            "command": stdio_command(config.command),
             "args": list(config.args),
             "env": {name: value.get_secret_value() for name, value in config.env.items()},
         }
         if config.cwd:
             stdio["cwd"] = config.cwd
-        return MCPServerStdio(
+        return _StdioServer(
             stdio,
+            StderrTail(config.name, config.secrets()),
             name=config.name,
             client_session_timeout_seconds=None,
             message_handler=on_message,
@@ -158,9 +196,11 @@ class McpConnection:
         self.call_timeout = call_timeout
         self.backoff = backoff or Backoff()
         self.server = sdk_server(config, call_timeout, self._on_message)
+        self.stderr = self.server.stderr if isinstance(self.server, _StdioServer) else None
         self.tools: tuple[Tool, ...] = ()
         self.state: State = "connecting"
         self.reason: str | None = None  # why it is not connected, one line
+        self._changed = asyncio.Event()  # set (and replaced) at every change of state
         self.generation = 0  # connections made so far: a lost one is not taken for a new one
         self._on_tools: list[Callable[[], None]] = []
         self._wake = asyncio.Event()
@@ -191,6 +231,23 @@ class McpConnection:
         self._stopping = True
         self._wake.set()
 
+    def _set_state(self, state: State, reason: str | None) -> None:
+        self.state, self.reason = state, reason
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def usable(self) -> None:
+        """Return once the server is connected; wait while it is being (re)connected, and
+        raise ``Unavailable`` when it failed to start or is stopped."""
+        while self.state in ("connecting", "reconnecting"):
+            await self._changed.wait()
+        if self.state != "connected" or self.server.session is None:
+            raise Unavailable(self.reason or "it is stopped")
+
+    def _explain(self, reason: str) -> str:
+        """``reason`` with a stdio server's last stderr lines (read once it has stopped)."""
+        return self.stderr.explain(reason) if self.stderr is not None else reason
+
     async def aclose(self) -> None:
         self.stop()
         task = self._task
@@ -202,7 +259,7 @@ class McpConnection:
                 logger.warning("MCP server %r did not close in time", self.name)
         for job in list(self._background):
             job.cancel()
-        self.state = "stopped"
+        self._set_state("stopped", self.reason)
 
     async def _supervise(self) -> None:
         loop = asyncio.get_running_loop()
@@ -212,9 +269,10 @@ class McpConnection:
                 await self._connect()
             except Exception as exc:
                 failures += 1
-                self._failed(describe_failure(exc, self.config.secrets()), failures)
+                reason = describe_failure(exc, self.config.secrets())
+                await self._cleanup()  # the process has stopped: its last words are in
+                self._failed(self._explain(reason), failures)
                 self._attempted.set()
-                await self._cleanup()
                 await self._pause(self.backoff.delay(failures))
                 continue
             self._attempted.set()
@@ -228,12 +286,13 @@ class McpConnection:
                 break
             # A connection that held is simply re-made; one that keeps dying backs off.
             failures = 0 if loop.time() - since >= STABLE_SECONDS else failures + 1
+            self._set_state("reconnecting", self._explain(self.reason or "it was lost"))
             logger.warning(
                 "MCP server %r lost (%s); reconnecting", self.name, self.reason,
                 extra={"mcp_server": self.name},
             )  # fmt: skip
             await self._pause(self.backoff.delay(failures) if failures else 0)
-        self.state = "stopped"
+        self._set_state("stopped", self.reason)
 
     async def _connect(self) -> None:
         self._wake.clear()
@@ -241,7 +300,7 @@ class McpConnection:
             await self.server.connect()  # type: ignore[no-untyped-call]  # the SDK's, unannotated
             tools = await self.server.list_tools()
         self.generation += 1
-        self.state, self.reason = "connected", None
+        self._set_state("connected", None)
         self._set_tools(tools)
         logger.info(
             "MCP server %r connected",
@@ -250,7 +309,7 @@ class McpConnection:
         )
 
     def _failed(self, reason: str, failures: int) -> None:
-        self.state, self.reason = "failed", reason
+        self._set_state("failed", reason)
         wait = self.backoff.delay(failures)
         # One line for the first failure of a run; the retries after it are quieter.
         log = logger.error if failures == 1 else logger.debug
@@ -282,7 +341,7 @@ class McpConnection:
         """The connection made as ``generation`` broke: reconnect (once, whoever says it)."""
         if generation != self.generation or self.state != "connected":
             return
-        self.state, self.reason = "reconnecting", reason
+        self._set_state("reconnecting", reason)
         self._wake.set()
 
     def suspect(self) -> None:
@@ -307,10 +366,23 @@ class McpConnection:
 
     # ------------------------------------------------------------------ tools
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call ``tool`` on the server (the caller bounds it with its timeout)."""
-        if self.state != "connected" or self.server.session is None:
-            raise Unavailable(self.reason or "it is still connecting")
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, repeatable: bool = False
+    ) -> CallToolResult:
+        """Call ``tool`` on the server once it is usable (the caller bounds all of it with
+        the call's timeout). When the server stops during the call, a ``repeatable`` tool
+        (one that only reads, or says repeating it changes nothing) is called again once
+        the server is back; any other raises ``ServerLost``: it may have done its work."""
+        await self.usable()
+        try:
+            return await self._call_once(tool, arguments)
+        except ServerLost:
+            if not repeatable:
+                raise
+        await self.usable()
+        return await self._call_once(tool, arguments)
+
+    async def _call_once(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         generation = self.generation
         try:
             return await self.server.call_tool(tool, arguments)

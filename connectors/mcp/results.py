@@ -4,8 +4,8 @@
 - ``structuredContent`` → the ``response`` payload and a ``json`` segment, shown first
   unless a text says more than that JSON does;
 - images → a ``card`` segment with the image as a ``data:`` URL (the UI shows
-  ``data:image/…`` only), resource links → ``link`` segments, embedded text resources →
-  ``markdown``; anything else (audio, binary resources) → a line saying what was left out;
+  ``data:image/…`` only), resource links to web pages → ``link`` segments, embedded text
+  resources → ``markdown``; anything else (audio, binary resources) → a line saying what was left out;
 - ``isError`` → an error card.
 
 An MCP server is a third party: the model reads its text fenced as data
@@ -30,7 +30,7 @@ from mcp.types import (
 )
 
 from connectors.rendering import register_type
-from connectors.responses import ErrorResponse, ToolResponse
+from connectors.responses import ErrorResponse, ToolResponse, is_web_url
 from connectors.text import truncate
 from connectors.tool_result import ToolResult
 from connectors.untrusted import fence
@@ -73,10 +73,13 @@ def _sort(result: CallToolResult) -> _Parts:
             _image(parts, block)
         elif isinstance(block, ResourceLink):
             title = block.title or block.name
-            link: dict[str, Any] = {"url": block.uri, "title": title}
-            if block.description:
-                link["description"] = block.description
-            parts.segments.append({"type": "link", "content": link})
+            # Only a web page is a link to click (a file: or notes:// resource is not, and a
+            # javascript: one would run in the page); the model reads them all.
+            if is_web_url(block.uri):
+                link: dict[str, Any] = {"url": block.uri, "title": title}
+                if block.description:
+                    link["description"] = block.description
+                parts.segments.append({"type": "link", "content": link})
             parts.links.append(f"Resource: {title} <{block.uri}>")
         elif isinstance(block, EmbeddedResource) and isinstance(
             block.resource, TextResourceContents

@@ -56,6 +56,13 @@ def side_effect(tool: Tool) -> bool | None:
     return hints.read_only_hint is not True
 
 
+def repeatable(tool: Tool) -> bool:
+    """Whether calling ``tool`` again after its server crashed mid-call is harmless: its
+    annotations say it only reads, or that repeating it changes nothing."""
+    hints = tool.annotations
+    return hints is not None and (hints.read_only_hint is True or hints.idempotent_hint is True)
+
+
 def title(tool: Tool) -> str:
     named = tool.title or (tool.annotations.title if tool.annotations else None)
     return named or tool.name.replace("_", " ")
@@ -148,9 +155,12 @@ async def invoke(
             debug,
         )
     limit = connection.config.timeout or connection.call_timeout
+    again = repeatable(tool)
+    # What a client reads in the error event (websocket.stream): a tool_timeout is
+    # retryable, any other tool_error is not, so only a timeout's text says to try again.
     try:
         async with asyncio.timeout(limit):
-            result = await connection.call(tool.name, arguments)
+            result = await connection.call(tool.name, arguments, repeatable=again)
     except TimeoutError:
         logger.warning(
             "MCP tool %s timed out after %gs",
@@ -158,27 +168,35 @@ async def invoke(
             limit,
             extra={"mcp_server": connection.name},
         )
+        restarting = connection.state != "connected"
         connection.suspect()
+        what = (
+            f"{agent_name} was still being restarted after {limit:g} seconds, so {tool.name} "
+            "was given up; try again in a moment"
+            if restarting
+            else f"{tool.name} did not answer within {limit:g} seconds, so it was given up; "
+            "try again in a moment or ask for less"
+        )
         return error_result(
-            agent_name,
-            f"{tool.name} did not answer within {limit:g} seconds, so it was given up; "
-            "try again in a moment or ask for less",
-            {**debug, "error_code": TIMEOUT_CODE, "timeout_seconds": limit},
+            agent_name, what, {**debug, "error_code": TIMEOUT_CODE, "timeout_seconds": limit}
         )
     except Unavailable as exc:
         return error_result(
             agent_name,
-            f"{agent_name} is unavailable right now ({exc}); it is reconnected "
-            "automatically, try again in a moment",
+            f"{agent_name} is unavailable ({exc}), so {tool.name} was not run; Switchboard "
+            "keeps reconnecting to it in the background",
             {**debug, "state": connection.state},
         )
     except ServerLost as exc:
-        return error_result(
-            agent_name,
-            f"the {agent_name} server stopped while running {tool.name} ({exc}); it is being "
-            "restarted, try again in a moment",
-            {**debug, "lost": str(exc)},
+        what = (
+            f"the {agent_name} server stopped while running {tool.name} ({exc}), and again "
+            "when it was run once more after a restart, so it was given up"
+            if again
+            else f"the {agent_name} server stopped while running {tool.name} ({exc}), so it "
+            "may or may not have done it; it was not run again. Check before asking for it "
+            "again"
         )
+        return error_result(agent_name, what, {**debug, "lost": str(exc)})
     except ToolRefused as exc:
         return refused(agent_name, tool, str(exc), debug)
     return result_from_call(

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,15 +22,16 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     field_validator,
-    model_validator,
 )
 
 from connectors.names import CONNECTOR_NAME, name_problem
+from connectors.responses import DisplayHint
 
 TOOLSET_PATH = "/.well-known/rap-toolset"
 # What a callback may carry: enough for a large file or diff, not enough to exhaust memory.
 MAX_RESULT_TEXT = 1_000_000
 MAX_SEGMENTS = 16
+MAX_SEGMENT_TYPE = 64
 # A server is a connector: its name lives in the connectors' one namespace
 # (connectors.names; clashes with installed connectors are refused at start-up).
 SERVER_NAME = f"^{CONNECTOR_NAME.pattern}$"
@@ -201,26 +203,21 @@ class DiffContent(BaseModel):
     patch: str = Field(max_length=MAX_RESULT_TEXT)
 
 
-class DisplaySegment(BaseModel):
-    """A render hint. ``text`` and ``diff`` are checked; other types pass through (a UI
-    that does not know one skips it, docs/rap.md)."""
+def _rap_segment(segment: DisplayHint) -> DisplayHint:
+    """A RAP segment follows the ToolResponse's rules for a hint (``wire.tool_response``:
+    text is a string, a link leads to an http(s) page, an unknown type may hold any JSON,
+    for a client that does not know it to skip), and RAP's own: a diff is {path, patch}."""
+    kind, content = segment["type"], segment["content"]
+    if len(kind) > MAX_SEGMENT_TYPE:
+        raise ValueError(f"a segment's type is at most {MAX_SEGMENT_TYPE} characters")
+    if kind == "diff":
+        if not isinstance(content, dict):
+            raise ValueError("a 'diff' segment's content must be an object with 'path' and 'patch'")
+        DiffContent.model_validate(content)
+    return segment
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
-    type: str = Field(min_length=1, max_length=64)
-    content: str | dict[str, Any]
-
-    @model_validator(mode="after")
-    def _content_fits_type(self) -> DisplaySegment:
-        if self.type in ("text", "markdown") and not isinstance(self.content, str):
-            raise ValueError(f"a {self.type!r} segment's content must be a string")
-        if self.type == "diff":
-            if not isinstance(self.content, dict):
-                raise ValueError(
-                    "a 'diff' segment's content must be an object with 'path' and 'patch'"
-                )
-            DiffContent.model_validate(self.content)
-        return self
+DisplaySegment = Annotated[DisplayHint, AfterValidator(_rap_segment)]
 
 
 class ToolResultMessage(BaseModel):

@@ -69,13 +69,12 @@ def result_from_message(
             agent_name, text.strip(), friendly_name=friendly_name, debug_info=dict(debug_info)
         )
         return RapToolResult(error, model_text(text))
-    segments = [segment.model_dump(mode="json") for segment in message.display_as or ()]
     response = ToolResponse(
         RESPONSE_TYPE,
         agent_name,
         friendly_name,
         text,
-        display_as=segments or None,
+        display_as=message.display_as or None,
         debug_info=dict(debug_info),
     )
     return RapToolResult(response, model_text(text))

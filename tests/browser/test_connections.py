@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from playwright.async_api import Page
 from app.settings import Settings
 from tests.browser.pages import body_items, open_ui, send, wait_chips, wait_turns_ended
 from tests.fakes.fake_service import serve_fake
+from tests.support.mcp import NOTES_SERVER, python_without_mcp
 from tests.support.notes_plugin import GOOD_KEY, FakeNotes, install_notes
 from tests.support.servers import LiveServer, serve
 
@@ -75,6 +78,32 @@ async def test_the_connections_panel_lists_modes_and_connects_and_disconnects(
 
     await page.keyboard.press("Escape")
     await panel.wait_for(state="hidden")
+
+
+async def test_the_panel_says_why_a_server_is_unavailable_or_a_connector_not_loaded(
+    ui_settings: Callable[..., Settings], page: Page, tmp_path: Path
+) -> None:
+    script = tmp_path / "notes_server.py"
+    script.write_text("from mcp.server.mcpserver import MCPServer\n")
+    servers = {
+        # The PATH's python under `make run`: no mcp package.
+        "notes": {"command": str(python_without_mcp(tmp_path / "bin")), "args": [str(script)]},
+        "search": {"command": sys.executable, "args": [str(NOTES_SERVER), "stdio"]},
+    }
+    async with serve(ui_settings(mcp_servers=json.dumps(servers))) as server:
+        await open_ui(page, server.http)
+        await page.get_by_role("button", name="Connections").click()
+        panel = page.locator("#connections-dialog")
+        notes = panel.locator(".connector[data-connector=notes]")
+        await notes.get_by_text("Unavailable").wait_for()
+        reason = await notes.locator(".connector-reason").inner_text()
+        failed = panel.locator(".failed-connector[data-connector=search]")
+        failed_text = await failed.inner_text()
+
+    assert reason.startswith("the connection closed (the server exited or crashed); its last")
+    assert reason.endswith("ModuleNotFoundError: No module named 'mcp'")
+    assert "Not loaded (SWITCHBOARD_MCP_SERVERS)" in failed_text
+    assert "the name 'search' is already taken by the built-in connectors" in failed_text
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ tests pass at once, run by pytest in a separate process as the author would run 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from app.cli import main
 from connectors.scaffold import files_for, names_for, write_package
+from tests.support.mcp import NOTES_SERVER, python_without_mcp
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,17 +52,32 @@ def test_live_mode_without_its_keys_shows_it_failed_with_the_variable_named(
     assert rows["gmail"].endswith("\tok")
 
 
-def test_list_shows_the_configured_remote_servers(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_list_checks_the_mcp_servers_and_names_the_rap_servers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("SWITCHBOARD_MCP_SERVERS", '{"notes": {"command": "notes-server"}}')
+    servers = {
+        "notes": {"command": sys.executable, "args": [str(NOTES_SERVER), "stdio"]},
+        "missing": {"command": "notes-server"},
+        # The PATH's python, under `make run`, has no mcp package: its reason says so.
+        "broken": {
+            "command": str(python_without_mcp(tmp_path / "bin")),
+            "args": ["-c", "import mcp"],
+        },
+    }
+    monkeypatch.setenv("SWITCHBOARD_MCP_SERVERS", json.dumps(servers))
     monkeypatch.setenv("SWITCHBOARD_RAP_TOOLS", "tracker=http://127.0.0.1:9/rap")
     assert main(["connectors", "list"]) == 0
     rows = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
-    assert rows["notes"][2:4] == ["live", "server"]
-    assert rows["notes"][5] == (
-        "configured in SWITCHBOARD_MCP_SERVERS; checked when the server starts"
+    assert rows["notes"][1:4] == ["Notes", "live", "server"]
+    assert "look_up" in rows["notes"][4] and rows["notes"][5] == "ok"
+    assert rows["missing"][5] == (
+        "failed (SWITCHBOARD_MCP_SERVERS): the command was not found (notes-server)"
     )
+    assert rows["broken"][5].startswith(
+        "failed (SWITCHBOARD_MCP_SERVERS): the connection closed (the server exited or "
+        "crashed); its last lines on stderr: Traceback (most recent call last): / "
+    )
+    assert rows["broken"][5].endswith("ModuleNotFoundError: No module named 'mcp'")
     assert rows["tracker"][5].startswith("configured in SWITCHBOARD_RAP_TOOLS")
 
 

@@ -7,6 +7,7 @@ package, so the messages name real package names and versions.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import logging
@@ -31,6 +32,7 @@ from connectors.registry import (
     installed_points,
     register_connectors,
 )
+from tests.support.clients import open_client
 from tests.support.processes import ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +96,12 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = tmp_path / "site"
     root.mkdir()
     monkeypatch.syspath_prepend(str(root))
+    imported = set(sys.modules)
     yield root
+    # The next test's plug-in of the same name is another module: forget this one.
+    for name in set(sys.modules) - imported:
+        if str(root) in str(getattr(sys.modules[name], "__file__", "")):
+            del sys.modules[name]
 
 
 def points_in(root: Path) -> list[EntryPoint]:
@@ -207,6 +214,104 @@ def test_a_plugin_that_does_not_import_or_is_no_connector_is_skipped(site: Path)
         "odd_mod:connector gave a 'int' object, not a Connector (or a function returning one)"
     )
     assert served(site) == BUILTINS
+
+
+# ----------------------------------------------------------------------------- exits
+
+# Each: (where the plug-in's code raises, what, the reason it is refused with).
+EXITS = [
+    ("import", "sys.exit(3)", "did not load: its import called sys.exit(3) (see the server log)"),
+    ("import", "sys.exit()", "did not load: its import called sys.exit() (see the server log)"),
+    (
+        "import",
+        "sys.exit('token sk-live-secret-123 expired')",
+        "did not load: its import called sys.exit() with a message (see the server log)",
+    ),
+    ("import", "raise GeneratorExit", "did not load: GeneratorExit (see the server log)"),
+    ("import", "raise Stop()", "did not load: Stop (see the server log)"),
+    (
+        "factory",
+        "sys.exit(4)",
+        "did not load: stop_mod:make() called sys.exit(4) (see the server log)",
+    ),
+    ("build", "sys.exit(5)", "build_agent called sys.exit(5) (see the server log)"),
+    (
+        "build",
+        "raise asyncio.CancelledError",
+        "build_agent raised: CancelledError (see the server log)",
+    ),
+]
+
+
+def exiting_plugin(where: str, statement: str) -> str:
+    """A plug-in module whose import, connector factory or build_agent runs ``statement``."""
+    prelude = "import asyncio, sys\n\nclass Stop(BaseException):\n    pass\n\n"
+    if where == "import":
+        return prelude + statement + "\n"
+    source = prelude + plugin_source("stop", build=statement if where == "build" else "pass")
+    return source + f"\n\ndef make():\n    {statement}\n"
+
+
+@pytest.mark.parametrize(("where", "statement", "reason"), EXITS)
+def test_a_plugin_that_exits_or_raises_any_base_exception_is_refused_with_its_reason(
+    site: Path, caplog: pytest.LogCaptureFixture, where: str, statement: str, reason: str
+) -> None:
+    target = "make" if where == "factory" else "connector"
+    install(site, "stop", "0.1", {"stop": target}, exiting_plugin(where, statement))
+    install(site, "switchboard-notes", "0.1", {"notes": "connector"}, plugin_source("notes"))
+    with caplog.at_level(logging.ERROR, logger="switchboard.connectors"):
+        registration = register_connectors(Settings(), points_in(site))
+    assert [(f.name, f.origin, f.reason) for f in registration.failed] == [
+        ("stop", "stop 0.1", reason)
+    ]
+    assert [c.name for c in registration.connectors] == [*BUILTINS, "notes"]
+    [line] = [r for r in caplog.records if "'stop'" in r.getMessage()]
+    assert line.exc_info is not None  # the traceback, in the log only
+    assert "sk-live-secret-123" not in reason
+
+
+def test_a_ctrl_c_during_a_plugin_s_import_still_stops(site: Path) -> None:
+    # Python's SIGINT handler raises KeyboardInterrupt wherever the main thread is; during
+    # a slow import, that is inside the plug-in: a person's Ctrl-C, never a plug-in failure.
+    install(site, "slow", "0.1", {"slow": "connector"}, "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        register_connectors(Settings(), points_in(site))
+
+
+async def test_cancelling_the_start_while_a_plugin_builds_still_cancels_it(
+    site: Path, database_url: str
+) -> None:
+    # The start-up task is cancelled while a plug-in's build_agent runs (it asks for it
+    # itself: that is the hook) and the plug-in then raises CancelledError as well: the
+    # plug-in is refused, and the start still ends cancelled at its next await.
+    build = "asyncio.current_task().cancel(); raise asyncio.CancelledError"
+    install(site, "stop", "0.1", {"stop": "connector"}, exiting_plugin("build", build))
+
+    async def start() -> None:
+        async with start_services(Settings(database_url=database_url)):
+            raise AssertionError("the start was cancelled; nothing is served")
+
+    task = asyncio.create_task(start())
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+def test_connectors_list_shows_a_plugin_that_exits_at_import(site: Path, tmp_path: Path) -> None:
+    install(site, "quitter", "0.1", {"quitter": "connector"}, "import sys\nsys.exit(3)\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "app.cli", "connectors", "list"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(site), "SWITCHBOARD_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)
+    rows = [line.split("\t") for line in run.stdout.splitlines()[1:]]
+    assert [row[0] for row in rows if row[-1] == "ok"] == BUILTINS
+    reason = "did not load: its import called sys.exit(3) (see the server log)"
+    assert ["quitter", "-", "-", "-", "-", f"failed (quitter 0.1): {reason}"] in rows
 
 
 # ----------------------------------------------------------------------------- remote servers
@@ -331,18 +436,24 @@ def test_connectors_list_shows_failed_plugins_with_their_reason(
     )
 
 
-def test_the_server_starts_without_the_broken_plugin_and_says_why(
-    broken_site: Path, database_url: str, tmp_path: Path
-) -> None:
+def plugin_server(site: Path, database_url: str, tmp_path: Path) -> ServerProcess:
+    """``switchboard serve``, started, with the plug-ins installed under ``site``."""
     server = ServerProcess(
         {
             "SWITCHBOARD_DATABASE_URL": database_url,
             "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-            "PYTHONPATH": str(broken_site),
+            "PYTHONPATH": str(site),
         },
         tmp_path / "server.log",
     )
     server.start()
+    return server
+
+
+def test_the_server_starts_without_the_broken_plugin_and_says_why(
+    broken_site: Path, database_url: str, tmp_path: Path
+) -> None:
+    server = plugin_server(broken_site, database_url, tmp_path)
     try:
         answer = httpx.get(f"{server.http}/api/connectors", timeout=10).json()
     finally:
@@ -363,6 +474,45 @@ def test_the_server_starts_without_the_broken_plugin_and_says_why(
     log = server.log()
     assert "connector 'crashy' of switchboard-crashy 0.3 skipped" in log
     assert "no forecast key" in log  # the traceback is the operator's, in the log only
+
+
+async def test_the_server_serves_beside_a_plugin_that_exits_at_import(
+    site: Path, database_url: str, tmp_path: Path
+) -> None:
+    install(site, "quitter", "0.1", {"quitter": "connector"}, "import sys\nsys.exit(3)\n")
+    # A ToolResponse, which the model reads through the renderers.
+    notes = plugin_source("notes").replace(
+        "return city", "return ToolResult(TextResponse('Notes', city))"
+    )
+    notes = (
+        "from connectors.tooling import ToolResult\nfrom connectors.responses import TextResponse\n"
+        + notes
+    )
+    install(site, "switchboard-notes", "0.1", {"notes": "connector"}, notes)
+    server = plugin_server(site, database_url, tmp_path)
+    try:
+        async with httpx.AsyncClient(base_url=server.http, timeout=10) as http:
+            answer = (await http.get("/api/connectors")).json()
+            # A tool result loads the renderers of every installed plug-in: the quitter's
+            # import runs again there, in the middle of a turn.
+            async with open_client(server.ws_url("quitter-chat")) as client:
+                events = await client.turn("ask Notes about Paris")
+            after = (await http.get("/readyz")).status_code
+    finally:
+        server.stop()
+    assert [c["name"] for c in answer["connectors"]] == [*BUILTINS, "notes"]
+    assert answer["failed"] == [
+        {
+            "name": "quitter",
+            "origin": "quitter 0.1",
+            "reason": "did not load: its import called sys.exit(3) (see the server log)",
+        }
+    ]
+    [output] = [e["output"] for e in events if e["type"] == "tool_output"]
+    assert output["response_type"] == "text" and output["response"] == "Paris"
+    assert events[-2]["status"] == "completed"
+    assert after == 200
+    assert "connector 'quitter' of quitter 0.1 skipped" in server.log()
 
 
 # ----------------------------------------------------------------------------- typed options

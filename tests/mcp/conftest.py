@@ -16,8 +16,9 @@ from tests.support.mcp import Notes, mcp_app, notes_server
 
 @pytest.fixture(params=["stdio", "http"])
 async def notes(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Notes]:
-    """The notes server, once over each transport."""
-    async with notes_server(request.param, tmp_path, timeout=5) as server:
+    """The notes server, once over each transport. A call's timeout holds a restart
+    of the server (a Python process) however loaded the machine is."""
+    async with notes_server(request.param, tmp_path, timeout=60) as server:
         yield server
 
 

@@ -97,6 +97,13 @@ def crash() -> str:
     return "never"
 
 
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def archive_all() -> str:
+    """Archives every note, and kills this server's process in the middle of it."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "never"
+
+
 @server.tool(annotations=READ_ONLY)
 async def add_tool(ctx: Context, name: str = "archive_notes") -> str:
     """Adds the archive_notes tool (under another name if given) and says the tool list

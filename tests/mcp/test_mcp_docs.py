@@ -5,14 +5,17 @@ demo model."""
 from __future__ import annotations
 
 import json
+import os
 import re
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from app.settings import Settings
 from tests.support.clients import open_client
+from tests.support.mcp import python_without_mcp
 from tests.support.servers import serve
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
@@ -34,14 +37,16 @@ def documented_setting() -> dict[str, dict[str, object]]:
 
 
 async def test_the_documented_server_answers_in_a_chat(
-    make_settings: Callable[..., Settings], tmp_path: Path
+    make_settings: Callable[..., Settings], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = tmp_path / "notes_server.py"
-    script.write_text(example_source())
+    (tmp_path / "notes_server.py").write_text(example_source())
+    monkeypatch.chdir(tmp_path)  # where the operator saved it
+    # The PATH's python has no mcp package, as under `make run` (its virtualenv is not
+    # activated): "python" is the server's own interpreter.
+    python_without_mcp(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     servers = documented_setting()
     assert servers == {"notes": {"command": "python", "args": ["notes_server.py"]}}
-    # As documented, but with this interpreter and where the file was written.
-    servers["notes"].update(command=sys.executable, args=[str(script)])
     settings = make_settings(mcp_servers=json.dumps(servers))
     async with serve(settings) as live:
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:

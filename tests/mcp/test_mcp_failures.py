@@ -3,9 +3,11 @@ card (never a failed turn), then the connection comes back by itself."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -14,10 +16,20 @@ from typing import Any
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
+from connectors.mcp.tools import arguments_schema, invoke
+from connectors.tool_result import ToolResult
 from tests.mcp.test_mcp_turns import of_type, run_turn, script
 from tests.support.clients import open_client
 from tests.support.logs import capture_logs
-from tests.support.mcp import TOKEN, Notes, is_running, notes_server, pid_in, stdio_entry
+from tests.support.mcp import (
+    TOKEN,
+    Notes,
+    is_running,
+    notes_server,
+    pid_in,
+    python_without_mcp,
+    stdio_entry,
+)
 from tests.support.servers import LiveServer
 from tests.support.waiting import wait_until
 
@@ -35,6 +47,14 @@ async def reconnected(live: LiveServer, generation: int) -> None:
     await wait_until(
         lambda: notes.state == "connected" and notes.generation >= generation,
         what=f"the notes server to be connected again (connection {generation})",
+    )
+
+
+async def call_tool(notes_connection: Any, name: str, arguments: dict[str, Any]) -> ToolResult:
+    """Call ``name`` as the agent's tool does (its timeout, its error cards)."""
+    [tool] = [tool for tool in notes_connection.tools if tool.name == name]
+    return await invoke(
+        notes_connection, "Notes", tool, arguments_schema(tool), json.dumps(arguments)
     )
 
 
@@ -63,9 +83,17 @@ async def test_a_crash_mid_call_is_a_tool_error_then_the_server_is_back(
 
     [shown] = of_type(events, "tool_output")
     assert shown["output"]["response_type"] == "error"
-    assert "the Notes server stopped while running crash" in shown["output"]["error_message"]
+    message = shown["output"]["error_message"]
+    if notes.http is None:  # read-only: run once more on the restarted server, which crashed
+        assert message.startswith("Error: the Notes server stopped while running crash (")
+        assert message.endswith(
+            "and again when it was run once more after a restart, so it was given up"
+        )
+    else:  # nobody restarted it before the call gave up waiting
+        assert message.startswith("Error: Notes is unavailable (")
     [error] = of_type(events, "error")
     assert error["code"] == "tool_error"  # a tool's failure, not the model's
+    assert error["retryable"] is False and "try again" not in message
     assert events[-2]["status"] == "completed"
     assert of_type(after, "error") == []
     assert "Tuesdays" in of_type(after, "tool_output")[0]["output"]["display_as"][0]["content"]
@@ -91,6 +119,71 @@ async def test_a_killed_stdio_server_is_restarted_before_the_next_call(
     assert notes.pid() not in (None, first_pid)
 
 
+async def test_a_call_made_at_once_after_a_crash_runs_on_the_restarted_server(
+    tmp_path: Path, app: Callable[..., Any]
+) -> None:
+    async with (
+        notes_server("stdio", tmp_path, timeout=60) as notes,
+        app({"notes": notes.entry}) as live,
+    ):
+        notes_connection = connection(live)
+        first_pid = notes.pid()
+        notes.kill()
+        # Before the loss is noticed: the call is sent to a dead process, and as the tool
+        # only reads, it is run again once the server is back.
+        assert notes_connection.state == "connected"
+        result = await call_tool(notes_connection, "look_up", {"query": "deploys"})
+        assert notes_connection.generation == 2
+
+    assert result["response_type"] == "mcp_result"
+    assert "Tuesdays" in result["display_as"][0]["content"]
+    assert notes.pid() not in (None, first_pid)
+
+
+async def test_a_turn_right_after_a_crash_waits_for_the_restart(
+    tmp_path: Path, app: Callable[..., Any]
+) -> None:
+    model = ScriptedModel([])
+    async with (
+        notes_server("stdio", tmp_path, timeout=60) as notes,
+        app({"notes": notes.entry}, model=model) as live,
+    ):
+        first_pid = notes.pid()
+        notes.kill()
+        look_up_again(model)
+        events = await run_turn(live, "when do we deploy?")
+
+    assert of_type(events, "error") == []
+    [shown] = of_type(events, "tool_output")
+    assert shown["output"]["response_type"] == "mcp_result"
+    assert notes.pid() not in (None, first_pid)
+
+
+async def test_a_write_the_crash_interrupted_is_not_run_again(
+    tmp_path: Path, app: Callable[..., Any]
+) -> None:
+    model = script(("archive_all", {}), ("look_up", {"query": "deploys"}), answer="It crashed.")
+    async with (
+        notes_server("stdio", tmp_path, timeout=60) as notes,
+        app({"notes": notes.entry}, model=model) as live,
+    ):
+        first_pid = notes.pid()
+        events = await run_turn(live, "archive every note")
+
+    archived, looked_up = of_type(events, "tool_output")
+    message = archived["output"]["error_message"]
+    assert message.startswith("Error: the Notes server stopped while running archive_all (")
+    assert message.endswith(
+        "so it may or may not have done it; it was not run again. Check before asking for it again"
+    )
+    [error] = of_type(events, "error")
+    assert error["code"] == "tool_error" and error["retryable"] is False
+    # The next call of the turn waited for the restart.
+    assert looked_up["output"]["response_type"] == "mcp_result"
+    assert notes.pid() not in (None, first_pid)
+    assert events[-2]["status"] == "completed"
+
+
 async def test_a_remote_server_that_is_down_is_unavailable_until_it_is_back(
     tmp_path: Path, app: Callable[..., Any]
 ) -> None:
@@ -111,7 +204,8 @@ async def test_a_remote_server_that_is_down_is_unavailable_until_it_is_back(
     [error] = of_type(down, "error")
     assert error["code"] == "tool_error"
     message = of_type(down, "tool_output")[0]["output"]["error_message"]
-    assert message.startswith("Error: Notes is unavailable right now (")
+    assert message.startswith("Error: Notes is unavailable (")
+    assert message.endswith("Switchboard keeps reconnecting to it in the background")
     assert down[-2]["status"] == "completed"
     assert of_type(back, "error") == []
 
@@ -187,6 +281,64 @@ async def test_a_server_that_cannot_start_is_reported_and_the_rest_is_served(
     assert line.startswith("MCP server 'broken' unavailable: the command was not found")
     assert of_type(events, "tool_output")[0]["output"]["response_type"] == "mcp_result"
     assert SECRET not in logs.describe(logs.records)
+
+
+async def test_a_server_that_exits_at_start_says_why_in_its_last_stderr_lines(
+    tmp_path: Path, app: Callable[..., Any]
+) -> None:
+    script = tmp_path / "notes_server.py"
+    script.write_text("from mcp.server.mcpserver import MCPServer\n")
+    python = python_without_mcp(tmp_path / "bin")
+    async with app({"notes": {"command": str(python), "args": [str(script)]}}) as live:
+        reason = connection(live).reason
+        async with live.client() as http:
+            [listed] = [
+                c
+                for c in (await http.get("/api/connectors")).json()["connectors"]
+                if c["name"] == "notes"
+            ]
+
+    assert reason.startswith(
+        "the connection closed (the server exited or crashed); its last lines on stderr: "
+        "Traceback (most recent call last): / "
+    )
+    assert reason.endswith(" / ModuleNotFoundError: No module named 'mcp'")
+    assert listed["server"] == {"state": "failed", "reason": reason}
+
+
+STDERR = r"""
+import sys
+for n in range(3):
+    print(f"starting {n}", file=sys.stderr)
+print("\x1b[31mred\x1b[0m and \u202ereversed\x07", file=sys.stderr)
+print("token=" + sys.argv[1], file=sys.stderr)
+print("x" * 5_000, file=sys.stderr)
+sys.stderr.write("no newline at the end")
+sys.exit(1)
+"""
+
+
+async def test_a_server_s_stderr_is_bounded_and_cleaned_before_it_is_shown(
+    app: Callable[..., Any],
+) -> None:
+    entry = {"command": sys.executable, "args": ["-c", STDERR, SECRET], "env": {"TOKEN": SECRET}}
+    with capture_logs(logging.INFO) as logs:
+        async with app({"notes": entry}) as live:
+            reason = connection(live).reason
+
+    base = "the connection closed (the server exited or crashed); its last lines on stderr: "
+    assert reason.startswith(base)
+    lines = reason.removeprefix(base).split(" / ")
+    assert lines == [
+        "starting 2",
+        "red and reversed",
+        "token=***",
+        "x" * 299 + "…",
+        "no newline at the end",
+    ]
+    logged = logs.describe(logs.records)
+    assert "MCP server 'notes' stderr: starting 0" in logged  # every line, in the log
+    assert SECRET not in logged
 
 
 async def test_a_wrong_token_fails_the_connection_without_showing_the_token(

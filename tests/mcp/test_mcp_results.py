@@ -118,6 +118,21 @@ def test_images_and_resource_links_become_display_segments_in_order() -> None:
     )  # the image's bytes never reach the model
 
 
+def test_a_resource_link_to_no_web_page_is_no_link_to_click() -> None:
+    result = convert(
+        TextContent(text="Two more."),
+        ResourceLink(uri="javascript:alert(1)", name="run", title="Run me"),
+        ResourceLink(uri="file:///srv/notes/report.md", name="report"),
+    )
+
+    assert result["display_as"] == [{"type": "markdown", "content": "Two more."}]
+    assert str(result) == fence(
+        "Two more.\n\nResource: Run me <javascript:alert(1)>\n\n"
+        "Resource: report <file:///srv/notes/report.md>",
+        "mcp tool",
+    )
+
+
 def test_what_the_chat_cannot_show_is_a_note_for_the_model() -> None:
     result = convert(
         ImageContent(data="A" * (MAX_IMAGE_CHARS + 1), mime_type="image/png"),

@@ -258,6 +258,9 @@ def test_error_texts_and_oauth_messages() -> None:
         [{"type": "text", "content": {"not": "a string"}}],
         [{"type": "", "content": "x"}],
         [{"content": "x"}],
+        [{"type": "link", "content": "javascript:alert(1)"}],
+        [{"type": "link", "content": {"url": "javascript:alert(1)", "title": "Open"}}],
+        [{"type": "x" * 65, "content": "x"}],
     ],
 )
 def test_bad_display_segments_are_refused(segments: list[Any]) -> None:
@@ -268,6 +271,10 @@ def test_bad_display_segments_are_refused(segments: list[Any]) -> None:
 def test_unknown_segment_types_pass_through_for_the_ui_to_skip() -> None:
     segments = [
         {"type": "chart", "content": {"series": [1, 2]}},
+        {"type": "rating", "content": 4.5},
+        {"type": "count", "content": 3},
+        {"type": "flags", "content": [True, None]},
+        {"type": "link", "content": {"url": "https://notes.example.com/r", "title": "Report"}},
         {"type": "text", "content": "fallback"},
     ]
     result = result_from_message(

@@ -327,6 +327,13 @@ async def test_bad_callbacks_are_refused_and_lose_nothing(rap_stack: Callable[..
                         url,
                         json={**good, "display_as": [{"type": "diff", "content": "not an object"}]},
                     ),
+                    await http.post(
+                        url,
+                        json={
+                            **good,
+                            "display_as": [{"type": "link", "content": "javascript:alert(1)"}],
+                        },
+                    ),
                     await http.post(url, json={**good, "call_id": "fc_wrong"}),
                     await http.post(
                         url, content=json.dumps(good), headers={"Content-Type": "text/plain"}
@@ -341,12 +348,35 @@ async def test_bad_callbacks_are_refused_and_lose_nothing(rap_stack: Callable[..
                 accepted = await http.post(url, json=good)
             events = await client.until("end_of_stream")
 
-    assert [a.status_code for a in answers] == [400, 400, 400, 400, 400, 415, 401, 413]
+    assert [a.status_code for a in answers] == [400, 400, 400, 400, 400, 400, 415, 401, 413]
     for answer in answers:
         assert answer.json()["error"]["message"]
     assert "text" in answers[1].json()["error"]["message"]
+    assert (
+        "tool_result.display_as.0.link.content.url: Value error, a link must be an http:// "
+        "or https:// URL, not javascript:"
+    ) in answers[4].json()["error"]["message"]
     assert accepted.status_code == 200
     assert of_type(events, "tool_output")[0]["output"]["response"] == "found"
+
+
+async def test_a_segment_of_a_type_nobody_knows_is_kept_for_clients_to_skip(
+    rap_stack: Callable[..., Any],
+) -> None:
+    display = [
+        {"type": "rating", "content": 4},
+        {"type": "text", "content": "4 stars"},
+        {"type": "link", "content": {"url": "https://notes.example.com/r", "title": "Report"}},
+    ]
+    async with rap_stack() as stack:
+        stack.tool.on("lookup", Result("Rated 4 stars.", display_as=display))
+        script_call(stack.model, "lookup", {"query": "q"}, "It is rated 4 stars.")
+        _, events = await run_turn(stack)
+
+    assert [d.status for d in stack.tool.deliveries] == [200]
+    [shown] = of_type(events, "tool_output")
+    assert shown["output"]["display_as"] == display
+    assert of_type(events, "error") == []
 
 
 async def test_an_oauth_message_shows_an_authorize_link(rap_stack: Callable[..., Any]) -> None:

@@ -36,6 +36,16 @@ def stdio_entry(pid_file: Path, **extra: Any) -> dict[str, Any]:
     }
 
 
+def python_without_mcp(bin_dir: Path) -> Path:
+    """A ``python`` in ``bin_dir`` that cannot import ``mcp``, as the PATH's python is
+    under ``make run``: this interpreter without its site-packages."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
 def pid_in(pid_file: Path) -> int | None:
     """The process id a notes server wrote, once it has."""
     try:

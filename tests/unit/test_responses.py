@@ -459,11 +459,46 @@ def test_invalid_fields_are_refused_naming_the_field(overrides, problems):
 
 
 def test_documented_and_own_display_types_are_accepted():
-    hints = [{"type": kind, "content": "x"} for kind in DISPLAY_TYPES]
+    hints = [{"type": kind, "content": "x"} for kind in DISPLAY_TYPES if kind != "link"]
+    hints.append({"type": "link", "content": "https://x.example/doc"})
     assert set(DISPLAY_TYPES) == {"text", "markdown", "json", "diff", "link", "card"}
     # A connector's own type: a client that does not know it skips it (docs/protocol.md §3).
     hints.append({"type": "image", "content": {"url": "https://x.example/a.png"}})
     assert _full(display_as=hints).display_as == hints
+
+
+@pytest.mark.parametrize(
+    "url", ["https://x.example/doc?q=1#top", "http://127.0.0.1:8000", "HTTPS://X.EXAMPLE"]
+)
+def test_a_link_hint_leads_to_a_web_page(url):
+    hints = [
+        {"type": "link", "content": url},
+        {"type": "link", "content": {"url": url, "title": "Doc", "rank": 1}},
+    ]
+    assert _full(display_as=hints).display_as == hints
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("javascript:alert(1)", "not javascript:"),
+        ({"url": " JavaScript:alert(1)", "title": "Open"}, "not javascript:"),
+        ("data:text/html,<script>alert(1)</script>", "not data:"),
+        ("file:///etc/passwd", "not file:"),
+        ("notes/report", "with a host, no spaces"),
+        (" https://x.example", "with a host, no spaces"),
+        ({"title": "no url"}, "Field required"),
+        (3, "must be a URL or an object with a url"),
+    ],
+)
+def test_a_link_hint_that_is_no_web_page_is_refused(content, problem):
+    # Every client (the bundled UI, AG-UI, Open Responses, a socket client) may put a
+    # link's URL in a page as it is: only an http(s) page is one to open.
+    with pytest.raises(ValidationError) as info:
+        _full(display_as=[{"type": "text", "content": "t"}, {"type": "link", "content": content}])
+    [error] = info.value.errors()
+    assert error["loc"][:2] == ("display_as", 1)
+    assert problem in error["msg"]
 
 
 def test_assignment_is_validated():

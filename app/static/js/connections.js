@@ -13,6 +13,13 @@ import { widgetFor } from "./card-registry.js";
 import { asList, asText, clear, h, isObject, safeUrl } from "./dom.js";
 import { icon } from "./icons.js";
 
+const SERVER_STATES = {
+  connecting: "Connecting…",
+  reconnecting: "Reconnecting…",
+  failed: "Unavailable",
+  stopped: "Stopped",
+};
+
 export class Connections {
   constructor(api, { dialog, list, status, onChange }) {
     this.api = api;
@@ -21,6 +28,7 @@ export class Connections {
     this.statusEl = status;
     this.onChange = onChange;
     this.connectors = [];
+    this.failed = [];
     this.available = true;
   }
 
@@ -46,6 +54,7 @@ export class Connections {
     try {
       const data = await this.api.connectors();
       this.connectors = asList(data?.connectors).filter(isObject);
+      this.failed = asList(data?.failed).filter(isObject);
       this.available = true;
     } catch (error) {
       if (error instanceof ApiError && (error.status === 404 || error.status === 405)) {
@@ -78,6 +87,14 @@ export class Connections {
     }
     this.statusEl.textContent = this.connectors.length ? "" : "No connectors are installed.";
     for (const connector of this.connectors) this.list.append(this.item(connector));
+    // Installed or configured but not served, and why: the operator's to fix.
+    for (const failed of this.failed) {
+      this.list.append(h("li", { class: "failed-connector", dataset: { connector: asText(failed.name) } },
+        h("div", { class: "connector-info" },
+          h("p", {}, h("strong", { text: asText(failed.name) })),
+          h("span", { class: "connector-state off", text: `Not loaded (${asText(failed.origin)})` }),
+          h("p", { class: "connector-reason small muted", text: asText(failed.reason) }))));
+    }
   }
 
   item(connector) {
@@ -116,13 +133,19 @@ export class Connections {
       .map((tool) => asText(isObject(tool) ? tool.description || tool.name : tool)).filter(Boolean);
     // A connector that runs on the server's own keys has no per-user account to manage.
     const managed = connector.needs_account !== false;
+    // A remote server (MCP) that is not connected now says so, and why.
+    const server = isObject(connector.server) && connector.server.state !== "connected" ? connector.server : null;
+    const availability = server
+      ? [h("span", { class: "connector-state off", text: SERVER_STATES[server.state] || asText(server.state) }),
+        server.reason ? h("p", { class: "connector-reason small muted", text: asText(server.reason) }) : null]
+      : h("span", { class: "connector-state on", text: "Always available" });
     return h("li", { class: "connector", dataset: { connector: name } },
       h("div", { class: "connector-info" },
         h("p", {},
           h("strong", { text: asText(connector.display_name) || name }),
           h("span", { class: `badge mode-${asText(connector.mode).replace(/[^a-z]/g, "")}`,
             text: asText(connector.mode) || "?" })),
-        managed ? state : h("span", { class: "connector-state on", text: "Always available" }),
+        managed ? state : availability,
         tools.length ? h("details", { class: "small muted" },
           h("summary", { text: `${tools.length} tool${tools.length === 1 ? "" : "s"}` }),
           h("ul", { class: "tool-list" }, tools.map((t) => h("li", { text: t })))) : null,
