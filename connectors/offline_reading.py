@@ -142,10 +142,15 @@ def first_id(output: str, pattern: str) -> str | None:
 # ----------------------------------------------------------------------------- writing
 
 
-def clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int, ellipsis: str = "…") -> str:
+    """``text`` if it fits in ``limit`` characters, else cut after the last whole word that
+    fits, then ``ellipsis`` (the whole at most ``limit`` characters)."""
     if len(text) <= limit:
         return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+    head = text[: max(1, limit - len(ellipsis))]
+    if not text[len(head)].isspace():
+        head = re.sub(r"\S+$", "", head).rstrip() or head  # one long word is cut inside
+    return head.rstrip(" \t\n,.;:") + ellipsis
 
 
 def money(value: float) -> str:

@@ -44,6 +44,7 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from app.llm.offline_bounds import bounded
 from app.llm.offline_continue import continuation
 from app.llm.offline_followups import offline_suggestions, offline_title
 from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
@@ -133,9 +134,12 @@ class OfflineModel(Model):
         transcript = read_transcript(input)
         offer, today = _offer(tools, handoffs), datetime.now(UTC).date()
         choice = tool_choice if isinstance(tool_choice, str) else None
-        decision: Decision = continuation(
-            input, lambda before: decide(read_transcript(before), offer, today, self.knowledge)
-        ) or decide(transcript, offer, today, self.knowledge, choice)
+        decision: Decision = bounded(
+            continuation(
+                input, lambda before: decide(read_transcript(before), offer, today, self.knowledge)
+            )
+            or decide(transcript, offer, today, self.knowledge, choice)
+        )
         key = _digest(transcript.size, transcript.prompt, decision)
         item: OutputItem
         if isinstance(decision, CallTool):
