@@ -5,7 +5,9 @@ see ``offline_planner``), routes by each agent's description and its connector's
 hints (``connectors.offline_hints``, handed to ``OfflineModelProvider``), calls tools with
 arguments read from the prompt (``offline_generic``, or a connector's own planner), hands
 off for multi-part requests and streams a short summary of the tool results, reporting
-approximate token usage. Knobs: ``delta_delay`` (seconds between streamed deltas, for
+approximate token usage. What the demo cannot do (the hints' declines) it says so, in the
+request's language (``offline_declines``); a long pasted text it does not search for
+(``offline_long_text``); every call and answer is cut to size (``offline_bounds``). Knobs: ``delta_delay`` (seconds between streamed deltas, for
 benchmarks) and ``words_per_delta``.
 """
 
