@@ -161,6 +161,15 @@ async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
     assert turn.result.last_agent.name == "GMail"
 
 
+async def test_a_request_with_a_part_the_demo_cannot_do_does_the_rest_and_says_so() -> None:
+    turn = await run_turn("find sushi in Boston and book a table for two")
+
+    assert [name for name, _ in turn.calls()] == ["search_businesses_at_yelp"]
+    (text,) = turn.messages()
+    assert text.startswith("I found") and "sushi" in text
+    assert "I can't book a table or make reservations" in text
+
+
 async def test_the_demo_inbox_injection_is_reported_not_obeyed() -> None:
     turn = await run_turn("what's in my inbox?")
     assert [name for name, _ in turn.calls()] == ["google_email_inbox"]
