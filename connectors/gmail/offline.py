@@ -291,14 +291,14 @@ CLEAR_MAIL = Decline(
         ),
     },
     says={
-        "en": "I can't delete, archive or unsubscribe from emails: the Gmail connection here "
-        "only reads, searches, sends and replies.",
-        "fr": "Je ne peux pas supprimer, archiver ni désabonner des e-mails : ici, l'accès à "
-        "Gmail se limite à lire, chercher, envoyer et répondre.",
-        "es": "No puedo borrar, archivar ni darte de baja de correos: aquí la conexión con "
-        "Gmail solo lee, busca, envía y responde.",
-        "de": "Ich kann keine E-Mails löschen, archivieren oder abbestellen: Der Gmail-Zugang "
-        "kann hier nur lesen, suchen, senden und antworten.",
+        "en": "I can't delete or archive emails, or unsubscribe you from anything: the Gmail "
+        "connection here only reads, searches, sends and replies.",
+        "fr": "Je ne peux pas supprimer ni archiver d'e-mails, ni vous désabonner de quoi que "
+        "ce soit : ici, l'accès à Gmail se limite à lire, chercher, envoyer et répondre.",
+        "es": "No puedo borrar ni archivar correos, ni darte de baja de nada: aquí la conexión "
+        "con Gmail solo lee, busca, envía y responde.",
+        "de": "Ich kann keine E-Mails löschen oder archivieren und nichts abbestellen: Der "
+        "Gmail-Zugang kann hier nur lesen, suchen, senden und antworten.",
     },
     about="delete archive unsubscribe trash",
 )

@@ -1,7 +1,8 @@
 """The offline demo model against everyday prompts: for each built-in connector at least 15
 things people type, with the agent the request must reach, the tool it must call and, where
 it matters, the arguments (the coffee and "last month" filters). Plus prompts answered
-without any tool.
+without any tool, the everyday requests in French, Spanish and German (the same tools and
+arguments as in English), and what the demo cannot do, declined in the prompt's language.
 
 Each row is a whole turn through the real Agents SDK runner, the real orchestrator and the
 demo connectors, with the offline model built from the connectors' own hints, exactly as
