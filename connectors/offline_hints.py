@@ -19,6 +19,10 @@ A connector declares ``Connector(..., offline=OfflineHints(...))``:
   the answer's sentences and the results' titles, for connectors that need more than the
   generic path (the built-ins keep their demo behaviour with these).
 - ``suggestions``: follow-up prompts offered after a card of a given ``response_type``.
+- ``declines``: what people ask of this kind of service that the connector cannot do
+  ("transfer $500 to Bob" of a bank that only reads): the model says so, in the request's
+  language, instead of routing it somewhere it would become something else.
+- ``capability_in``: ``capability`` in other languages, for the same help text.
 """
 
 from __future__ import annotations
@@ -116,6 +120,28 @@ class ToolHints:
 
 
 @dataclass(frozen=True)
+class Decline:
+    """A request the model answers with "I can't" and what it can do instead.
+
+    ``asks``: per language code ("en", "fr", "es", "de"), how people ask for it; ``says``:
+    the answer, per language (English when the request's language has none). ``about``:
+    words a connector that *can* do it would use ("move money"): while another agent's
+    description or examples use one, the decline stands aside and the request is routed.
+    """
+
+    asks: Mapping[str, re.Pattern[str]]
+    says: Mapping[str, str]
+    about: str = ""
+
+    def languages(self, text: str) -> list[str]:
+        """The languages in which ``text`` asks for this (none: it does not)."""
+        return [language for language, pattern in self.asks.items() if pattern.search(text)]
+
+    def answer(self, language: str) -> str:
+        return self.says.get(language) or self.says.get("en") or next(iter(self.says.values()))
+
+
+@dataclass(frozen=True)
 class OfflineHints:
     examples: tuple[str, ...] = ()  # the first one is offered as a starter prompt
     tools: Mapping[str, ToolHints] = field(default_factory=dict)
@@ -123,6 +149,8 @@ class OfflineHints:
     keywords: re.Pattern[str] | None = None
     catch_all: bool = False  # gets what no connector claims (web search)
     capability: str = ""  # "search the web": for the offline help text
+    capability_in: Mapping[str, str] = field(default_factory=dict)  # {"fr": "chercher…"}
+    declines: tuple[Decline, ...] = ()
     # The steps for a clause routed here, instead of the generic choice of one tool.
     planner: Callable[[Clause], list[Step]] | None = None
     # The answer's sentence for one of its calls; None leaves it to the generic one.

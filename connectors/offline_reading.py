@@ -34,9 +34,24 @@ _MONTH_NAMED = re.compile(
 )
 
 
+# The same phrases in French, Spanish and German ("le mois dernier", "este mes", "gestern").
+_YESTERDAY = re.compile(r"\b(?:yesterday|hier|ayer|gestern)\b")
+_TODAY = re.compile(r"\b(?:today|aujourd'hui|hoy|heute)\b")
+_WEEK = re.compile(
+    r"\b(?:(?:last|past|this)\s+week|la semaine (?:derni[èe]re|pass[ée]e)|cette semaine|"
+    r"la semana pasada|esta semana|(?:letzte|letzten|vergangene|diese|dieser|diesen) woche)\b"
+)
+_THIS_MONTH = re.compile(r"\b(?:this month|ce mois(?:-ci)?|este mes|diese[nmr]? monat)\b")
+_LAST_MONTH = re.compile(
+    r"\b(?:(?:last|past|previous) month|le mois (?:dernier|pass[ée])|el mes pasado|"
+    r"(?:letzten|vorigen|vergangenen) monat)\b"
+)
+
+
 def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
     """(start, end, days) for phrases like "last week", "this month", "last 10 days",
-    "past two weeks", "in October" (its latest, up to this month)."""
+    "past two weeks", "in October" (its latest, up to this month), and the commonest of
+    them in French, Spanish and German."""
     lowered = text.lower()
     span = _SPAN.search(lowered)
     count = None
@@ -55,21 +70,28 @@ def date_range(text: str, today: date) -> tuple[str | None, str | None, int]:
         following = date(year + month // 12, month % 12 + 1, 1)
         last = min(following - timedelta(days=1), today)
         return first.isoformat(), last.isoformat(), min(90, (today - first).days + 1)
-    if re.search(r"\byesterday\b", lowered):
+    if _YESTERDAY.search(lowered):
         day = (today - timedelta(days=1)).isoformat()
         return day, day, 2
-    if re.search(r"\btoday\b", lowered):
+    if _TODAY.search(lowered):
         return today.isoformat(), today.isoformat(), 1
-    if re.search(r"\b(last|past|this)\s+week\b", lowered):
+    if _WEEK.search(lowered):
         return (today - timedelta(days=7)).isoformat(), today.isoformat(), 7
-    if re.search(r"\bthis month\b", lowered):
+    if _THIS_MONTH.search(lowered):
         return today.replace(day=1).isoformat(), today.isoformat(), today.day
-    if re.search(r"\b(last|past|previous) month\b", lowered):
+    if _LAST_MONTH.search(lowered):
         end = today.replace(day=1) - timedelta(days=1)
         return end.replace(day=1).isoformat(), end.isoformat(), 30
     if re.search(r"\b(quarter|three months|3 months|90 days)\b", lowered):
         return (today - timedelta(days=89)).isoformat(), today.isoformat(), 90
     return None, None, 30
+
+
+def asking(verbs: str, objects: str, alone: str = "", within: int = 40) -> re.Pattern[str]:
+    """A request to do one of ``verbs`` to one of ``objects`` ("delete … newsletters": the
+    object within ``within`` characters of the same sentence), or one of ``alone``."""
+    either = rf"|\b(?:{alone})\b" if alone else ""
+    return re.compile(rf"\b(?:{verbs})\b[^.?!]{{0,{within}}}?\b(?:{objects})\b{either}", re.I)
 
 
 # ----------------------------------------------------------------------------- results
@@ -142,10 +164,15 @@ def first_id(output: str, pattern: str) -> str | None:
 # ----------------------------------------------------------------------------- writing
 
 
-def clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int, ellipsis: str = "…") -> str:
+    """``text`` if it fits in ``limit`` characters, else cut after the last whole word that
+    fits, then ``ellipsis`` (the whole at most ``limit`` characters)."""
     if len(text) <= limit:
         return text
-    return text[:limit].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+    head = text[: max(1, limit - len(ellipsis))]
+    if not text[len(head)].isspace():
+        head = re.sub(r"\S+$", "", head).rstrip() or head  # one long word is cut inside
+    return head.rstrip(" \t\n,.;:") + ellipsis
 
 
 def money(value: float) -> str:

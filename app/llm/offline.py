@@ -5,7 +5,9 @@ see ``offline_planner``), routes by each agent's description and its connector's
 hints (``connectors.offline_hints``, handed to ``OfflineModelProvider``), calls tools with
 arguments read from the prompt (``offline_generic``, or a connector's own planner), hands
 off for multi-part requests and streams a short summary of the tool results, reporting
-approximate token usage. Knobs: ``delta_delay`` (seconds between streamed deltas, for
+approximate token usage. What the demo cannot do (the hints' declines) it says so, in the
+request's language (``offline_declines``); a long pasted text it does not search for
+(``offline_long_text``); every call and answer is cut to size (``offline_bounds``). Knobs: ``delta_delay`` (seconds between streamed deltas, for
 benchmarks) and ``words_per_delta``.
 """
 
@@ -44,6 +46,7 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
+from app.llm.offline_bounds import bounded
 from app.llm.offline_continue import continuation
 from app.llm.offline_followups import offline_suggestions, offline_title
 from app.llm.offline_knowledge import NO_KNOWLEDGE, OfflineKnowledge
@@ -133,9 +136,12 @@ class OfflineModel(Model):
         transcript = read_transcript(input)
         offer, today = _offer(tools, handoffs), datetime.now(UTC).date()
         choice = tool_choice if isinstance(tool_choice, str) else None
-        decision: Decision = continuation(
-            input, lambda before: decide(read_transcript(before), offer, today, self.knowledge)
-        ) or decide(transcript, offer, today, self.knowledge, choice)
+        decision: Decision = bounded(
+            continuation(
+                input, lambda before: decide(read_transcript(before), offer, today, self.knowledge)
+            )
+            or decide(transcript, offer, today, self.knowledge, choice)
+        )
         key = _digest(transcript.size, transcript.prompt, decision)
         item: OutputItem
         if isinstance(decision, CallTool):

@@ -1,8 +1,9 @@
 """Requests the offline demo model answers by itself, before it routes anything: requests
 about the answer's own form ("Reply with exactly: OK", "Count from 1 to 5", "Say hello")
-and about the conversation ("What is my name?", "Repeat only the number"), and questions
-about an attached image or file, which it cannot see (it acknowledges attachments by
-name, type, size and image dimensions, from the lines the model input names them with).
+and about the conversation ("What is my name?", "Repeat only the number"), a long pasted
+text (``offline_long_text``), and questions about an attached image or file, which it
+cannot see (it acknowledges attachments by name, type, size and image dimensions, from
+the lines the model input names them with).
 
 A real model answers these without tools; without this, the demo model would hand them
 to a connector (a web search for "Count from 1 to 5"). Pure functions, conservative on
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from app.llm.offline_long_text import long_text_answer
 from app.llm.offline_transcript import Transcript
 
 _MAX_WORDS = 8  # a "reply with …" text longer than this is a request, not an answer
@@ -49,6 +51,9 @@ def direct_answer(transcript: Transcript) -> str | None:
     prompt = transcript.prompt
     if not prompt and not transcript.attachments:
         return None
+    long_text = long_text_answer(prompt)
+    if long_text is not None:
+        return long_text
     if transcript.attachments:
         return acknowledge(transcript.attachments)
     if transcript.attached and _ABOUT_ATTACHMENT.search(prompt):

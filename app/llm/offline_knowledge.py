@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from connectors.offline_hints import NO_HINTS, OfflineHints, PastCall, hints_by_agent
+from connectors.offline_hints import NO_HINTS, Decline, OfflineHints, PastCall, hints_by_agent
 from connectors.registry import Connector
 
 # Offered after an error card, whatever the connector.
@@ -64,6 +64,18 @@ class OfflineKnowledge:
     def starters(self) -> tuple[str, ...]:
         """One example prompt per connector that gives any, in connector order."""
         return tuple(hints.examples[0] for hints in self._hints.values() if hints.examples)
+
+    @property
+    def declines(self) -> tuple[tuple[str, Decline], ...]:
+        """(agent, decline) for every decline a connector declares, in connector order."""
+        return tuple(
+            (agent, decline) for agent, hints in self._hints.items() for decline in hints.declines
+        )
+
+    def capability(self, agent: str, language: str) -> str:
+        """What ``agent`` does, in a few words of ``language`` (English if it has none)."""
+        hints = self.hints(agent)
+        return hints.capability_in.get(language) or hints.capability or f"use {agent}"
 
     @property
     def catch_all(self) -> str | None:

@@ -15,10 +15,11 @@ from datetime import date
 from typing import Any
 
 from app.llm.offline_arguments import extract, last_resort
+from app.llm.offline_declines import decline_answer, declined
 from app.llm.offline_direct import direct_answer
 from app.llm.offline_generic import generic_steps, pick_tool
 from app.llm.offline_knowledge import OfflineKnowledge
-from app.llm.offline_routing import Route, plan, routes_for, vocabulary
+from app.llm.offline_routing import DECLINED, Route, plan, routes_for, standing, vocabulary
 from app.llm.offline_summary import help_text, small_talk_reply, summarize
 from app.llm.offline_transcript import (
     CallTool,
@@ -28,7 +29,7 @@ from app.llm.offline_transcript import (
     Say,
     Transcript,
 )
-from connectors.offline_hints import NO_HINTS, Clause, Step, Turn
+from connectors.offline_hints import NO_HINTS, Clause, Decline, Step, Turn
 
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|yo|good (morning|afternoon|evening)|help|thanks|"
@@ -259,7 +260,8 @@ def _decide(
     routes = routes_for(knowledge, offer, (own, described))
     if callers:
         routes.append(_caller_route(callers, []))
-    parts = plan(transcript.prompt, routes, knowledge.catch_all)
+    declines = standing(knowledge, routes)
+    parts = plan(transcript.prompt, routes, knowledge.catch_all, declines)
     if not any(agent == own for agent, _ in parts):
         # Handed a request that is not ours (or a follow-up with no keywords): do our default.
         parts = [(own, transcript.prompt), *parts]
@@ -276,7 +278,16 @@ def _decide(
         tool = offer.handoff_for(agent)
         if tool and not _acted(transcript, agent, offer, knowledge):
             return CallTool(tool, {})
-    return Say(summarize(transcript, progress.notes, knowledge, own))
+    refused = [text for text, _ in _refused(parts, declines, transcript.prompt)]
+    return Say(summarize(transcript, [*progress.notes, *refused], knowledge, own))
+
+
+def _refused(
+    parts: list[tuple[str, str]], declines: tuple[Decline, ...], prompt: str
+) -> list[tuple[str, str]]:
+    """What the declined parts of the request get said (the demo cannot do them), and in
+    which language."""
+    return declined([clause for agent, clause in parts if agent == DECLINED], declines, prompt)
 
 
 def _route(
@@ -300,7 +311,9 @@ def _route(
     if not prompt or is_small_talk(prompt, routes):
         return Say(small_talk_reply(prompt, offer, knowledge))
     fallback = knowledge.catch_all if knowledge.catch_all in offer.handoffs else None
-    for agent, clause in plan(prompt, routes, fallback):
+    declines = standing(knowledge, routes)
+    parts = plan(prompt, routes, fallback, declines)
+    for agent, clause in parts:
         if agent == CALLER:
             if callers and not called:
                 return _call_caller(clause, transcript, callers, today)
@@ -310,8 +323,11 @@ def _route(
         handoff = offer.handoff_for(agent)
         if handoff:
             return CallTool(handoff, {})
+    refused = _refused(parts, declines, prompt)
     if transcript.calls:
-        return Say(summarize(transcript, [], knowledge, None))
+        return Say(summarize(transcript, [text for text, _ in refused], knowledge, None))
+    if refused:
+        return Say(decline_answer(refused, offer, knowledge))
     return Say(
         "I can't help with that in this setup: none of the connected services covers "
         "it. " + help_text(offer, knowledge)

@@ -10,10 +10,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from app.llm.offline_knowledge import OfflineKnowledge
+from app.llm.offline_language import FUNCTION_WORDS_ABROAD
 from app.llm.offline_transcript import Offer
+from connectors.offline_hints import Decline
 
 # Words that say nothing about which service is meant.
-STOP_WORDS = frozenset(
+_ENGLISH_STOP_WORDS = frozenset(
     """a an the and or but of to in on at for from with by about into over under up out
     i me my mine we us our you your it its this that these those them they their he she his
     her is are was were be been being do does did done have has had can could would should
@@ -21,6 +23,7 @@ STOP_WORDS = frozenset(
     okay there here then also just more most very much many than too not no yes so if as
     some any all each every one other another user users via e g etc""".split()
 )
+STOP_WORDS = _ENGLISH_STOP_WORDS | FUNCTION_WORDS_ABROAD
 # Verbs every service uses: they pick a tool within a service, not the service.
 COMMON_VERBS = frozenset(
     "show find get give tell list let make see look want need like ask use check".split()
@@ -30,7 +33,7 @@ MIN_SCORE = 0.5
 STRONG = 2.0  # a keyword of the connector's hints, or the agent named outright
 EARLIEST = 1.0  # for the strong match that comes first ("spend on food": the spending)
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
+_WORD = re.compile(r"[^\W\d_][\w'-]*")  # letters of any language: "dépensé" is one word
 
 
 def stem(word: str) -> str:
@@ -74,7 +77,10 @@ CONTRACTIONS = frozenset(
 # "what time is it in Tokyo right now" to it.
 TIME_WORDS = frozenset(
     """now today tonight tomorrow yesterday week weeks month months year years day days last
-    past next recent recently latest right morning afternoon evening""".split()
+    past next recent recently latest right morning afternoon evening
+    mois semaine jour jours an année aujourd hier demain dernier dernière ci
+    mes semana día días año hoy ayer mañana pasado pasada
+    monat woche tag tage jahr heute gestern morgen letzten letzte diesen""".split()
 )
 ROUTING_STOP = STOP_WORDS | COMMON_VERBS | CONTRACTIONS | TIME_WORDS
 
@@ -164,10 +170,14 @@ def route_text(text: str, routes: Sequence[Route]) -> str | None:
     return best[3] if best[0] >= MIN_SCORE else None
 
 
-# What comes before a word that describes the noun after it ("show my coffee transactions").
-_LEADS_A_NOUN = frozenset(
-    """my our your his her their the a an all any some these those recent latest last this
-    show list find get give see view display pull check of for""".split()
+# What comes before a word that describes the noun after it ("show my coffee transactions",
+# "für Restaurants ausgegeben").
+_LEADS_A_NOUN = (
+    frozenset(
+        """my our your his her their the a an all any some these those recent latest last
+        this show list find get give see view display pull check of for""".split()
+    )
+    | FUNCTION_WORDS_ABROAD
 )
 
 
@@ -214,9 +224,37 @@ def _pieces(prompt: str) -> list[str]:
     ]
 
 
-def plan(prompt: str, routes: Sequence[Route], fallback: str | None) -> list[tuple[str, str]]:
+# The agent of a part no agent may have: it asks for what a standing decline says the
+# demo cannot do (``standing``).
+DECLINED = "(declined)"
+
+
+@functools.lru_cache(maxsize=256)
+def _words_about(text: str) -> frozenset[str]:
+    return vocabulary(text)
+
+
+def standing(knowledge: OfflineKnowledge, routes: Sequence[Route]) -> tuple[Decline, ...]:
+    """The connectors' declines that hold here: those no other agent's words claim (with a
+    weather connector beside it, web search's "no live weather" stands aside)."""
+    return tuple(
+        decline
+        for owner, decline in knowledge.declines
+        if not any(
+            route.agent != owner and _words_about(decline.about) & route.words for route in routes
+        )
+    )
+
+
+def plan(
+    prompt: str,
+    routes: Sequence[Route],
+    fallback: str | None,
+    declines: Sequence[Decline] = (),
+) -> list[tuple[str, str]]:
     """The request as ordered (agent, clause) parts; neighbouring parts of one agent merge.
-    A request nobody claims goes to ``fallback`` (a catch-all such as web search)."""
+    A request nobody claims goes to ``fallback`` (a catch-all such as web search); a
+    clause that asks for what one of ``declines`` says cannot be done is ``DECLINED``."""
     pieces = _pieces(prompt)
     parts: list[list[str]] = []  # [agent, text]
     pending = ""  # leading text with no agent joins the first clause that has one
@@ -229,7 +267,9 @@ def plan(prompt: str, routes: Sequence[Route], fallback: str | None) -> list[tup
         if not clause:
             continue
         agent = route_text(clause, routes)
-        if agent is None or (parts and parts[-1][0] == agent):
+        if any(decline.languages(clause) for decline in declines):
+            agent = DECLINED
+        if agent is None or (parts and parts[-1][0] == agent != DECLINED):
             if parts:
                 parts[-1][1] += separator + clause
             else:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from app.llm.offline_knowledge import OfflineKnowledge
+from app.llm.offline_language import ENGLISH, listed
 from app.llm.offline_transcript import Offer, Transcript
 from connectors.offline_hints import PastCall
 from connectors.offline_reading import (
@@ -170,12 +171,11 @@ def summarize(
 
 
 def help_text(offer: Offer, knowledge: OfflineKnowledge) -> str:
-    can = [knowledge.hints(agent).capability or f"use {agent}" for agent in offer.handoffs]
-    listed = ", ".join(can[:-1]) + f" and {can[-1]}" if len(can) > 1 else "".join(can)
+    can = listed([knowledge.capability(agent, ENGLISH) for agent in offer.handoffs])
     example = _example(offer, knowledge)
     return (
         f"Hi! I'm Switchboard, running on the offline demo model with demo data, so "
-        f"nothing real is touched. I can {listed or 'chat'}."
+        f"nothing real is touched. I can {can or 'chat'}."
         + (f" Try “{example}”." if example else "")
     )
 

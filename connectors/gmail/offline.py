@@ -5,9 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.offline_hints import Clause, OfflineHints, PastCall, Step, ToolHints, Turn
+from connectors.offline_hints import (
+    Clause,
+    Decline,
+    OfflineHints,
+    PastCall,
+    Step,
+    ToolHints,
+    Turn,
+)
 from connectors.offline_reading import (
     EMAIL_RE,
+    asking,
     first_id,
     injection_warning,
     items_of,
@@ -16,8 +25,14 @@ from connectors.offline_reading import (
     strip_item,
 )
 
+# French, Spanish and German after the English: "boîte de réception", "no leídos", "antworte".
+_UNREAD = r"unread|non[- ]lus?|no le[ií]dos?|ungelesen\w*"
+_REPLY = r"repl(?:y|ies)|r[ée]pond\w*|respond\w*|contesta\w*|antworte\w*"
 KEYWORDS = re.compile(
-    r"\b(e-?mails?|inbox|gmail|mail|unread|reply|replies|send|sent|messages?|compose)\b", re.I
+    r"\b(e-?mails?|inbox|gmail|mail|reply|replies|send|sent|messages?|compose|courriels?|"
+    r"correos?|mensajes?|nachrichten|bo[iî]te de r[ée]ception|bandeja de entrada|"
+    rf"posteingang|{_UNREAD}|{_REPLY})\b",
+    re.I,
 )
 _HEX_ID = re.compile(r"\b[0-9a-f]{16}\b")
 _LISTINGS = {"google_email_inbox", "google_email_search", "google_email_search_from_email"}
@@ -30,7 +45,7 @@ def steps(clause: Clause) -> list[Step]:
     addresses = EMAIL_RE.findall(clause.text) or EMAIL_RE.findall(clause.prompt)
     text = clause.text
     lowered = text.lower()
-    if re.search(r"\brepl(y|ies)\b", lowered):
+    if re.search(rf"\b(?:{_REPLY})\b", lowered):
         return _reply_steps(text, addresses)
     sending = re.search(
         r"\b(send|e-?mail|write|compose|forward|mail)\b(?!s)", lowered
@@ -72,19 +87,34 @@ def _open_newest_steps(query: str) -> list[Step]:
     return [finder, Step("read_google_email", read_arguments, "I couldn't find an email to open.")]
 
 
+# "from dana", "von Dana", and "de Dana" after the mail it qualifies ("boîte de réception"
+# is no sender).
+_SENDER = re.compile(
+    r"\b(?:from|von|de la part de|de parte de|(?:e-?mails?|courriels?|correos?|messages?|"
+    rf"mensajes?|{_UNREAD})\s+de)\s+(?:(my|the|our|mon|ma|mi|meinem|meiner)\s+)?([^\W\d_][\w.-]*)"
+)
+_NOT_A_SENDER = frozenset(
+    "last this today yesterday la le les l el hoy ayer hier gestern heute".split()
+)
+
+
 def gmail_query(clause: str) -> str:
     """Gmail search syntax for a request like "unread emails from dana about the budget"."""
     lowered = clause.lower()
     parts = []
-    if "unread" in lowered:
+    if re.search(rf"\b(?:{_UNREAD})\b", lowered):
         parts.append("is:unread")
-    if re.search(r"\b(sent|i sent)\b", lowered):
+    if re.search(r"\b(sent|i sent|envoy[ée]s|enviados|gesendet\w*)\b", lowered):
         parts.append("in:sent")
-    sender = re.search(r"\bfrom\s+(?:(my|the|our)\s+)?([a-z][\w.-]*)", lowered)
-    if sender and sender.group(2) not in {"last", "this", "today", "yesterday"}:
+    sender = _SENDER.search(lowered)
+    if sender and sender.group(2) not in _NOT_A_SENDER:
         # "from dana": the sender's name; "from my landlord": a word to look for.
         parts.append(sender.group(2) if sender.group(1) else f"from:{sender.group(2)}")
-    topic = re.search(r"\b(?:about|regarding|mentioning|for|with subject)\s+(.+)$", lowered)
+    topic = re.search(
+        r"\b(?:about|regarding|mentioning|for|with subject|à propos de|au sujet de|concernant|"
+        r"sobre|acerca de|über)\s+(.+)$",
+        lowered,
+    )
     if topic:
         words = [
             w
@@ -134,8 +164,17 @@ def _send_arguments(turn: Turn, clause: str, addresses: list[str]) -> dict[str, 
 
 
 def _reply_steps(clause: str, addresses: list[str]) -> list[Step]:
-    said = re.search(r"\b(?:saying|that says|to say|with|:)\s+(.+)$", clause, re.I)
-    body = said.group(1).strip() if said else "Thanks for your email. I'll get back to you soon."
+    said = re.search(
+        r"\b(?:saying|that says|to say|with|en disant|disant|diciendo|que diga|mit|sagend)"
+        r"\s+(.+)$|:\s+(.+)$",
+        clause,
+        re.I,
+    )
+    body = (
+        (said.group(1) or said.group(2)).strip()
+        if said
+        else "Thanks for your email. I'll get back to you soon."
+    )
     body = body[0].upper() + body[1:]
     direct = _HEX_ID.search(clause)
     if direct:
@@ -224,6 +263,46 @@ def _not_run_sentence(call: PastCall) -> str:
     return f"OK, I didn't {what}: you declined it{because}, so nothing was done."
 
 
+# ----------------------------------------------------------------------------- declines
+
+
+# Emptying mail ("delete all my newsletters"), or unsubscribing, which needs no object.
+CLEAR_MAIL = Decline(
+    asks={
+        "en": asking(
+            "delete|remove|trash|archive|erase|clear out|clean up",
+            r"e-?mails?|mails?|messages?|inbox|newsletters?|spam|promotions?",
+            "unsubscribe",
+        ),
+        "fr": asking(
+            r"supprime\w*|efface\w*|archive\w*|vide[rz]?|nettoie\w*",
+            r"e-?mails?|mails?|courriels?|messages?|newsletters?|spams?|bo[iî]te",
+            r"d[ée]sabonne\w*|d[ée]sinscri\w*",
+        ),
+        "es": asking(
+            r"borra\w*|elimina\w*|archiva\w*|vac[ií]a\w*|limpia\w*",
+            r"e-?mails?|correos?|mensajes?|newsletters?|boletin(?:es)?|bolet[ií]n|spam|bandeja",
+            r"dar(?:me|se|te) de baja",
+        ),
+        "de": asking(
+            r"l[öo]sch\w*|entfern\w*|archivier\w*|leere\w*",
+            r"e-?mails?|mails?|nachrichten|newsletter\w*|spam|posteingang",
+            r"abbestell\w*|abmelden",
+        ),
+    },
+    says={
+        "en": "I can't delete or archive emails, or unsubscribe you from anything: the Gmail "
+        "connection here only reads, searches, sends and replies.",
+        "fr": "Je ne peux pas supprimer ni archiver d'e-mails, ni vous désabonner de quoi que "
+        "ce soit : ici, l'accès à Gmail se limite à lire, chercher, envoyer et répondre.",
+        "es": "No puedo borrar ni archivar correos, ni darte de baja de nada: aquí la conexión "
+        "con Gmail solo lee, busca, envía y responde.",
+        "de": "Ich kann keine E-Mails löschen oder archivieren und nichts abbestellen: Der "
+        "Gmail-Zugang kann hier nur lesen, suchen, senden und antworten.",
+    },
+    about="delete archive unsubscribe trash",
+)
+
 _SENT_FOLLOW_UP = "Is there anything else you'd like me to send or look up?"
 
 HINTS = OfflineHints(
@@ -248,6 +327,12 @@ HINTS = OfflineHints(
     },
     keywords=KEYWORDS,
     capability="check and send Gmail",
+    capability_in={
+        "fr": "consulter et envoyer vos e-mails Gmail",
+        "es": "revisar y enviar tus correos de Gmail",
+        "de": "Gmail-E-Mails lesen und senden",
+    },
+    declines=(CLEAR_MAIL,),
     planner=steps,
     summary=summary,
     follow_up="Want me to open one of them or draft a reply?",

@@ -4,23 +4,54 @@ from __future__ import annotations
 
 import re
 
-from connectors.offline_hints import Clause, OfflineHints, PastCall, Step, ToolHints
+from connectors.offline_hints import Clause, Decline, OfflineHints, PastCall, Step, ToolHints
 from connectors.offline_reading import date_range, items_of, money, parse_json, plural
 
+# French, Spanish and German after the English: "dépensé", "gasté", "ausgegeben".
+_SPENT = r"d[ée]pens[ée]e?s?|d[ée]penses|gast(?:[ée]|o|os|ado|aste|amos|ar)|ausgegeben|ausgaben"
+_BALANCES = r"soldes?|saldos?|kontost[äa]nde?|comptes? bancaires?|cuentas? bancarias?|konten"
+_RECORDS = r"transacciones|transaktionen|ums[äa]tze|buchungen|achats|compras|eink[äa]ufe"
 KEYWORDS = re.compile(
     r"\b(balances?|spen[dt]|spending|transactions?|bank(?:ing)?|accounts?|budget|money|"
     r"purchases?|charges?|expenses?|income|paycheck|deposits?|savings|checking|credit card|"
-    r"did i (?:buy|pay)|i (?:bought|paid))\b",
+    rf"did i (?:buy|pay)|i (?:bought|paid)|{_SPENT}|{_BALANCES}|{_RECORDS})\b",
     re.I,
 )
-# What a spending question is about: "spend on coffee", "bought at Amazon", "paid for Uber".
+# What a spending question is about: "spend on coffee", "bought at Amazon", "paid for Uber",
+# "dépensé en restaurants", "gasté en café".
 _SUBJECT_AFTER = re.compile(
-    r"\b(?:spen[dt]|spending|pa(?:y|id)|buy|bought|purchased?|charged)\b(?:\s+(?:so\s+)?much)?"
-    r"\s+(?:on|at|for|with)\s+(?:the\s+|my\s+)?(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,2}?)"
+    r"\b(?:spen[dt]|spending|pa(?:y|id)|buy|bought|purchased?|charged|"
+    r"d[ée]pens[ée]e?s?|gast(?:[ée]|ado|aste|amos))\b(?:\s+(?:so\s+)?much)?"
+    r"\s+(?:on|at|for|with|en|pour|au|aux|chez|dans|para)\s+"
+    r"(?:the\s+|my\s+|les\s+|le\s+|la\s+|l'|des\s+|du\s+|los\s+|las\s+|el\s+|mis?\s+)?"
+    r"(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,2}?)"
     r"(?=\s+(?:in|during|over|this|last|past|since|from|between|on|at|for|today|yesterday|"
-    r"so|and|or|each|per|every|recently|lately)\b|\s*[,.;?!]|\s*$)",
+    r"so|and|or|each|per|every|recently|lately|ce|cette|le|la|depuis|hier|aujourd'hui|"
+    r"el|este|esta|la|desde|ayer|hoy)\b|\s*[,.;?!¿]|\s*$)",
     re.I,
 )
+# German names it before the verb: "für Restaurants ausgegeben", "bei Amazon ausgegeben".
+_SUBJECT_BEFORE_VERB = re.compile(
+    r"\b(?:für|bei)\s+(?:den\s+|die\s+|das\s+)?(?P<what>[\w'&.-]+(?:\s+[\w'&.-]+){0,2}?)"
+    r"\s+ausgegeben\b",
+    re.I,
+)
+# The bank's categories and merchants are English: what the money went on, in English.
+_IN_ENGLISH = {
+    "restaurant": "restaurants",
+    "restaurants": "restaurants",
+    "restaurantes": "restaurants",
+    "café": "coffee",
+    "cafés": "coffee",
+    "kaffee": "coffee",
+    "épicerie": "groceries",
+    "supermarché": "groceries",
+    "supermercado": "groceries",
+    "comestibles": "groceries",
+    "lebensmittel": "groceries",
+    "gasolina": "gas",
+    "benzin": "gas",
+}
 # "coffee transactions", "Uber charges": the word before the kind of record.
 _SUBJECT_BEFORE = re.compile(
     r"\b(?P<what>[a-z][\w'&.-]*)\s+(?:transactions?|purchases?|charges?|payments?|spending|"
@@ -32,14 +63,15 @@ _NOT_A_SUBJECT = frozenset(
     """my the a an all any some recent latest last this past these those big biggest largest
     new pending card credit debit bank account checking savings monthly weekly daily total
     of in and or me it that what much money everything stuff things today yesterday week month
-    year average usual show list find get give see view display pull check""".split()
+    year average usual show list find get give see view display pull check
+    mes mon ma les des mis meine meinen letzten diesen""".split()
 )
 _PAY_IN = re.compile(r"\b(paycheck|payroll|income|deposits?|salary|got paid)\b", re.I)
 
 
 def spending_subject(text: str) -> str | None:
     """What the money went on, if the request names it ("coffee", "Uber"), else None."""
-    for pattern in (_SUBJECT_AFTER, _SUBJECT_BEFORE):
+    for pattern in (_SUBJECT_AFTER, _SUBJECT_BEFORE_VERB, _SUBJECT_BEFORE):
         match = pattern.search(text)
         if match is None:
             continue
@@ -47,7 +79,8 @@ def spending_subject(text: str) -> str | None:
         while words and words[0].lower() in _NOT_A_SUBJECT:
             words.pop(0)
         if words and words[-1].lower() not in _NOT_A_SUBJECT:
-            return " ".join(words)
+            said = " ".join(words)
+            return _IN_ENGLISH.get(said.lower(), said)
     return None
 
 
@@ -58,16 +91,16 @@ def steps(clause: Clause) -> list[Step]:
     wanted: list[tuple[int, Step]] = []
     accounts = re.search(
         r"\b(balances?|accounts?|how much (?:money )?do i have|net worth|savings|checking|"
-        r"owe)\b",
+        rf"owe|{_BALANCES})\b",
         lowered,
     )
     transactions = re.search(
         r"\b(transactions?|purchases?|charges?|payments?|expenses?|activity|did i buy|bought|"
         r"did i pay|i paid|"
-        r"paycheck|payroll|income|deposits?|salary)\b",
+        rf"paycheck|payroll|income|deposits?|salary|{_RECORDS})\b",
         lowered,
     )
-    spending = re.search(r"\b(spen[dt]|spending|budget|categor(?:y|ies))\b", lowered)
+    spending = re.search(rf"\b(spen[dt]|spending|budget|categor(?:y|ies)|{_SPENT})\b", lowered)
     if subject is not None and spending and not transactions:
         # "what did I spend on coffee": the coffee transactions (their total), not every
         # category's.
@@ -97,6 +130,45 @@ def steps(clause: Clause) -> list[Step]:
     if not wanted:
         wanted.append((0, Step("get_accounts_at_plaid", lambda turn: {})))
     return [step for _, step in sorted(wanted, key=lambda pair: pair[0])]
+
+
+# ----------------------------------------------------------------------------- declines
+
+# An amount or the word for money: "$500", "500 €", "50 dollars", "money", "argent".
+_MONEY = (
+    r"(?:[$€£]\s?\d|\d[\d.,]*\s?(?:[$€£]|(?:dollars?|euros?|bucks|usd|eur)\b)|"
+    r"\b(?:money|funds|cash|argent|dinero|plata|geld)\b)"
+)
+
+
+def _moving(verbs: str) -> re.Pattern[str]:
+    # A question about a past payment ("did I send $50 to Bob?") is a lookup, not an order;
+    # an email that mentions money ("send Bob an email saying dinner was $50") is an email.
+    between = r"(?:(?!e-?mail|mail|message|courriel|correo|mensaje|nachricht)[^.?!]){0,40}?"
+    return re.compile(rf"(?<!did i )(?<!have i )\b(?:{verbs})\b{between}{_MONEY}", re.I)
+
+
+MOVE_MONEY = Decline(
+    asks={
+        "en": _moving("transfer|wire|send|pay|move|venmo|zelle"),
+        "fr": _moving(
+            r"vire[rz]?|transf[eèé]re[rz]?|envoie[rz]?|envoyer|paie[rz]?|payer|verse[rz]?"
+        ),
+        "es": _moving(r"transfiere|transferir|env[ií]a|enviar|manda|mandar|paga|pagar|deposita"),
+        "de": _moving(r"[üu]berweise\w*|sende|senden|schick\w*|zahle|zahlen|bezahle\w*"),
+    },
+    says={
+        "en": "I can't move money: the bank connection here only reads your accounts, "
+        "balances and transactions.",
+        "fr": "Je ne peux pas virer d'argent : ici, l'accès à la banque se limite à lire vos "
+        "comptes, vos soldes et vos transactions.",
+        "es": "No puedo transferir dinero: aquí la conexión con el banco solo lee tus cuentas, "
+        "saldos y movimientos.",
+        "de": "Ich kann kein Geld überweisen: Der Bankzugang liest hier nur deine Konten, "
+        "Kontostände und Umsätze.",
+    },
+    about="transfer payment pay money",
+)
 
 
 def _amounts(text: str, label: str) -> list[float]:
@@ -168,6 +240,9 @@ HINTS = OfflineHints(
         "What are my account balances?",
         "Show my transactions from last week",
         "How much did I spend this month?",
+        "Combien ai-je dépensé ce mois-ci ?",
+        "¿Cuánto gasté este mes?",
+        "Wie viel habe ich diesen Monat ausgegeben?",
     ),
     tools={
         "get_accounts_at_plaid": ToolHints(examples=("What are my account balances?",)),
@@ -179,6 +254,12 @@ HINTS = OfflineHints(
     },
     keywords=KEYWORDS,
     capability="show bank balances and spending",
+    capability_in={
+        "fr": "afficher vos soldes et vos dépenses bancaires",
+        "es": "mostrar tus saldos y gastos bancarios",
+        "de": "Kontostände und Ausgaben anzeigen",
+    },
+    declines=(MOVE_MONEY,),
     planner=steps,
     summary=summary,
     follow_up="Want a breakdown by category or a longer date range?",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from connectors.offline_hints import Clause, OfflineHints, PastCall, Step, ToolHints
+from connectors.offline_hints import Clause, Decline, OfflineHints, PastCall, Step, ToolHints
 
 # How-to questions ("how do I make cold brew coffee?") are for the web even when they name
 # food; "recipes" is left out, so a recipes connector keeps its own word.
@@ -17,14 +17,20 @@ KEYWORDS = re.compile(
 _PREFIX = re.compile(
     r"^(?:please\s+)?(?:(?:can you|could you)\s+)?(?:search(?: the web| online| google)?"
     r"(?: for)?|google|look up|find(?: out)?(?: about)?|tell me about|what(?:'s| is| are)|"
-    r"who(?:'s| is| are))\s+",
+    r"who(?:'s| is| are)|"
+    # French, Spanish, German: "cherche sur le web", "busca en la web", "suche im Web nach"
+    r"(?:re)?cherche(?:r|z)?(?: sur (?:le web|internet|google))?(?: pour)?|"
+    r"busca(?:r)?(?: en (?:la web|internet|google))?|"
+    r"such(?:e|en)?(?: im (?:web|internet)| bei google| online)?(?: nach)?)\s+",
     re.I,
 )
 
 
 def search_query(clause: str) -> str:
-    query = _PREFIX.sub("", clause.strip()).strip(" ?.!")
-    return query or clause.strip(" ?.!")
+    # A pasted paragraph's line breaks are not part of what is searched for.
+    text = " ".join(clause.split())
+    query = _PREFIX.sub("", text).strip(" ?.!¿¡")
+    return query or text.strip(" ?.!¿¡")
 
 
 def steps(clause: Clause) -> list[Step]:
@@ -48,6 +54,38 @@ def summary(call: PastCall) -> str | None:
     return text
 
 
+# The web search can't stand in for a weather service: its results are pages, not today's
+# forecast (a weather connector, when there is one, is routed to instead).
+LIVE_WEATHER = Decline(
+    asks={
+        "en": re.compile(
+            r"\b(?:weather|will it (?:rain|snow)|is it (?:raining|snowing)|how (?:hot|cold) is it)\b",
+            re.I,
+        ),
+        "fr": re.compile(
+            r"\b(?:m[ée]t[ée]o|quel temps|va-t-il pleuvoir|il pleut|quelle temp[ée]rature)\b",
+            re.I,
+        ),
+        "es": re.compile(
+            r"\b(?:qu[ée] tiempo|el tiempo (?:en|de|para)|clima en|va a llover|est[aá] lloviendo|"
+            r"qu[ée] temperatura)\b",
+            re.I,
+        ),
+        "de": re.compile(r"\b(?:wetter\w*|regnet es|wie (?:warm|kalt) ist es)\b", re.I),
+    },
+    says={
+        "en": "I can't check live weather: no weather service is connected, and a web search "
+        "won't give me today's forecast.",
+        "fr": "Je ne peux pas consulter la météo en direct : aucun service météo n'est "
+        "connecté, et une recherche web ne me donne pas les prévisions du jour.",
+        "es": "No puedo consultar el tiempo en directo: no hay ningún servicio meteorológico "
+        "conectado, y una búsqueda web no me da el pronóstico de hoy.",
+        "de": "Ich kann das aktuelle Wetter nicht abrufen: Es ist kein Wetterdienst verbunden, "
+        "und eine Websuche liefert mir keine aktuelle Vorhersage.",
+    },
+    about="weather forecast",
+)
+
 HINTS = OfflineHints(
     examples=(
         "Search the web for python asyncio",
@@ -58,6 +96,12 @@ HINTS = OfflineHints(
     keywords=KEYWORDS,
     catch_all=True,
     capability="search the web",
+    capability_in={
+        "fr": "faire des recherches sur le web",
+        "es": "buscar en la web",
+        "de": "im Web suchen",
+    },
+    declines=(LIVE_WEATHER,),
     planner=steps,
     summary=summary,
     follow_up="Want me to dig deeper into any of these sources?",

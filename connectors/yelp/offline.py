@@ -5,13 +5,33 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.offline_hints import Clause, OfflineHints, PastCall, Step, ToolHints, Turn
-from connectors.offline_reading import clip, first_id, items_of, names_of, parse_json, plural
+from connectors.offline_hints import (
+    Clause,
+    Decline,
+    OfflineHints,
+    PastCall,
+    Step,
+    ToolHints,
+    Turn,
+)
+from connectors.offline_reading import (
+    asking,
+    clip,
+    first_id,
+    items_of,
+    names_of,
+    parse_json,
+    plural,
+)
 
 KEYWORDS = re.compile(
-    r"\b(restaurants?|food|eat|eating|dinner|lunch|breakfast|brunch|sushi|pizza|coffee|"
+    r"\b(restaurants?|food|eat|eating|dinner|lunch|breakfast|brunch|sushis?|pizzas?|coffee|"
     r"caf[eé]s?|tacos?|mexican|burgers?|ramen|thai|italian|bbq|barbecue|bakery|bakeries|"
-    r"near me|nearby|near|yelp|reviews?)\b",
+    r"near me|nearby|near|yelp|reviews?|"
+    # French, Spanish, German
+    r"restaurantes?|manger|comer|d[îi]ner|d[ée]jeuner|cena|cenar|almuerzo|abendessen|"
+    r"mittagessen|boulangeries?|panader[ií]as?|b[äa]ckerei\w*|kaffee|cafeter[ií]as?|"
+    r"pizzer[ií]as?|près de (?:moi|chez moi|ici)|cerca de (?:m[ií]|aqu[ií])|in der n[äa]he)\b",
     re.I,
 )
 CITY_STATES = {
@@ -60,8 +80,27 @@ FOOD_TERMS = (
     "dessert",
     "ice cream",
 )
+# What people call a kind of food in French, Spanish or German, as Yelp searches it.
+_FOOD_ABROAD = (
+    (r"sushis", "sushi"),
+    (r"italien(?:ne)?s?|italian[oa]s?|italienisch\w*", "italian"),
+    (r"mexicain(?:e)?s?|mexican[oa]s?|mexikanisch\w*", "mexican"),
+    (r"chinois(?:e)?s?|chin[oa]s?|chinesisch\w*", "chinese"),
+    (r"japonais(?:e)?s?|japones(?:a)?s?|japon[ée]s|japanisch\w*", "japanese"),
+    (r"indien(?:ne)?s?|indi[oa]s?|indisch\w*", "indian"),
+    (r"tha[iï]landais(?:e)?s?|tailand[ée]s(?:a)?|thail[äa]ndisch\w*", "thai"),
+    (r"cafeter[ií]as?|kaffee", "coffee"),
+    (r"boulangeries?|panader[ií]as?|b[äa]ckerei\w*", "bakery"),
+    (r"pizzas|pizzer[ií]as?", "pizza"),
+    (r"hamburgu?es(?:a|as)?", "burgers"),
+    (r"v[ée]g[ée]tarien(?:ne)?s?|vegetarian[oa]s?|vegetarisch\w*", "vegetarian"),
+    (r"v[ée]ganes?|vegan[oa]s?|vegan\w*", "vegan"),
+    (r"fruits de mer|mariscos|meeresfr[üu]chte", "seafood"),
+)
 _NEAR_ME = re.compile(
-    r"\b(near (me|here|by)|nearby|around (me|here)|close to me|closest|nearest|in my area)\b",
+    r"\b(near (me|here|by)|nearby|around (me|here)|close to me|closest|nearest|in my area|"
+    r"près de (?:moi|chez moi|ici)|autour de moi|cerca de (?:m[ií]|aqu[ií])|por aqu[ií]|"
+    r"in der n[äa]he|in meiner n[äa]he)\b",
     re.I,
 )
 
@@ -75,7 +114,9 @@ def place_of(clause: str) -> str | None:
         if f" {name} " in lowered:
             return display
     match = re.search(
-        r"\b(?:in|near|around|at)\s+((?:[A-Z][\w'.-]*)(?:[ ,]+[A-Z][\w'.-]*)*)", clause
+        r"\b(?:in|near|around|at|à|en|près de|cerca de|bei)\s+"
+        r"((?:[A-ZÀ-Ý][\w'.-]*)(?:[ ,]+[A-ZÀ-Ý][\w'.-]*)*)",
+        clause,
     )
     return match.group(1).strip(" ,") if match else None
 
@@ -85,10 +126,15 @@ def yelp_term(clause: str) -> str:
     for term in FOOD_TERMS:
         if re.search(rf"\b{re.escape(term)}\b", lowered):
             return "coffee" if term in {"cafe", "café"} else term
+    for said, term in _FOOD_ABROAD:
+        if re.search(rf"\b(?:{said})\b", lowered):
+            return term
     match = re.search(
-        r"\b(?:find|search for|look for|get me|recommend|show me|where can i get)"
-        r"\s+(?:me\s+)?(?:some\s+|a\s+|an\s+|the\s+|good\s+|best\s+)*(.+?)"
-        r"(?=\s+(?:in|near|around|nearby|open|that|with)\b|$)",
+        r"\b(?:find|search for|look for|get me|recommend|show me|where can i get|"
+        r"trouve[rz]?|cherche[rz]?|busca[r]?|encuentra|finde[n]?|suche[n]?)"
+        r"\s+(?:me\s+)?(?:some\s+|a\s+|an\s+|the\s+|good\s+|best\s+|des\s+|un\s+|une\s+|"
+        r"unos\s+|unas\s+|una\s+|ein\s+|eine\s+|einen\s+)*(.+?)"
+        r"(?=\s+(?:in|near|around|nearby|open|that|with|à|en|près|cerca|bei)\b|$)",
         lowered,
     )
     term = match.group(1).strip() if match else ""
@@ -96,15 +142,26 @@ def yelp_term(clause: str) -> str:
 
 
 def _price(lowered: str) -> str | None:
-    if re.search(r"\b(cheap|inexpensive|affordable|budget)\b", lowered):
+    if re.search(
+        r"\b(cheap|inexpensive|affordable|budget|pas cher|bon marché|barato|econ[óo]mico|"
+        r"g[üu]nstig|billig)\b",
+        lowered,
+    ):
         return "1,2"
-    if re.search(r"\b(fancy|upscale|expensive|fine dining)\b", lowered):
+    if re.search(
+        r"\b(fancy|upscale|expensive|fine dining|chic|haut de gamme|elegante|lujoso|gehoben|"
+        r"edel)\b",
+        lowered,
+    ):
         return "3,4"
     return None
 
 
 def _sort_by(lowered: str) -> str:
-    if re.search(r"\b(best|top|highest)[ -]rated\b|\bbest\b", lowered):
+    if re.search(
+        r"\b(best|top|highest)[ -]rated\b|\b(?:best|meilleure?s?|mejor(?:es)?|beste[nrs]?)\b",
+        lowered,
+    ):
         return "rating"
     if re.search(r"\b(closest|nearest)\b", lowered):
         return "distance"
@@ -132,7 +189,10 @@ def steps(clause: Clause) -> list[Step]:
         "price": _price(lowered),
         "open_now": bool(
             re.search(
-                r"\b(open now|right now|still open|currently open|open at this hour)\b", lowered
+                r"\b(open now|right now|still open|currently open|open at this hour|"
+                r"ouverts? (?:maintenant|en ce moment)|abiertos? ahora|"
+                r"(?:jetzt|gerade) ge[öo]ffnet)\b",
+                lowered,
             )
         ),
         "sort_by": _sort_by(lowered),
@@ -185,6 +245,47 @@ def location_from(output: str) -> dict[str, Any] | None:
 
 
 # ----------------------------------------------------------------------------- the answer
+
+
+# ----------------------------------------------------------------------------- declines
+
+
+# Booking a table ("book a table for two"), or making a reservation.
+BOOK_TABLE = Decline(
+    asks={
+        "en": asking(
+            "book|reserve",
+            r"tables?|seats?|restaurant|dinner|lunch|brunch|for (?:two|three|four|\d+)",
+            r"(?:make|get)\s+(?:me\s+)?(?:a\s+)?reservations?",
+        ),
+        "fr": asking(
+            r"r[ée]serve[rz]?",
+            r"tables?|places?|restaurant|d[îi]ner|d[ée]jeuner|pour (?:deux|trois|quatre|\d+)",
+            r"fai(?:re|s|tes)\s+une\s+r[ée]servation",
+        ),
+        "es": asking(
+            r"reserva[r]?|resérvame",
+            r"mesas?|sitio|restaurante|cena|comida|para (?:dos|tres|cuatro|\d+)",
+            r"hacer\s+una\s+reserva(?:ci[oó]n)?",
+        ),
+        "de": asking(
+            r"reservier\w*|buche|buchen",
+            r"tisch|pl[äa]tze|restaurant|abendessen|f[üu]r (?:zwei|drei|vier|\d+)",
+            r"einen tisch\b[^.?!]{0,30}?\breservier\w*",
+        ),
+    },
+    says={
+        "en": "I can't book a table or make reservations: Yelp here only finds places and "
+        "shows their reviews.",
+        "fr": "Je ne peux pas réserver de table : ici, Yelp sert seulement à trouver des "
+        "adresses et à lire leurs avis.",
+        "es": "No puedo reservar mesa: aquí Yelp solo sirve para encontrar sitios y leer sus "
+        "reseñas.",
+        "de": "Ich kann keinen Tisch reservieren: Yelp findet hier nur Lokale und zeigt ihre "
+        "Bewertungen.",
+    },
+    about="reservation reserve",
+)
 
 
 def where_from_header(output: str) -> str | None:
@@ -244,6 +345,12 @@ HINTS = OfflineHints(
     },
     keywords=KEYWORDS,
     capability="find restaurants on Yelp",
+    capability_in={
+        "fr": "trouver des restaurants sur Yelp",
+        "es": "buscar restaurantes en Yelp",
+        "de": "Restaurants auf Yelp finden",
+    },
+    declines=(BOOK_TABLE,),
     planner=steps,
     summary=summary,
     follow_up="Want reviews for any of these, or a different neighborhood?",

@@ -105,18 +105,37 @@ async def test_live_forecast_from_open_meteo(
     )
 
 
-async def test_the_offline_model_hands_off_to_the_plugin() -> None:
+async def _offline_turn(prompt: str, provider: OfflineModelProvider) -> tuple[list[Any], str]:
+    """The tool outputs and the answer of one turn on the offline model."""
     settings = Settings()
     result = Runner.run_streamed(
         build_orchestrator(settings, CONNECTORS),
-        input="ask Weather for the forecast in Chicago",
+        input=prompt,
         context=make_context(settings, None, None),
-        run_config=RunConfig(model_provider=OfflineModelProvider(), tracing_disabled=True),
+        run_config=RunConfig(model_provider=provider, tracing_disabled=True),
     )
     outputs = []
     async for event in result.stream_events():
         if event.type == "run_item_stream_event" and event.name == "tool_output":
             outputs.append(event.item.output)
+    return outputs, str(result.final_output)
+
+
+async def test_the_offline_model_hands_off_to_the_plugin() -> None:
+    outputs, _ = await _offline_turn(
+        "ask Weather for the forecast in Chicago", OfflineModelProvider()
+    )
     (forecast,) = outputs
     assert forecast["response_type"] == "weather_forecast"
     assert forecast["response"]["place"].startswith("Chicago")
+
+
+async def test_with_a_weather_connector_the_weather_is_not_declined() -> None:
+    # Without one, web search's hints decline live weather; beside this plug-in they stand
+    # aside and the request reaches it.
+    outputs, answer = await _offline_turn(
+        "what's the weather in Chicago?", OfflineModelProvider(connectors=CONNECTORS)
+    )
+    (forecast,) = outputs
+    assert forecast["response_type"] == "weather_forecast"
+    assert "can't check live weather" not in answer

@@ -1,7 +1,8 @@
 """The offline demo model against everyday prompts: for each built-in connector at least 15
 things people type, with the agent the request must reach, the tool it must call and, where
 it matters, the arguments (the coffee and "last month" filters). Plus prompts answered
-without any tool.
+without any tool, the everyday requests in French, Spanish and German (the same tools and
+arguments as in English), and what the demo cannot do, declined in the prompt's language.
 
 Each row is a whole turn through the real Agents SDK runner, the real orchestrator and the
 demo connectors, with the offline model built from the connectors' own hints, exactly as
@@ -112,6 +113,7 @@ class Row:
     arguments: Mapping[str, Expected] = field(default_factory=dict)
     # The arguments that depend on the day (start and end dates), given the day.
     dates: Callable[[date], Mapping[str, Expected]] | None = None
+    says: tuple[str, ...] = ()  # words the answer holds (a decline: what it can't do)
 
 
 GMAIL = [
@@ -418,12 +420,6 @@ SEARCH = [
     ),
     Row("google best laptops 2026", "Search", "search_google", {"query": "best laptops 2026"}),
     Row(
-        "what's the weather in Paris tomorrow",
-        "Search",
-        "search_google",
-        {"query": contains("weather", "paris")},
-    ),
-    Row(
         "latest news about electric cars",
         "Search",
         "search_google",
@@ -479,6 +475,124 @@ SEARCH = [
     ),
 ]
 
+# The everyday requests in English, French, Spanish and German: each language's prompt
+# must reach the same tool with the same arguments (the bank's and Yelp's data are English,
+# so "restaurantes" is looked up as restaurants and "Kaffee" as coffee).
+LANGUAGES = [
+    *(
+        Row(prompt, "GMail", "google_email_inbox")
+        for prompt in (
+            "show me my inbox",
+            "Qu'y a-t-il dans ma boîte de réception ?",
+            "¿Qué hay en mi bandeja de entrada?",
+            "Was ist in meinem Posteingang?",
+        )
+    ),
+    *(
+        Row(prompt, "GMail", "google_email_search", {"query": contains("is:unread", "dana")})
+        for prompt in (
+            "show my unread emails from Dana",
+            "Montre mes e-mails non lus de Dana",
+            "Muéstrame mis correos no leídos de Dana",
+            "Zeig meine ungelesenen E-Mails von Dana",
+        )
+    ),
+    *(
+        Row(prompt, "Plaid", "get_transactions_at_plaid", {"query": "restaurants"}, last_month)
+        for prompt in (
+            "how much did I spend on restaurants last month?",
+            "Combien ai-je dépensé en restaurants le mois dernier ?",
+            "¿Cuánto gasté en restaurantes el mes pasado?",
+            "Wie viel habe ich letzten Monat für Restaurants ausgegeben?",
+        )
+    ),
+    *(
+        Row(prompt, "Plaid", "get_transactions_at_plaid", {"query": "coffee"}, this_month)
+        for prompt in (
+            "what did I spend on coffee this month",
+            "Combien ai-je dépensé en café ce mois-ci ?",
+            "¿Cuánto he gastado en café este mes?",
+            "Wie viel habe ich diesen Monat für Kaffee ausgegeben?",
+        )
+    ),
+    *(
+        Row(
+            prompt,
+            "Yelp",
+            "search_businesses_at_yelp",
+            {"term": "sushi", "location": "Boston, MA"},
+        )
+        for prompt in (
+            "find sushi places in Boston",
+            "Trouve des sushis à Boston",
+            "Busca sushi en Boston",
+            "Finde Sushi in Boston",
+        )
+    ),
+    *(
+        Row(
+            prompt,
+            "Yelp",
+            "search_businesses_at_yelp",
+            {"term": "italian", "location": "Chicago, IL"},
+        )
+        for prompt in (
+            "find an Italian restaurant in Chicago",
+            "Trouve un restaurant italien à Chicago",
+            "Busca un restaurante italiano en Chicago",
+            "Finde ein italienisches Restaurant in Chicago",
+        )
+    ),
+    *(
+        Row(prompt, "Search", "search_google", {"query": "python asyncio"})
+        for prompt in (
+            "search the web for python asyncio",
+            "Cherche sur le web python asyncio",
+            "Busca en la web python asyncio",
+            "Suche im Web nach python asyncio",
+        )
+    ),
+    *(
+        Row(prompt, "GMail", "reply_to_google_email", {"body": contains(word)})
+        for prompt, word in (
+            ("reply to the latest email saying thank you", "thank you"),
+            ("Réponds au dernier e-mail en disant merci", "merci"),
+            ("Responde al último correo diciendo gracias", "gracias"),
+            ("Antworte auf die letzte E-Mail mit danke", "danke"),
+        )
+    ),
+    # Issue 33: this searched Yelp in Boston.
+    Row(
+        "Combien ai-je dépensé en restaurants ce mois-ci ?",
+        "Plaid",
+        "get_transactions_at_plaid",
+        {"query": "restaurants"},
+        this_month,
+    ),
+]
+
+# What the demo cannot do: said plainly, in the prompt's language, with no tool called
+# (each of these became a made-up web search).
+DECLINES = [
+    Row("transfer $500 to Bob", None, says=("can't move money", "I can ")),
+    Row("Vire 500 $ à Bob", None, says=("ne peux pas virer", "je peux ")),
+    Row("Transfiere 500 $ a Bob", None, says=("no puedo transferir", "esta demo puedo")),
+    Row("Überweise 500 € an Bob", None, says=("kann kein geld überweisen", "kann ich ")),
+    Row("delete all my newsletters", None, says=("can't delete", "I can ")),
+    Row("Supprime toutes mes newsletters", None, says=("ne peux pas supprimer", "je peux ")),
+    Row("Borra todos mis boletines", None, says=("no puedo borrar", "esta demo puedo")),
+    Row("Lösche alle meine Newsletter", None, says=("keine e-mails löschen", "kann ich ")),
+    Row("book a table for two", None, says=("can't book", "I can ")),
+    Row("Réserve une table pour deux", None, says=("ne peux pas réserver", "je peux ")),
+    Row("Reserva una mesa para dos", None, says=("no puedo reservar", "esta demo puedo")),
+    Row("Reserviere einen Tisch für zwei", None, says=("keinen tisch reservieren", "kann ich ")),
+    Row("weather in Paris", None, says=("can't check live weather", "I can ")),
+    Row("what's the weather in Paris tomorrow", None, says=("can't check live weather",)),
+    Row("Quel temps fait-il à Paris ?", None, says=("ne peux pas consulter la météo",)),
+    Row("¿Qué tiempo hace en París?", None, says=("no puedo consultar el tiempo",)),
+    Row("Wie ist das Wetter in Paris?", None, says=("wetter nicht abrufen",)),
+]
+
 NO_TOOLS = [
     Row("hi", None),
     Row("thanks!", None),
@@ -487,7 +601,15 @@ NO_TOOLS = [
     Row("Say hello", None),
 ]
 
-TABLE = {"gmail": GMAIL, "plaid": PLAID, "yelp": YELP, "search": SEARCH, "none": NO_TOOLS}
+TABLE = {
+    "gmail": GMAIL,
+    "plaid": PLAID,
+    "yelp": YELP,
+    "search": SEARCH,
+    "none": NO_TOOLS,
+    "languages": LANGUAGES,
+    "declines": DECLINES,
+}
 CASES = [
     pytest.param(row, id=f"{name}-{index:02d}-{row.prompt[:40]}")
     for name, rows in TABLE.items()
@@ -553,6 +675,8 @@ async def test_an_everyday_prompt_reaches_the_right_tool(row: Row) -> None:
     turn = await run_turn(row.prompt)
     days = {COLLECTED, started, _today()}
 
+    missing = [words for words in row.says if words.lower() not in turn.answer.lower()]
+    assert not missing, f"{row.prompt!r}: {turn.answer!r}"
     if row.agent is None:
         assert turn.agents == [ORCHESTRATOR] and turn.calls == [], turn.calls
         assert turn.answer.strip()

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
-from agents import RunConfig, Runner
+from agents import ModelSettings, ModelTracing, RunConfig, Runner, function_tool
 from agents.result import RunResultStreaming
 
 from app.llm import offline_routing
@@ -159,6 +159,15 @@ async def test_multi_agent_turn_searches_yelp_then_emails_the_list() -> None:
     assert 20 <= len(text.split()) <= 70
     assert turn.result.final_output == text
     assert turn.result.last_agent.name == "GMail"
+
+
+async def test_a_request_with_a_part_the_demo_cannot_do_does_the_rest_and_says_so() -> None:
+    turn = await run_turn("find sushi in Boston and book a table for two")
+
+    assert [name for name, _ in turn.calls()] == ["search_businesses_at_yelp"]
+    (text,) = turn.messages()
+    assert text.startswith("I found") and "sushi" in text
+    assert "I can't book a table or make reservations" in text
 
 
 async def test_the_demo_inbox_injection_is_reported_not_obeyed() -> None:
@@ -446,3 +455,77 @@ def test_suggestions_and_titles() -> None:
 
 def _today() -> date:
     return datetime.now(UTC).date()
+
+
+_PROSE = (
+    "the old lighthouse stood on the northern cape where fishermen watched the tides turn "
+    "grey under autumn storms while the keeper wrote long letters about the sea"
+).split()
+
+
+def pasted(words: int) -> str:
+    """``words`` words of plain prose in paragraphs of 200 (sentences of 20), as pasted."""
+    sentences = [
+        " ".join(_PROSE[(start + i) % len(_PROSE)] for i in range(20)).capitalize() + "."
+        for start in range(0, words, 20)
+    ]
+    return "\n\n".join(" ".join(sentences[i : i + 10]) for i in range(0, len(sentences), 10))
+
+
+async def test_a_long_paste_is_neither_searched_nor_echoed() -> None:
+    # Issue 33: this became a 31,000-character web search and a 31,000-character answer.
+    text = pasted(5000)
+    turn = await run_turn(text + "\n\nSummarise this in 3 bullets.")
+
+    assert turn.calls() == [] and turn.agents() == ["Switchboard"]
+    (answer,) = turn.messages()
+    assert len(answer) <= 1500
+    assert "5,005 words" in answer and "offline demo model" in answer
+    assert "can't summarise" in answer
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert len(bullets) == 3 and all(len(line) <= 200 for line in bullets)
+    assert all(line.removeprefix("- ").strip("“”…") in text for line in bullets)
+
+
+async def test_a_search_query_read_from_a_long_prompt_is_cut_at_a_word() -> None:
+    words = pasted(150).split()  # under the long-text line: still a search
+    turn = await run_turn("search the web for " + " ".join(words))
+
+    ((name, arguments),) = turn.calls()
+    query = arguments["query"]
+    assert name == "search_google" and 100 <= len(query) <= 200
+    assert query.split() == words[: len(query.split())]
+    (answer,) = turn.messages()
+    assert len(answer) <= 1500
+
+
+async def test_an_answer_quoting_a_huge_tool_output_is_capped() -> None:
+    @function_tool
+    def get_report(topic: str) -> str:
+        """Get the report on a topic."""
+        return topic
+
+    output = json.dumps({"title": "storm " * 20_000, "pages": 3})
+    model = _provider().get_model(None)
+    response = await model.get_response(
+        None,
+        [
+            {"type": "message", "role": "user", "content": "get the report on storms"},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_report",
+                "arguments": '{"topic": "storms"}',
+            },
+            {"type": "function_call_output", "call_id": "c1", "output": output},
+        ],
+        ModelSettings(),
+        [get_report],
+        None,
+        [],
+        ModelTracing.DISABLED,
+    )
+    (message,) = response.output
+    answer = message.content[0].text
+    assert answer.startswith("Here's what I found: title storm storm")
+    assert len(answer) <= 1500 and answer.endswith("…")
