@@ -46,6 +46,7 @@ from storage.records import (
 from storage.session import answer_unanswered
 from wire.events import (
     ZERO_USAGE,
+    ApprovalEffect,
     ApprovalRequiredEvent,
     ApprovalResolvedEvent,
     Decision,
@@ -70,6 +71,7 @@ class ApprovalRequest:
     description: str
     arguments: dict[str, Any]
     current_agent: str
+    effect: ApprovalEffect | None = None  # what it will do, resolved before asking
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class ApprovalStore:
                     arguments=request.arguments,
                     current_agent=request.current_agent,
                     expires_at=expires,
+                    effect=request.effect,
                 ),
                 turn_id,
                 ts,
@@ -170,6 +173,7 @@ class ApprovalStore:
                         "name": request.name,
                         "description": request.description,
                         "arguments": request.arguments,
+                        "effect": request.effect.model_dump() if request.effect else None,
                         "current_agent": request.current_agent,
                         "status": "pending",
                         "reason": None,

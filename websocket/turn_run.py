@@ -29,6 +29,7 @@ from agents import (
 from agents.result import RunResultStreaming
 
 from connectors.caller_tools import drop_pending
+from connectors.effects import CallLedger
 from storage.approvals import ApprovalRequest, ApprovalStore
 from storage.errors import TurnFenced
 from storage.events import EventStore
@@ -42,10 +43,12 @@ from websocket.memory import TurnMemory
 from websocket.metrics import Metrics
 from websocket.pause import (
     ResumeFailed,
+    approved_effect,
     paused_state,
     restore,
     restore_session,
     shown_before_pause,
+    wire_effect,
 )
 from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
@@ -162,6 +165,8 @@ class TurnRun:
         self.failed_with: ErrorEvent | None = None  # the error event of a failed turn
         self.agent = self.plan.agent or engine.orchestrator
         self.context = engine.make_context(active.user_id, active.chat_id, active.turn_id)
+        # The calls that ask for approval: their effects, the decisions, the runs.
+        self.ledger: CallLedger = getattr(self.context, "calls", None) or CallLedger()
         stored = ChatSession(services.db, active.chat_id)
         # The history fitted to the model's context: its summary and the items after it.
         self.memory: TurnMemory | None = None
@@ -252,6 +257,8 @@ class TurnRun:
         self.shown_types[:] = shown_before_pause(resume.state)
         state = await restore(self.agent, resume.state, self.context, resume.approvals)
         approved = [a for a in resume.approvals if a.status == "approved"]
+        # Exactly what the person was shown is what runs (connectors.effects).
+        self.ledger.approved.update({a.call_id: approved_effect(a) for a in approved})
         self.translator.resume(
             resume.state.get("agent") or self.agent.name,
             approved=[a.call_id for a in approved],
@@ -357,6 +364,7 @@ class TurnRun:
         assert self.active.result is not None
         try:
             await self.writer.close()
+            resolved = self.ledger.resolved
             requests = [
                 ApprovalRequest(
                     new_approval_id(),
@@ -365,6 +373,7 @@ class TurnRun:
                     call.description,
                     call.arguments,
                     call.current_agent,
+                    wire_effect(resolved.get(call.call_id)),
                 )
                 for call in self.waiting
             ]
