@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from email.utils import format_datetime
 from typing import Any, Protocol
 
 from connectors.demo_ids import stable_id
@@ -118,7 +119,8 @@ class DemoGmailBackend:
                 id=original["id"],
                 sender=original["from"],
                 subject=original["subject"],
-                date=original["date"],
+                # As a Date header reads (the live backend shows the header itself).
+                date=format_datetime(datetime.fromisoformat(original["date"])),
             ),
         )
 

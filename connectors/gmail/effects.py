@@ -7,7 +7,7 @@ exactly as shown.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from connectors.effects import Effect
 
@@ -45,7 +45,7 @@ class SendPlan(TypedDict):
 def send_effect(plan: SendPlan) -> Effect:
     subject = plan["subject"] or "(no subject)"
     return Effect(
-        f"send an email to {people(plan['to'])}: {subject}",
+        f"send an email to {people(plan['to'])}",
         _headers(plan["sender"], plan["to"], plan["cc"], plan["bcc"], subject),
         dict(plan),
     )
@@ -58,7 +58,7 @@ def reply_effect(plan: ReplyPlan) -> Effect:
     if original["date"]:
         answered += f", {original['date']}"
     return Effect(
-        f"reply to {people(plan['to'])}: {subject}",
+        f"send a reply to {people(plan['to'])}",
         (
             *_headers(plan["sender"], plan["to"], plan["cc"], [], subject),
             ("In reply to", answered),
@@ -81,8 +81,3 @@ def _headers(
     rows += [(label, ", ".join(value)) for label, value in (("Cc", cc), ("Bcc", bcc)) if value]
     rows.append(("Subject", subject))
     return tuple(rows)
-
-
-def plan_from(effect: Effect) -> dict[str, Any]:
-    """The plan an approved effect carries (a copy: the tool must not change what was shown)."""
-    return dict(effect.plan)
