@@ -93,6 +93,25 @@ class ApprovalPolicy:
         return problems
 
 
+def previews(root: Agent[Any]) -> dict[str, Preview]:
+    """The previews of the tools that ask, by tool name, over ``root`` and every agent it
+    can hand off to (to look up again what an approved call would do)."""
+    found: dict[str, Preview] = {}
+    seen: set[int] = set()
+    agents = [root]
+    while agents:
+        agent = agents.pop()
+        if id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        for tool in agent.tools:
+            preview = preview_of(tool)
+            if preview is not None and approval_required(tool):
+                found.setdefault(getattr(tool, "name", ""), preview)
+        agents += [peer for peer in agent.handoffs if isinstance(peer, Agent)]
+    return found
+
+
 def agent_tools(agents: Iterable[Agent[Any]]) -> list[FunctionTool]:
     """The function tools of ``agents``, in order."""
     return [tool for agent in agents for tool in agent.tools if isinstance(tool, FunctionTool)]

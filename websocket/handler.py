@@ -56,7 +56,7 @@ from websocket.protocol import (
     now_ts,
     parse_client_frame,
 )
-from websocket.turn import ServerDraining
+from websocket.turn import NotApproved, ServerDraining
 from wire.events import ErrorEvent, Event, LlmResponseDeltaEvent, PongEvent
 
 logger = logging.getLogger("switchboard.socket")
@@ -504,6 +504,9 @@ class _Session:
             )
         except (ApprovalNotFound, ApprovalDecided) as exc:
             self._error("invalid_request", decision_refused(exc), approval_id=frame.approval_id)
+        except NotApproved as exc:
+            code: ErrorCode = "server_error" if exc.retryable else "invalid_request"
+            self._error(code, str(exc), exc.retryable, approval_id=frame.approval_id)
         except ServerDraining as exc:
             self._error(
                 "server_error",

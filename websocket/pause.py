@@ -106,3 +106,14 @@ def wire_effect(effect: Effect | None) -> ApprovalEffect | None:
 def approved_effect(approval: ApprovalRecord) -> Effect | None:
     """The effect an approval showed, for the tool to execute (None: none was resolved)."""
     return Effect.from_dict(approval.effect) if approval.effect else None
+
+
+def failure_text(result: object) -> str:
+    """Why a tool's error result (a ToolResponse dict) failed, in its own short words."""
+    if isinstance(result, dict):
+        said = result.get("error_message") or result.get("response")
+        if isinstance(said, str) and said.strip():
+            return said.strip().removeprefix("Error: ").splitlines()[0][:200]
+        if isinstance(result.get("friendly_name"), str):
+            return str(result["friendly_name"])[:200]
+    return "the service did not answer"

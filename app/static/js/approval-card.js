@@ -284,6 +284,7 @@ export class ApprovalCard {
     else if (decision === "rejected") text = `Declined — ${nothing}`;
     else if (decision === "expired") text = `Expired — ${nothing}`;
     else if (event.decided_via === "cancel") text = `Cancelled — the answer was stopped, ${nothing}`;
+    else if (event.decided_via === "changed") text = `Replaced — what it would do changed, ${nothing}; the new request follows`;
     else text = `Cancelled — you moved on, ${nothing}`;
     this.outcome = text;
     this.becomeRecord();
