@@ -35,6 +35,7 @@ def approval_fields(approval: ApprovalRecord) -> dict[str, Any]:
         "name": approval.name,
         "description": approval.description,
         "arguments": approval.arguments,
+        "effect": approval.effect,
         "current_agent": approval.current_agent,
         "status": approval.status,
         "created_at": rfc3339(approval.created_at),

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 
 from storage.feedback import MAX_COMMENT_CHARS
 from storage.records import ApprovalStatus, TurnStatus
-from wire.events import TS_PATTERN, Usage
+from wire.events import TS_PATTERN, ApprovalEffect, Usage
 
 # RFC 3339 UTC with milliseconds and a "Z" (app.api_json.rfc3339), like every event's ts.
 Timestamp = Annotated[str, Field(pattern=TS_PATTERN, examples=["2025-01-31T12:00:00.000Z"])]
@@ -237,6 +237,11 @@ class Approval(ApiModel):
     name: str = Field(description="The tool's function name")
     description: str
     arguments: dict[str, Any] = Field(description="Exactly what will run once approved")
+    effect: ApprovalEffect | None = Field(
+        default=None,
+        description="What the call will do, resolved before asking (recipients, names, "
+        "amounts); null when the arguments say it all",
+    )
     current_agent: str
     status: ApprovalStatus
     created_at: Timestamp

@@ -26,7 +26,7 @@ from app.services import services_of
 from storage.errors import ApprovalDecided, ApprovalNotFound
 from websocket.handler import decision_refused, expired_refusal
 from websocket.protocol import MAX_APPROVAL_ID, MAX_APPROVAL_REASON
-from websocket.turn import ServerDraining
+from websocket.turn import NotApproved, ServerDraining
 
 EXAMPLE = '{"decision": "approve"} or {"decision": "reject", "reason": "wrong address"}'
 
@@ -62,7 +62,12 @@ async def pending_approvals(request: Request) -> Response:
             200: Answer("Decided: the approval's record", Decided),
             400: Answer("A body that is not a decision", ErrorBody),
             404: Answer("Not an approval of this chat (whoever's it is)", ErrorBody),
-            409: Answer("Already decided, or past its expires_at", ErrorBody),
+            409: Answer(
+                "Already decided, past its expires_at, or what it would do changed (a new "
+                "approval shows it)",
+                ErrorBody,
+            ),
+            503: Answer("What it would do could not be checked now; try again", ErrorBody),
         },
     ),
 )
@@ -86,6 +91,10 @@ async def decide(request: Request) -> Response:
         raise ApiError(409, "invalid_request", decision_refused(exc)) from None
     except ServerDraining as exc:
         raise ApiError(503, "server_error", f"{exc}; the approval is still pending") from None
+    except NotApproved as exc:
+        if exc.retryable:
+            raise ApiError(503, "server_error", str(exc)) from None
+        raise ApiError(409, "invalid_request", str(exc)) from None
     if decided.expired:
         raise ApiError(409, "invalid_request", expired_refusal(approval_id))
     record = await turns.approvals.get(chat_id, approval_id)

@@ -49,13 +49,15 @@ class TokenCache:
 
     def __init__(
         self,
-        max_size: int = 1024,
+        # Every open socket's token is looked at again every 15 s (websocket.handler):
+        # room for many sockets' tokens, so that this is rarely a database read.
+        max_size: int = 16_384,
         ttl: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_size = max_size
         self.ttl = ttl
-        self._clock = clock
+        self.clock = clock
         self._entries: OrderedDict[str, tuple[float, UserRecord]] = OrderedDict()
 
     @staticmethod
@@ -68,7 +70,7 @@ class TokenCache:
         if entry is None:
             return None
         expires, user = entry
-        if expires <= self._clock():
+        if expires <= self.clock():
             del self._entries[key]
             return None
         self._entries.move_to_end(key)
@@ -76,7 +78,7 @@ class TokenCache:
 
     def put(self, token: str, user: UserRecord) -> None:
         key = self.key(token)
-        self._entries[key] = (self._clock() + self.ttl, user)
+        self._entries[key] = (self.clock() + self.ttl, user)
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_size:
             self._entries.popitem(last=False)

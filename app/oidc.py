@@ -90,6 +90,7 @@ class OidcVerifier:
         leeway: float = 30.0,
         refresh_interval: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.issuer = issuer.rstrip("/")
         self.audience = audience
@@ -98,6 +99,9 @@ class OidcVerifier:
         self._leeway = leeway
         self._refresh_interval = refresh_interval
         self._clock = clock
+        # The wall clock a token's ``exp`` is held to: each check of an open socket's
+        # token (websocket.handler) asks anew, so a token that expires closes it.
+        self.now = now
         self._metadata: ProviderMetadata | None = None
         self._keys: dict[str, dict[str, Any]] = {}
         self._built: dict[tuple[str, str], PyJWK] = {}
@@ -268,6 +272,9 @@ class OidcVerifier:
             raise InvalidToken(f"the token lacks the {exc.claim!r} claim") from None
         except jwt.PyJWTError:
             raise InvalidToken("the token is not valid") from None
+        expires = claims.get("exp")
+        if isinstance(expires, int | float) and expires + self._leeway <= self.now():
+            raise InvalidToken("the token has expired")
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise InvalidToken("the token's 'sub' claim is empty")

@@ -264,6 +264,8 @@ async def streaming_lifespan(
             turns.watch_approvals(approval_sweep_interval(settings.approval_timeout)),
             name="approval-expiry",
         ),
+        # A revoked or expired credential closes the sockets that only listen, too.
+        asyncio.create_task(connections.watch_credentials(), name="socket-credentials"),
     ]
     # Shared through Redis when it is configured (websocket.limits).
     prompt_limiter = build_prompt_limiter(

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from connectors.effects import CallLedger
 from connectors.settings import ConnectorSettings
 
 
@@ -78,3 +79,5 @@ class ChatContext:
     accounts: AccountLookup | None = None
     # The app's shared outbound client (live mode); None outside a running app.
     http: httpx.AsyncClient | None = None
+    # This turn's calls that ask for approval: their effects, decisions and runs.
+    calls: CallLedger = field(default_factory=CallLedger)

@@ -32,8 +32,9 @@ from typing import Any, cast, overload
 from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import ValidationError
 
-from connectors.approvals import declare_side_effect
+from connectors.approvals import declare_preview, declare_side_effect
 from connectors.blocking import run_blocking
+from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
 from connectors.tool_result import ToolResult, render_for_model
 
@@ -131,6 +132,14 @@ def _as_result(agent_name: str, tool_name: str, value: object) -> ToolResult:
     return error_result(agent_name, f"{tool_name} returned an invalid result; try another way")
 
 
+def _arguments(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The tool's arguments by name (the SDK passes them positionally), its context left out."""
+    bound = signature.bind(*args, **kwargs).arguments
+    return {name: value for index, (name, value) in enumerate(bound.items()) if index}
+
+
 def _failure_function(agent_name: str, tool_name: str) -> Callable[..., Any]:
     """The SDK calls this when it cannot run the tool at all (e.g. invalid arguments)."""
 
@@ -166,6 +175,25 @@ def _check_kind(func: AnyToolFunc, blocking: bool) -> None:
         )
 
 
+def _check_effect(
+    func: AnyToolFunc, signature: inspect.Signature, side_effect: bool | None
+) -> None:
+    """``effect=`` needs a tool that acts and that takes the run context: the resolver
+    looks things up for the same user, and the body reads the effect from the call."""
+    what = getattr(func, "__qualname__", repr(func))
+    if side_effect is False:
+        raise TypeError(
+            f"connector tool {what} declares effect= but side_effect=False: an effect is "
+            "what a call that acts will do, shown before the person approves it"
+        )
+    first = next(iter(signature.parameters.values()), None)
+    if first is None or "Context" not in str(first.annotation):
+        raise TypeError(
+            f"connector tool {what} declares effect=, so its first parameter must be the run "
+            "context (ctx: RunContextWrapper[ChatContext]), which the resolver is given too"
+        )
+
+
 @overload
 def connector_tool(
     func: AnyToolFunc,
@@ -175,6 +203,7 @@ def connector_tool(
     name: str | None = None,
     side_effect: bool | None = None,
     blocking: bool = False,
+    effect: EffectResolver | None = None,
 ) -> FunctionTool: ...
 
 
@@ -187,6 +216,7 @@ def connector_tool(
     name: str | None = None,
     side_effect: bool | None = None,
     blocking: bool = False,
+    effect: EffectResolver | None = None,
 ) -> Callable[[AnyToolFunc], FunctionTool]: ...
 
 
@@ -198,6 +228,7 @@ def connector_tool(
     name: str | None = None,
     side_effect: bool | None = None,
     blocking: bool = False,
+    effect: EffectResolver | None = None,
 ) -> FunctionTool | Callable[[AnyToolFunc], FunctionTool]:
     """Declare a connector tool that returns a ``ToolResponse`` (or its dict).
 
@@ -212,24 +243,38 @@ def connector_tool(
     The function is ``async`` unless ``blocking=True``: then it is a plain function that
     may block (synchronous client code) and runs in a worker thread. A timed-out thread
     cannot be stopped; it finishes in the background and its result is dropped.
+
+    ``effect``: for a side-effecting tool whose arguments do not say what it will do in
+    words a person can check (an id where the person needs an address, a name, an
+    amount): ``async def resolve(ctx, **arguments) -> Effect``, run before the person is
+    asked, under the same timeout and error handling. The approval card shows the effect,
+    and the tool's body executes exactly it (``connectors.effects.effect_of(ctx)``). A
+    resolver that fails (``ToolError``, ``NeedsAccount``, …) means the call is not asked:
+    it answers with that error and never runs.
     """
 
     def decorate(inner: AnyToolFunc) -> FunctionTool:
         _check_kind(inner, blocking)
         tool_name = name or inner.__name__
         call = cast(ToolFunc, functools.partial(run_blocking, inner) if blocking else inner)
+        signature = inspect.signature(inner)
+        if effect is not None:
+            _check_effect(inner, signature, side_effect)
 
-        @functools.wraps(inner)
-        async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+        async def guarded(
+            what: str, args: tuple[Any, ...], work: Callable[[], Awaitable[object]]
+        ) -> object:
+            """``work()``'s value, or the error result the model and the UI get instead."""
             limit = _time_limit(timeout, args)
             try:
                 async with asyncio.timeout(limit):
-                    value = await call(*args, **kwargs)
+                    return await work()
             except TimeoutError:
                 logger.warning(
-                    "tool %s timed out after %ss (turn %s)%s",
+                    "tool %s timed out after %ss %s(turn %s)%s",
                     tool_name,
                     limit,
+                    what,
                     _turn_id(args),
                     # A thread cannot be stopped: say where the call still runs.
                     "; its worker thread cannot be stopped and finishes in the background"
@@ -246,13 +291,40 @@ def connector_tool(
             except ToolError as exc:
                 return error_result(agent_name, str(exc), exc.debug_info)
             except Exception as exc:
-                logger.exception("tool %s failed (turn %s)", tool_name, _turn_id(args))
+                logger.exception("tool %s failed %s(turn %s)", tool_name, what, _turn_id(args))
                 # Only the exception's type: its message may hold secrets (URLs, tokens).
                 return error_result(
                     agent_name,
                     f"{tool_name} failed unexpectedly; try again later or try something else",
                     {"tool": tool_name, "exception": type(exc).__name__},
                 )
+
+        async def preview(ctx: RunContextWrapper[Any], arguments: dict[str, Any]) -> object:
+            """What the call will do (an ``Effect``), or the error result saying why that
+            cannot be known: then the call is not asked and answers with that error."""
+            assert effect is not None
+            return await guarded(
+                "looking up what it would do ", (ctx,), lambda: effect(ctx, **arguments)
+            )
+
+        @functools.wraps(inner)
+        async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+            if effect is not None:
+                # Exactly what the person approved; resolved now only when nobody was asked.
+                ledger, call_id = (
+                    (ledger_of(args[0]), call_id_of(args[0])) if args else (None, None)
+                )
+                approved = ledger.approved.get(call_id) if ledger and call_id else None
+                planned = approved or await preview(args[0], _arguments(signature, args, kwargs))
+                if not isinstance(planned, Effect):
+                    return cast(ToolResult, planned)
+                token = executing.set(planned)
+                try:
+                    value = await guarded("", args, lambda: call(*args, **kwargs))
+                finally:
+                    executing.reset(token)
+            else:
+                value = await guarded("", args, lambda: call(*args, **kwargs))
             return _as_result(agent_name, tool_name, value)
 
         tool = function_tool(
@@ -260,6 +332,8 @@ def connector_tool(
             name_override=tool_name,
             failure_error_function=_failure_function(agent_name, tool_name),
         )
+        if effect is not None:
+            declare_preview(tool, preview)
         return declare_side_effect(tool, side_effect)
 
     if func is not None:

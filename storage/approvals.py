@@ -13,6 +13,9 @@ any number of instances:
 - ``expire`` resolves a pending approval past its deadline as ``expired`` (a rejection).
 - ``supersede`` ends a paused turn (a new prompt, a cancel): its pending approvals are
   ``superseded``, the turn ``cancelled``.
+- ``ask_again`` replaces a pending approval whose effect changed before it was approved:
+  the old one is ``superseded`` (``decided_via`` ``changed``), a new one shows the new
+  effect, and the pause waits on it instead.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from storage.records import (
 from storage.session import answer_unanswered
 from wire.events import (
     ZERO_USAGE,
+    ApprovalEffect,
     ApprovalRequiredEvent,
     ApprovalResolvedEvent,
     Decision,
@@ -70,6 +74,7 @@ class ApprovalRequest:
     description: str
     arguments: dict[str, Any]
     current_agent: str
+    effect: ApprovalEffect | None = None  # what it will do, resolved before asking
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,7 @@ class ApprovalStore:
                     arguments=request.arguments,
                     current_agent=request.current_agent,
                     expires_at=expires,
+                    effect=request.effect,
                 ),
                 turn_id,
                 ts,
@@ -170,6 +176,7 @@ class ApprovalStore:
                         "name": request.name,
                         "description": request.description,
                         "arguments": request.arguments,
+                        "effect": request.effect.model_dump() if request.effect else None,
                         "current_agent": request.current_agent,
                         "status": "pending",
                         "reason": None,
@@ -225,6 +232,97 @@ class ApprovalStore:
                     conn, approval, "expired", None, None, "expiry", ts, owner, lease, expired=True
                 )
             return await _resolve(conn, approval, decision, reason, user_id, via, ts, owner, lease)
+
+    async def pending(self, user_id: str, chat_id: str, approval_id: str) -> ApprovalRecord:
+        """A pending approval of the user's chat; raises ``ApprovalNotFound`` (unknown, or
+        another user's: the same answer) or ``ApprovalDecided``."""
+        async with self._db.transaction() as conn:
+            owner = await conn.scalar(select(chats.c.user_id).where(chats.c.id == chat_id))
+            approval = await _approval(conn, chat_id, approval_id)
+        if owner != user_id or approval is None:
+            raise ApprovalNotFound(approval_id)
+        if approval.status != "pending":
+            raise ApprovalDecided(approval_id, approval.status)
+        return approval
+
+    async def ask_again(
+        self,
+        chat_id: str,
+        approval_id: str,
+        new_id: str,
+        effect: ApprovalEffect,
+        reason: str,
+        ts: str,
+    ) -> list[EventRecord]:
+        """Replace the pending ``approval_id`` by ``new_id`` showing ``effect`` (what the
+        call would do now); the events: its ``approval_resolved`` (``superseded``,
+        ``reason``) and the new ``approval_required``. Raises ``ApprovalNotFound`` /
+        ``ApprovalDecided`` when it is no longer pending."""
+        async with self._db.transaction(write=True) as conn:
+            try:
+                await _lock_chat(conn, chat_id)
+            except ChatNotFound:
+                raise ApprovalNotFound(approval_id) from None
+            old = await _approval(conn, chat_id, approval_id)
+            if old is None:
+                raise ApprovalNotFound(approval_id)
+            if old.status != "pending":
+                raise ApprovalDecided(approval_id, old.status)
+            state = await conn.scalar(
+                select(paused_turns.c.state).where(paused_turns.c.turn_id == old.turn_id)
+            )
+            if state is None:
+                raise ApprovalDecided(approval_id, "superseded")
+            now = utcnow()
+            await conn.execute(
+                update(approvals)
+                .where(approvals.c.id == approval_id)
+                .values(status="superseded", reason=reason, decided_at=now, decided_via="changed")
+            )
+            wire = effect.model_dump()
+            await conn.execute(
+                insert(approvals).values(
+                    id=new_id,
+                    chat_id=chat_id,
+                    turn_id=old.turn_id,
+                    call_id=old.call_id,
+                    name=old.name,
+                    description=old.description,
+                    arguments=old.arguments,
+                    effect=wire,
+                    current_agent=old.current_agent,
+                    status="pending",
+                    reason=None,
+                    created_at=now,
+                    expires_at=old.expires_at,
+                )
+            )
+            waiting = [new_id if i == approval_id else i for i in state.get("approvals", [])]
+            await conn.execute(
+                update(paused_turns)
+                .where(paused_turns.c.turn_id == old.turn_id)
+                .values(state={**state, "approvals": waiting})
+            )
+            asked = ApprovalRequiredEvent(
+                approval_id=new_id,
+                call_id=old.call_id,
+                name=old.name,
+                description=old.description,
+                arguments=old.arguments,
+                current_agent=old.current_agent,
+                expires_at=_rfc3339(old.expires_at),
+                effect=effect,
+            )
+            return await append_events(
+                conn,
+                chat_id,
+                [
+                    NewEvent.of(
+                        resolved_event(old, "superseded", reason, None, "changed"), old.turn_id, ts
+                    ),
+                    NewEvent.of(asked, old.turn_id, ts),
+                ],
+            )
 
     async def due(self, limit: int = 100) -> list[tuple[str, str]]:
         """``(approval_id, chat_id)`` of pending approvals past their ``expires_at``."""

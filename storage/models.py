@@ -360,6 +360,9 @@ class Approval(Base):
     name: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text)
     arguments: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # What the call will do, resolved before asking (``connectors.effects``); None when
+    # the arguments say it all.
+    effect: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     current_agent: Mapped[str] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -180,6 +180,8 @@ class ApprovalRecord:
     decided_at: datetime | None = None
     decided_by: str | None = None
     decided_via: str | None = None
+    # What the call will do, as resolved before asking (``ApprovalEffect``'s dict).
+    effect: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -262,6 +264,7 @@ def approval_from_row(row: Any) -> ApprovalRecord:
         decided_at=row.decided_at,
         decided_by=row.decided_by,
         decided_via=row.decided_via,
+        effect=row.effect,
     )
 
 

@@ -37,6 +37,7 @@ from websocket.hub import (
     SubscriptionOverflow,
     channel_of,
 )
+from websocket.leases import every_so_often
 from websocket.ports import SocketGate, SocketServices, socket_services
 from websocket.protocol import (
     CHAT_ID,
@@ -56,7 +57,7 @@ from websocket.protocol import (
     now_ts,
     parse_client_frame,
 )
-from websocket.turn import ServerDraining
+from websocket.turn import NotApproved, ServerDraining
 from wire.events import ErrorEvent, Event, LlmResponseDeltaEvent, PongEvent
 
 logger = logging.getLogger("switchboard.socket")
@@ -70,6 +71,12 @@ CLOSE_TOO_BIG = 1009
 CLOSE_GOING_AWAY = 1001
 CLOSE_SERVER_ERROR = 1011
 CHAT_DELETED = "chat deleted"  # the reason of a 4403 close: the UI words it for people
+# The reason of a 4401 close of an open socket: its token was revoked, or expired.
+SIGNED_OUT = "credential revoked or expired: sign in again"
+# How often every open socket's credential is looked at again, so that a revoked or
+# expired one closes its sockets even when they only listen (docs/auth.md). A frame that
+# acts is checked as it comes.
+CREDENTIAL_CHECK_SECONDS = 15.0
 # Seconds a close may wait for the peer to take what was sent before it; then the
 # connection is cut (a peer that stopped reading would hold it open for ever).
 CLOSE_TIMEOUT = 2.0
@@ -106,6 +113,19 @@ class ConnectionCounter:
 
     async def close_all(self, code: int, reason: str) -> None:
         await self._close(list(self._sessions), code, reason)
+
+    async def recheck(self) -> int:
+        """Look at every open socket's credential again; close those whose credential is
+        revoked or expired (4401). Returns how many were closed."""
+        closed = 0
+        for session in list(self._sessions):
+            if not await session.signed_in(sweep=True):
+                closed += 1
+        return closed
+
+    async def watch_credentials(self, every: float = CREDENTIAL_CHECK_SECONDS) -> None:
+        """``recheck`` every ``every`` seconds, until cancelled."""
+        await every_so_often(every, self.recheck, "could not re-check the sockets' credentials")
 
     async def close_chat(self, chat_id: str) -> None:
         """Close this process's sockets on a deleted chat: its id may be created again,
@@ -453,10 +473,39 @@ class _Session:
                 continue
             await self._handle(frame)
 
+    async def signed_in(self, *, sweep: bool = False) -> bool:
+        """Whether the socket's credential still holds (a cached answer is at most as old
+        as the token cache allows, 30 s: docs/auth.md); if not, the socket is closed 4401.
+        A check that cannot be made (the database is away) keeps a listening socket open
+        (``sweep``) but lets no frame act."""
+        try:
+            user = await self.services.gate.authenticate(self.websocket)
+        except Exception:
+            logger.warning(
+                "could not check a socket's credential",
+                extra={"chat_id": self.chat_id},
+                exc_info=True,
+            )
+            if not sweep:
+                self._error("server_error", "could not check your sign-in; try again", True)
+            return sweep
+        if user is not None and user.id == self.user_id:
+            return True
+        logger.info(
+            "closing a socket whose credential was revoked or expired",
+            extra={"chat_id": self.chat_id},
+        )
+        await self.close(CLOSE_UNAUTHENTICATED, SIGNED_OUT)
+        return False
+
     async def _handle(self, frame: Any) -> None:
         if isinstance(frame, PingFrame):
             self._reply(PongEvent())
-        elif isinstance(frame, PromptFrame):
+            return
+        # Every frame that acts or reads the chat again is authorised anew.
+        if not await self.signed_in():
+            return
+        if isinstance(frame, PromptFrame):
             await self._prompt(frame)
         elif isinstance(frame, CancelFrame):
             await self._cancel(frame)
@@ -504,6 +553,9 @@ class _Session:
             )
         except (ApprovalNotFound, ApprovalDecided) as exc:
             self._error("invalid_request", decision_refused(exc), approval_id=frame.approval_id)
+        except NotApproved as exc:
+            code: ErrorCode = "server_error" if exc.retryable else "invalid_request"
+            self._error(code, str(exc), exc.retryable, approval_id=frame.approval_id)
         except ServerDraining as exc:
             self._error(
                 "server_error",

@@ -14,9 +14,11 @@ from typing import Any
 from agents import Agent, RunState
 from agents.result import RunResultStreaming
 
+from connectors.effects import Effect
 from storage.records import ApprovalRecord
 from storage.session import TurnSession
 from websocket.sdk_events import call_arguments
+from wire.events import ApprovalEffect
 
 # Bumped when what ``paused_state`` stores changes shape.
 STATE_VERSION = 1
@@ -94,3 +96,24 @@ def shown_before_pause(state: dict[str, Any]) -> list[str]:
     """The response types of the cards shown before the pause (none for a pause stored
     before they were kept)."""
     return [str(kind) for kind in state.get("shown_types", [])]
+
+
+def wire_effect(effect: Effect | None) -> ApprovalEffect | None:
+    """A resolved effect as the ``approval_required`` event carries it."""
+    return ApprovalEffect.model_validate(effect.to_dict()) if effect is not None else None
+
+
+def approved_effect(approval: ApprovalRecord) -> Effect | None:
+    """The effect an approval showed, for the tool to execute (None: none was resolved)."""
+    return Effect.from_dict(approval.effect) if approval.effect else None
+
+
+def failure_text(result: object) -> str:
+    """Why a tool's error result (a ToolResponse dict) failed, in its own short words."""
+    if isinstance(result, dict):
+        said = result.get("error_message") or result.get("response")
+        if isinstance(said, str) and said.strip():
+            return said.strip().removeprefix("Error: ").splitlines()[0][:200]
+        if isinstance(result.get("friendly_name"), str):
+            return str(result["friendly_name"])[:200]
+    return "the service did not answer"

@@ -98,6 +98,15 @@ class StreamTranslator:
     def current_agent(self) -> str:
         return self._current_agent
 
+    def answered(self, call_id: str) -> bool:
+        """Whether the call's output was handled (shown, or hidden as it asked)."""
+        return call_id in self._answered
+
+    def returned(self, call_id: str, value: object, agent: str | None) -> list[Event]:
+        """The events of a call's result that reached us outside the SDK's stream (an
+        approved call carried to its end after the turn was stopped)."""
+        return self._tool_returned(ToolReturned(call_id, value, None, agent))
+
     @property
     def current_text(self) -> str:
         """Text streamed since the last ``llm_response``: what a resuming client must redraw."""

@@ -28,8 +28,10 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents import TResponseInputItem
+from agents import RunContextWrapper, TResponseInputItem
 
+from connectors.approvals import previews
+from connectors.effects import Effect
 from storage.approvals import ApprovalStore, Decided
 from storage.attachments import AttachmentRecord, AttachmentRepository
 from storage.engine import Database
@@ -43,10 +45,11 @@ from websocket.cluster import Cluster, LocalCluster
 from websocket.hub import Frame, Hub, channel_of
 from websocket.leases import DEFAULT_LEASE_SECONDS, Leases, every_so_often
 from websocket.metrics import Metrics
+from websocket.pause import failure_text, wire_effect
 from websocket.protocol import encode, now_ts
 from websocket.turn_actions import model_input
 from websocket.turn_plan import TurnEngine, TurnOutcome, TurnPlan
-from websocket.turn_run import RunServices, TurnRun
+from websocket.turn_run import RunServices, TurnRun, new_approval_id
 from websocket.usage_hooks import UsageHooks
 from wire.events import ChatRenamedEvent
 
@@ -59,6 +62,17 @@ DEFAULT_APPROVAL_TIMEOUT = 86_400.0
 
 class ServerDraining(RuntimeError):
     """This instance is shutting down and starts nothing new; try again in a moment."""
+
+
+class NotApproved(RuntimeError):
+    """An approval was refused because what it would do is not what it showed: it changed
+    (a new request shows it now, ``asked_again``), or it cannot be checked now
+    (``retryable``). Nothing was run; the message says so."""
+
+    def __init__(self, message: str, *, retryable: bool, asked_again: str | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.asked_again = asked_again
 
 
 @dataclass(frozen=True)
@@ -319,6 +333,8 @@ class TurnManager:
         if self.draining:
             raise ServerDraining("the server is restarting; decide again in a moment")
         reason = (reason or "").strip() or None  # a blank reason is no reason
+        if approve:
+            await self._confirm_effect(user_id, chat_id, approval_id)
         decided = await self.approvals.decide(
             user_id,
             chat_id,
@@ -331,6 +347,46 @@ class TurnManager:
         )
         self._after_decision(decided, plan)
         return decided
+
+    async def _confirm_effect(self, user_id: str, chat_id: str, approval_id: str) -> None:
+        """An approval runs exactly what it showed (docs/protocol.md, "What an approval
+        will do"): what the call would do is looked up again before the approval is
+        taken; changed, the person is asked again (``NotApproved``) and nothing runs."""
+        approval = await self.approvals.pending(user_id, chat_id, approval_id)
+        preview = previews(self.engine.orchestrator).get(approval.name)
+        if approval.effect is None or preview is None:
+            return
+        context = self.engine.make_context(user_id, chat_id, approval.turn_id)
+        outcome = await preview(RunContextWrapper(context), dict(approval.arguments))
+        if not isinstance(outcome, Effect):
+            raise NotApproved(
+                f"could not check what this would do now ({failure_text(outcome)}); nothing "
+                "was run: try again in a moment, or reject it",
+                retryable=True,
+            )
+        effect = wire_effect(outcome)
+        if effect is None or effect.model_dump() == approval.effect:
+            return
+        new_id = new_approval_id()
+        events = await self.approvals.ask_again(
+            chat_id,
+            approval_id,
+            new_id,
+            effect,
+            f"what it would do changed: {outcome.summary}",
+            now_ts(),
+        )
+        self.metrics.approvals.labels("superseded").inc()
+        self.metrics.approvals.labels("asked").inc()
+        self.metrics.events_persisted.inc(len(events))
+        channel = channel_of(user_id, chat_id)
+        self.hub.publish(channel, [Frame(r.seq, encode(r.to_wire())) for r in events])
+        raise NotApproved(
+            f"what this would do changed since you were asked ({outcome.summary}); nothing "
+            "was run: the new request shows what it would do now",
+            retryable=False,
+            asked_again=new_id,
+        )
 
     def _after_decision(self, decided: Decided, plan: TurnPlan | None = None) -> None:
         """Publish a decision and, when it was the pause's last, resume the turn here.

@@ -10,6 +10,7 @@ and makes the suggested prompts and the chat's title (websocket.after_turn).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -29,9 +30,10 @@ from agents import (
 from agents.result import RunResultStreaming
 
 from connectors.caller_tools import drop_pending
+from connectors.effects import CallLedger
 from storage.approvals import ApprovalRequest, ApprovalStore
 from storage.errors import TurnFenced
-from storage.events import EventStore
+from storage.events import EventStore, interrupted_action_error
 from storage.memory import MemoryStore
 from storage.records import EventRecord, PausedRun, TurnUpdate
 from storage.session import ChatSession, TurnSession
@@ -42,10 +44,12 @@ from websocket.memory import TurnMemory
 from websocket.metrics import Metrics
 from websocket.pause import (
     ResumeFailed,
+    approved_effect,
     paused_state,
     restore,
     restore_session,
     shown_before_pause,
+    wire_effect,
 )
 from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
@@ -74,6 +78,20 @@ STORAGE_FAILED = ErrorEvent(
     message="The database became unavailable, so this turn was stopped. Try again in a moment.",
     retryable=True,
 )
+# What the model reads for an approved call whose turn was stopped before it started.
+NOT_STARTED = "Not run: the turn was stopped before this approved call started. Nothing was done."
+
+
+def not_started_error(description: str) -> ErrorEvent:
+    """The ``error`` of an approved call that never started: the turn was stopped first."""
+    return ErrorEvent(
+        code="tool_error",
+        message=f"You approved this ({description.strip() or 'a tool call'}), but the "
+        "answer was stopped before it started: nothing was done.",
+        retryable=False,
+    )
+
+
 RESUME_FAILED = ErrorEvent(
     code="server_error",
     message="This turn could not continue after the approval (the server was updated "
@@ -162,6 +180,8 @@ class TurnRun:
         self.failed_with: ErrorEvent | None = None  # the error event of a failed turn
         self.agent = self.plan.agent or engine.orchestrator
         self.context = engine.make_context(active.user_id, active.chat_id, active.turn_id)
+        # The calls that ask for approval: their effects, the decisions, the runs.
+        self.ledger: CallLedger = getattr(self.context, "calls", None) or CallLedger()
         stored = ChatSession(services.db, active.chat_id)
         # The history fitted to the model's context: its summary and the items after it.
         self.memory: TurnMemory | None = None
@@ -252,6 +272,8 @@ class TurnRun:
         self.shown_types[:] = shown_before_pause(resume.state)
         state = await restore(self.agent, resume.state, self.context, resume.approvals)
         approved = [a for a in resume.approvals if a.status == "approved"]
+        # Exactly what the person was shown is what runs (connectors.effects).
+        self.ledger.approved.update({a.call_id: approved_effect(a) for a in approved})
         self.translator.resume(
             resume.state.get("agent") or self.agent.name,
             approved=[a.call_id for a in approved],
@@ -342,6 +364,8 @@ class TurnRun:
         try:
             if self.status == "paused":
                 await self._pause()
+            if self.status in ("cancelled", "failed"):
+                await self._settle_approved()
             if self.status != "paused":
                 await self._write_end(self.status)
         except WriterFailed:
@@ -357,6 +381,7 @@ class TurnRun:
         assert self.active.result is not None
         try:
             await self.writer.close()
+            resolved = self.ledger.resolved
             requests = [
                 ApprovalRequest(
                     new_approval_id(),
@@ -365,6 +390,7 @@ class TurnRun:
                     call.description,
                     call.arguments,
                     call.current_agent,
+                    wire_effect(resolved.get(call.call_id)),
                 )
                 for call in self.waiting
             ]
@@ -401,6 +427,45 @@ class TurnRun:
         self.services.metrics.events_persisted.inc(len(self.asked))
         extra = {**self.log_extra, "approvals": len(self.asked)}
         logger.info("turn paused for approval", extra=extra)
+
+    async def _settle_approved(self) -> None:
+        """A resumed turn that stopped says what became of each call the person approved
+        whose result it has not shown: its result, once the call has run to its end
+        (``connectors.approvals`` carries a started call through a stop), or that it
+        never started. Never silence, which reads the same whether it was sent or not."""
+        if self.resume is None or self.writer.error is not None:
+            return
+        for approval in self.resume.approvals:
+            call_id = approval.call_id
+            if approval.status != "approved" or self.translator.answered(call_id):
+                continue
+            started = self.ledger.runs.get(call_id)
+            if started is None:
+                self.writer.put(not_started_error(approval.description))
+                self._answer(call_id, NOT_STARTED)
+                continue
+            try:
+                value = await asyncio.shield(started)  # bounded by the tool's own timeout
+            except Exception:
+                logger.exception("an approved call failed after a stop", extra=self.log_extra)
+                self.writer.put(interrupted_action_error([approval.name]))
+                continue
+            agent = self.tools.agents.get(call_id) or approval.current_agent
+            for event in self.translator.returned(call_id, value, agent):
+                self.tools.see(event)
+                if isinstance(event, ToolOutputEvent):
+                    self.shown_types.append(event.output.response_type)
+                self.writer.put(event)
+            self._answer(call_id, str(value))
+
+    def _answer(self, call_id: str, output: str) -> None:
+        """What the next turn's model reads as the call's output, unless the run kept one."""
+        pending = self.session.pending
+        if not any(
+            item.get("type") == "function_call_output" and item.get("call_id") == call_id
+            for item in pending
+        ):
+            pending.append({"type": "function_call_output", "call_id": call_id, "output": output})
 
     async def _write_end(self, status: EndStatus) -> None:
         self.active.ending = True  # its status is final: a cancel now has nothing to stop

@@ -247,6 +247,27 @@ class SuggestedPromptsEvent(Event):
     prompts: list[str] = Field(max_length=MAX_SUGGESTIONS)
 
 
+class EffectField(BaseModel):
+    """One labelled line of what an action will do ("To", "mallory@evil.example")."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    label: str = Field(min_length=1, max_length=40)
+    value: str = Field(max_length=2_000)
+
+
+class ApprovalEffect(BaseModel):
+    """What an action will do, resolved by its connector before the person is asked
+    (docs/protocol.md, "What an approval will do"): a line to read, labelled fields, and
+    the plan the tool executes after approval, exactly as resolved here."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    summary: str = Field(min_length=1, max_length=300)
+    fields: list[EffectField] = Field(max_length=20)
+    plan: dict[str, Any]
+
+
 class ApprovalRequiredEvent(Event):
     type = "approval_required"
     approval_id: str = Field(min_length=1, max_length=MAX_APPROVAL_ID)
@@ -256,6 +277,12 @@ class ApprovalRequiredEvent(Event):
     arguments: dict[str, Any]
     current_agent: str
     expires_at: str = Field(pattern=TS_PATTERN)
+    # Project field: what the call will do, when its connector resolves it (a reply's
+    # recipients, an id's name); absent when the arguments say it all.
+    effect: ApprovalEffect | None = None
+
+    def payload(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
 
 
 class ApprovalResolvedEvent(Event):

@@ -276,11 +276,16 @@ class RunEvents:
 def interrupt(asked: Mapping[str, Any]) -> Interrupt:
     """The ``tool_call`` interrupt of an ``approval_required`` payload: its id is the
     approval id, the call is the one shown by ``toolCallId``, and the answer is
-    ``{"approved": bool, "reason"?}`` for exactly those arguments (no edits)."""
+    ``{"approved": bool, "reason"?}`` for exactly those arguments (no edits). What the
+    call will do, when its connector resolved it before asking, leads the message and is
+    in the metadata as ``effect``."""
+    effect = asked.get("effect")
+    what = f"{effect['summary']} — " if isinstance(effect, Mapping) else ""
     return Interrupt(
         id=str(asked["approval_id"]),
         reason="tool_call",
-        message=f"{asked['description']}: approve {asked['name']} with exactly these arguments?",
+        message=f"{asked['description']}: {what}approve {asked['name']} with exactly these "
+        "arguments?",
         tool_call_id=str(asked["call_id"]),
         response_schema=RESPONSE_SCHEMA,
         expires_at=asked.get("expires_at"),
@@ -289,6 +294,7 @@ def interrupt(asked: Mapping[str, Any]) -> Interrupt:
                 "name": asked["name"],
                 "description": asked["description"],
                 "arguments": asked["arguments"],
+                "effect": effect,
                 "agent": asked["current_agent"],
             }
         },

@@ -34,7 +34,7 @@ from storage.chats import ChatRepository
 from storage.errors import ApprovalDecided, ApprovalNotFound, ClientMessageReused, TurnInProgress
 from storage.records import ApprovalRecord, PausedRun, UserRecord
 from websocket.protocol import now_ts
-from websocket.turn import ServerDraining, TurnOutcome, TurnPlan
+from websocket.turn import NotApproved, ServerDraining, TurnOutcome, TurnPlan
 
 logger = logging.getLogger("switchboard.agui")
 
@@ -266,6 +266,10 @@ async def _resume(
             raise _refusal(record, answer.interrupt_id) from None
         except ServerDraining as exc:
             raise Refused(503, "server_error", str(exc), 5) from None
+        except NotApproved as exc:
+            if exc.retryable:
+                raise Refused(503, "server_error", str(exc), 5) from None
+            raise ApiError(409, "invalid_request", str(exc)) from None
         if decided.expired and decided.resume is None:
             raise _refusal(
                 await services.turns.approvals.get(chat_id, answer.interrupt_id),

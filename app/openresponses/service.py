@@ -77,7 +77,7 @@ from storage.open_responses import ResponseRepository, StoredResponse
 from storage.records import ApprovalRecord, UserRecord
 from storage.session import answer_unanswered
 from websocket.protocol import now_ts
-from websocket.turn import TurnOutcome, TurnPlan
+from websocket.turn import NotApproved, TurnOutcome, TurnPlan
 
 logger = logging.getLogger("switchboard.openresponses")
 
@@ -661,6 +661,14 @@ async def _resume(
             ) from None
         except ApprovalDecided as exc:  # decided elsewhere since we looked
             raise _decided_error(exc.approval_id, exc.status, param) from None
+        except NotApproved as exc:
+            raise OpenResponsesError(
+                "server_error" if exc.retryable else "invalid_request",
+                str(exc),
+                code="approval_unchecked" if exc.retryable else "approval_changed",
+                param=param,
+                status=503 if exc.retryable else 409,
+            ) from None
         if decided.expired:
             # It expired in the moment since we looked, and was resolved as such: not
             # run. The builder learns it before the resumed turn's first event, short of

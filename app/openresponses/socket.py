@@ -162,6 +162,10 @@ class _Connection:
                     return
                 if message["type"] == "websocket.disconnect":
                     return
+                # Each response is authorised anew: a token revoked (or expired) since the
+                # connection opened stops it within the token cache's 30 s (docs/auth.md).
+                if await _sign_in(self.websocket, self.services) is None:
+                    return
                 text = message.get("text")
                 raw = text.encode() if text is not None else message.get("bytes") or b""
                 await self._handle(raw)

@@ -65,7 +65,8 @@ def arguments_text(arguments: Mapping[str, Any]) -> str:
 
 def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
     """An ``approval_required`` event's payload → a ``switchboard:approval_request`` item.
-    ``arguments`` are exactly those the call runs with if approved."""
+    ``arguments`` are exactly those the call runs with if approved; ``effect`` is what it
+    will do, as its connector resolved it before asking (null when the arguments say it)."""
     return {
         "id": new_id("apr"),
         "type": APPROVAL_REQUEST,
@@ -74,6 +75,7 @@ def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
         "call_id": approval["call_id"],
         "name": approval["name"],
         "arguments": arguments_text(approval["arguments"]),
+        "effect": approval.get("effect"),
         "expires_at": approval.get("expires_at"),
         # Clients built on the openai package read an item type they do not know as an
         # assistant message, whose content the Agents SDK then reads: an empty one makes

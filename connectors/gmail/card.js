@@ -77,26 +77,14 @@ export default function gmailCard(ui) {
     return `${list[0]} and ${list.length - 1} others`;
   }
 
-  /** Every header, the whole body, then any other argument. */
+  /** Every header, the whole body, then any other argument. The headers are those the
+   *  server resolved before asking (``card.effect``: a reply's real recipients), else
+   *  the arguments'. */
   function emailDetails(reply) {
     return (args, card) => {
-      const from = h("dd", { text: "…" });
-      card.account().then((account) => { from.textContent = account || `your ${card.actor} account`; });
-      const rows = [[h("dt", { text: "From" }), from]];
-      for (const [label, key] of [["To", "to"], ["Cc", "cc"], ["Bcc", "bcc"]]) {
-        const list = addresses(args[key]);
-        if (list.length) rows.push([h("dt", { text: label }), h("dd", { text: list.join(", ") })]);
-      }
-      if (reply && args.message_id !== undefined) {
-        rows.push([h("dt", { text: "In reply to" }), h("dd", { text: `message ${asText(args.message_id)}` })]);
-      }
-      if (!reply || args.subject !== undefined) {
-        rows.push([h("dt", { text: "Subject" }),
-          h("dd", { class: "approval-subject", text: asText(args.subject) || "(no subject)" })]);
-      }
       const others = Object.keys(args).filter((key) => !EMAIL_ARGS.has(key));
       return [
-        h("dl", { class: "fields approval-fields" }, rows),
+        ui.effectFields(card.effect) || headerRows(args, card, reply),
         ui.textBox(asText(args.body), {
           class: "approval-body",
           label: reply ? "Reply text" : "Email body",
@@ -106,6 +94,25 @@ export default function gmailCard(ui) {
         others.length ? ui.argumentList(args, others) : null,
       ];
     };
+  }
+
+  /** Headers from the arguments alone (an approval asked before effects were resolved). */
+  function headerRows(args, card, reply) {
+    const from = h("dd", { text: "…" });
+    card.account().then((account) => { from.textContent = account || `your ${card.actor} account`; });
+    const rows = [[h("dt", { text: "From" }), from]];
+    for (const [label, key] of [["To", "to"], ["Cc", "cc"], ["Bcc", "bcc"]]) {
+      const list = addresses(args[key]);
+      if (list.length) rows.push([h("dt", { text: label }), h("dd", { text: list.join(", ") })]);
+    }
+    if (reply && args.message_id !== undefined) {
+      rows.push([h("dt", { text: "In reply to" }), h("dd", { text: `message ${asText(args.message_id)}` })]);
+    }
+    if (!reply || args.subject !== undefined) {
+      rows.push([h("dt", { text: "Subject" }),
+        h("dd", { class: "approval-subject", text: asText(args.subject) || "(no subject)" })]);
+    }
+    return h("dl", { class: "fields approval-fields" }, rows);
   }
 
   const sending = { actor: "Gmail", sends: true };

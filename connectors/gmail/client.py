@@ -18,10 +18,12 @@ from urllib.parse import quote
 
 from connectors.accounts import save_credentials
 from connectors.context import ChatContext
+from connectors.gmail.effects import Original, ReplyPlan
 from connectors.gmail.mime import (
     LIST_BODY_CHARS,
     READ_BODY_CHARS,
     Email,
+    addresses_in,
     build_raw,
     headers_of,
     reply_subject,
@@ -219,30 +221,48 @@ class GmailClient:
         sent = await self._api.call("POST", "/messages/send", json={"raw": raw}, idempotent=False)
         return self._sent(sent, ", ".join(to), subject, body, cc, bcc)
 
-    async def reply(self, message_id: str, body: str) -> Email:
+    async def account(self) -> str:
+        return self._me or ""
+
+    async def plan_reply(self, message_id: str) -> ReplyPlan:
         original = await self._fetch(message_id.strip())
         headers = headers_of(original.get("payload") or {})
         sender = headers.get("reply-to") or headers.get("from", "")
         mine = self._me and sender_address(headers.get("from", "")).lower() == self._me.lower()
-        to = headers.get("to", "") if mine else sender
-        if not sender_address(to):
+        to = addresses_in(headers.get("to", "") if mine else sender)
+        if not to:
             raise ToolError("the email has no address to reply to; send a new email instead")
-        subject = reply_subject(headers.get("subject", ""))
-        raw = build_raw(
-            sender=self._me,
-            to=[to],
-            subject=subject,
-            body=body,
+        return ReplyPlan(
+            sender=self._me or "",
+            to=to,
+            cc=[],
+            subject=reply_subject(headers.get("subject", "")),
+            thread_id=str(original.get("threadId") or ""),
             in_reply_to=headers.get("message-id"),
             references=headers.get("references"),
+            original=Original(
+                id=message_id.strip(),
+                sender=headers.get("from", ""),
+                subject=headers.get("subject", ""),
+                date=headers.get("date", ""),
+            ),
         )
-        sent = await self._api.call(
-            "POST",
-            "/messages/send",
-            json={"raw": raw, "threadId": original.get("threadId")},
-            idempotent=False,
+
+    async def reply(self, plan: ReplyPlan, body: str) -> Email:
+        raw = build_raw(
+            sender=self._me,
+            to=plan["to"],
+            subject=plan["subject"],
+            body=body,
+            cc=plan["cc"],
+            in_reply_to=plan["in_reply_to"],
+            references=plan["references"],
         )
-        return self._sent(sent, to, subject, body, [], [])
+        message: dict[str, Any] = {"raw": raw}
+        if plan["thread_id"]:
+            message["threadId"] = plan["thread_id"]
+        sent = await self._api.call("POST", "/messages/send", json=message, idempotent=False)
+        return self._sent(sent, ", ".join(plan["to"]), plan["subject"], body, plan["cc"], [])
 
     def _sent(
         self, sent: dict[str, Any], to: str, subject: str, body: str, cc: list[str], bcc: list[str]

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from email.utils import format_datetime
 from typing import Any, Protocol
 
 from connectors.demo_ids import stable_id
 from connectors.gmail.demo_mailbox import ME, build_mailbox
+from connectors.gmail.effects import Original, ReplyPlan
+from connectors.gmail.mime import addresses_in, reply_subject
 from connectors.tooling import ToolError
 
 Email = dict[str, Any]
@@ -31,7 +34,16 @@ class GmailBackend(Protocol):
         self, to: list[str], subject: str, body: str, cc: list[str], bcc: list[str]
     ) -> Email: ...
 
-    async def reply(self, message_id: str, body: str) -> Email: ...
+    async def account(self) -> str:
+        """The address mail is sent from ("" when it is not known)."""
+        ...
+
+    async def plan_reply(self, message_id: str) -> ReplyPlan:
+        """Who a reply to ``message_id`` goes to, its subject and thread: shown to the
+        person before anything is sent, then sent exactly so (``reply``)."""
+        ...
+
+    async def reply(self, plan: ReplyPlan, body: str) -> Email: ...
 
 
 def check_addresses(field: str, addresses: list[str]) -> list[str]:
@@ -69,13 +81,20 @@ class DemoGmailBackend:
         return matches[:max_results]
 
     async def get(self, message_id: str) -> Email:
+        message = self._find(message_id)
+        self._read.add(message["id"])  # opening a message marks it read, as in Gmail
+        return message
+
+    def _find(self, message_id: str) -> Email:
         for message in self._all():
             if message["id"] == message_id.strip():
-                self._read.add(message["id"])  # opening a message marks it read, as in Gmail
                 return message
         raise ToolError(
             f"no email with id {message_id!r}; list or search the mailbox to find the message id"
         )
+
+    async def account(self) -> str:
+        return ME
 
     async def send(
         self, to: list[str], subject: str, body: str, cc: list[str], bcc: list[str]
@@ -85,14 +104,31 @@ class DemoGmailBackend:
         self._sent.append(message)
         return message
 
-    async def reply(self, message_id: str, body: str) -> Email:
-        original = await self.get(message_id)
-        to = original["to"] if original["from"] == ME else original["from"]
-        subject = original["subject"]
-        if not subject.lower().startswith("re:"):
-            subject = f"Re: {subject}"
-        new_id = stable_id("reply", len(self._sent), message_id)
-        message = self._message(new_id, original["thread_id"], [to], subject, body, [], [])
+    async def plan_reply(self, message_id: str) -> ReplyPlan:
+        original = self._find(message_id)
+        to = addresses_in(original["to"] if original["from"] == ME else original["from"])
+        return ReplyPlan(
+            sender=ME,
+            to=to,
+            cc=[],
+            subject=reply_subject(original["subject"]),
+            thread_id=original["thread_id"],
+            in_reply_to=original["reply_to_id"] or None,
+            references=None,
+            original=Original(
+                id=original["id"],
+                sender=original["from"],
+                subject=original["subject"],
+                # As a Date header reads (the live backend shows the header itself).
+                date=format_datetime(datetime.fromisoformat(original["date"])),
+            ),
+        )
+
+    async def reply(self, plan: ReplyPlan, body: str) -> Email:
+        new_id = stable_id("reply", len(self._sent), plan["original"]["id"])
+        message = self._message(
+            new_id, plan["thread_id"], plan["to"], plan["subject"], body, plan["cc"], []
+        )
         self._sent.append(message)
         return message
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from email.header import decode_header, make_header
 from email.message import EmailMessage
 from email.policy import SMTP
-from email.utils import formatdate, getaddresses, parseaddr, parsedate_to_datetime
+from email.utils import formataddr, formatdate, getaddresses, parseaddr, parsedate_to_datetime
 from typing import Any
 
 from connectors.gmail.html_text import html_to_markdown, html_to_text
@@ -147,6 +147,11 @@ def to_email(message: dict[str, Any], body_chars: int = LIST_BODY_CHARS) -> Emai
 
 def sender_address(value: str) -> str:
     return parseaddr(value)[1]
+
+
+def addresses_in(header: str) -> list[str]:
+    """Every mailbox of an address header ("Ann <a@x>, b@y"), each as a header value."""
+    return [formataddr((name, address)) for name, address in getaddresses([header]) if address]
 
 
 def build_raw(

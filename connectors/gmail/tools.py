@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
 from agents import RunContextWrapper
 
 from connectors.accounts import require_connection
 from connectors.context import ChatContext
+from connectors.effects import Effect, effect_of
 from connectors.gmail.client import live_backend
 from connectors.gmail.demo import DemoGmailBackend, GmailBackend, check_addresses
+from connectors.gmail.effects import ReplyPlan, SendPlan, reply_effect, send_effect
 from connectors.gmail.responses import GoogleAccountNeededResponse
 from connectors.responses import ToolResponse
 from connectors.tooling import ToolError, connector_tool
@@ -115,7 +118,31 @@ async def read_google_email(ctx: RunContextWrapper[ChatContext], message_id: str
     )
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
+async def resolve_send(
+    ctx: RunContextWrapper[ChatContext],
+    to: list[str],
+    subject: str,
+    body: str,
+    cc: list[str] | None = None,
+    bcc: list[str] | None = None,
+) -> Effect:
+    """The email as it will go out: checked addresses, the subject, the sending account."""
+    recipients = check_addresses("to", to)
+    if not recipients:
+        raise ToolError("no recipient; ask the user who the email should go to")
+    copies, blind = check_addresses("cc", cc or []), check_addresses("bcc", bcc or [])
+    subject = _one_line("subject", subject)
+    if not body.strip():
+        raise ToolError("the email body is empty; write the message first")
+    service = await backend(ctx)
+    return send_effect(
+        SendPlan(
+            sender=await service.account(), to=recipients, cc=copies, bcc=blind, subject=subject
+        )
+    )
+
+
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True, effect=resolve_send)
 async def send_google_email(
     ctx: RunContextWrapper[ChatContext],
     to: list[str],
@@ -133,24 +160,32 @@ async def send_google_email(
         cc: Optional CC addresses.
         bcc: Optional BCC addresses.
     """
+    plan = cast(SendPlan, effect_of(ctx).plan)
     service = await backend(ctx)
-    recipients = check_addresses("to", to)
-    if not recipients:
-        raise ToolError("no recipient; ask the user who the email should go to")
-    copies, blind = check_addresses("cc", cc or []), check_addresses("bcc", bcc or [])
-    subject = _one_line("subject", subject)
-    if not body.strip():
-        raise ToolError("the email body is empty; write the message first")
-    await service.send(recipients, subject, body, copies, blind)
+    await service.send(plan["to"], plan["subject"], body, plan["cc"], plan["bcc"])
     return ToolResponse(
         "send_google_email",
         AGENT_NAME,
         "Sent Email",
-        {"to": recipients, "cc": copies, "bcc": blind, "subject": subject, "body": body},
+        {
+            "to": plan["to"],
+            "cc": plan["cc"],
+            "bcc": plan["bcc"],
+            "subject": plan["subject"],
+            "body": body,
+        },
     )
 
 
-@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True)
+async def resolve_reply(ctx: RunContextWrapper[ChatContext], message_id: str, body: str) -> Effect:
+    """Who the reply goes to (the original's Reply-To or sender), its subject and thread."""
+    if not body.strip():
+        raise ToolError("the reply is empty; write the reply first")
+    service = await backend(ctx)
+    return reply_effect(await service.plan_reply(message_id))
+
+
+@connector_tool(agent_name=AGENT_NAME, timeout=TIMEOUT, side_effect=True, effect=resolve_reply)
 async def reply_to_google_email(
     ctx: RunContextWrapper[ChatContext], message_id: str, body: str
 ) -> ToolResponse:
@@ -160,21 +195,20 @@ async def reply_to_google_email(
         message_id: The id of the email to reply to.
         body: The reply text.
     """
-    if not body.strip():
-        raise ToolError("the reply is empty; write the reply first")
+    plan = cast(ReplyPlan, effect_of(ctx).plan)
     service = await backend(ctx)
-    sent = await service.reply(message_id, body)
+    sent = await service.reply(plan, body)
     return ToolResponse(
         "reply_to_google_email",
         AGENT_NAME,
         "Sent Reply",
         {
-            "to": [sent["to"]],
-            "cc": [],
+            "to": plan["to"],
+            "cc": plan["cc"],
             "bcc": [],
-            "subject": sent["subject"],
+            "subject": plan["subject"],
             "body": body,
-            "in_reply_to": message_id,
+            "in_reply_to": plan["original"]["id"],
             "thread_id": sent["thread_id"],
         },
     )

@@ -73,6 +73,11 @@ async def test_the_run_stops_at_an_interrupt_for_the_exact_call(offline: LiveSer
     assert asked["expiresAt"] == record["expires_at"]
     assert asked["metadata"]["switchboard"]["arguments"] == shown == record["arguments"]
     assert asked["metadata"]["switchboard"]["name"] == "send_google_email"
+    # What the send will do, resolved before asking, as every front end shows it.
+    effect = asked["metadata"]["switchboard"]["effect"]
+    assert effect == record["effect"] and effect["summary"] == "send an email to bob@example.com"
+    assert {"label": "From", "value": "me@example.com"} in effect["fields"]
+    assert effect["summary"] in asked["message"]
     assert asked["responseSchema"]["required"] == ["approved"]
     assert "editedArgs" not in asked["responseSchema"]["properties"]
     assert "send_google_email" in asked["message"]

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -201,6 +202,37 @@ async def test_every_entry_point_takes_the_token_the_same_way(
         with pytest.raises(ConnectionClosed) as closed:
             await socket.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+
+
+async def test_a_token_that_expires_while_its_socket_is_open_closes_it(
+    live: LiveServer, provider: FakeProvider
+) -> None:
+    # Issue 33, item 2: the socket's token is checked again for every frame that acts and
+    # every 15 s; the provider's clock is not waited for but moved past exp and leeway.
+    token = provider.issue(ttl=300)
+    async with (
+        connect(live.ws_url("oidc-expiry", token=token)) as socket,
+        connect(live.ws_url("oidc-expiry-idle", token=token)) as idle,
+    ):
+        for open_socket in (socket, idle):
+            await open_socket.send(json.dumps({"type": "ping"}))
+            assert json.loads(await open_socket.recv(decode=True))["type"] == "pong"
+        oidc = live.services.auth.oidc
+        assert oidc is not None
+        expires = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["exp"]
+        oidc.now = lambda: expires + live.settings.oidc_leeway_seconds + 1
+        await socket.send(json.dumps({"type": "prompt", "text": "hello"}))
+        with pytest.raises(ConnectionClosed) as closed:
+            await socket.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+        # The one that only listens is closed by the next look at every socket.
+        assert await live.services.connections.recheck() == 1
+        with pytest.raises(ConnectionClosed) as closed:
+            await idle.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    oidc.now = time.time
+    async with live.client(provider.issue()) as http:
+        assert (await http.get("/api/chats")).json()["chats"] == []  # nothing was started
 
 
 async def test_api_tokens_still_work_in_oidc_mode(live: LiveServer) -> None:

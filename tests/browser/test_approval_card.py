@@ -9,13 +9,18 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
+from agents import Agent
 from agents.testing import ScriptedModel, assistant_message, function_call
 from playwright.async_api import BrowserContext, Page, WebSocketRoute, expect
 from sqlalchemy import update
 
 from app.settings import Settings
+from connectors.approvals import ApprovalPolicy, apply_policy
+from connectors.gmail.demo_mailbox import build_mailbox
+from connectors.gmail.tools import reply_to_google_email
 from connectors.responses import ToolResponse
 from connectors.tooling import connector_tool
 from storage.models import approvals
@@ -549,6 +554,51 @@ async def test_a_card_never_takes_the_focus_from_someone_typing(
             "Cancelled — you moved on, nothing was run"
         )
         await wait_turns_ended(page, 2)
+
+
+async def test_a_reply_card_shows_who_receives_it_not_a_message_id(
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
+    # An injected email asks for a reply: the card must say where the reply goes.
+    helpdesk = "it-helpdesk@account-verify.example.net"
+    original = next(m for m in build_mailbox(datetime.now(UTC).date()) if m["from"] == helpdesk)
+    model = ScriptedModel(
+        [
+            [
+                function_call(
+                    "reply_to_google_email",
+                    {"message_id": original["id"], "body": "Checking $4,210.55"},
+                    call_id="r1",
+                )
+            ],
+            [assistant_message("Replied.")],
+        ]
+    )
+    agent = Agent(name="GMail", tools=[reply_to_google_email])
+    apply_policy([agent], ApprovalPolicy())
+    async with serve(ui_settings(), hooks=(scripted(model, agent.tools),)) as live:
+        await open_ui(page, live.http)
+        await cards_loaded(page)
+        await send(page, "what's in my inbox?")
+        card = approval_card(page, "pending")
+        await card.wait_for()
+        await expect(page.locator("#announcer")).to_have_text(
+            f"Approval needed: send a reply to {helpdesk}"
+        )
+        shown = await fields(card)
+        assert shown == {
+            "From": "me@example.com",
+            "To": helpdesk,
+            "Subject": "Re: Action required: verify your account",
+            "In reply to": '"Action required: verify your account" from '
+            f"{helpdesk}, {format_datetime(datetime.fromisoformat(original['date']))}",
+        }
+        assert original["id"] not in await card.inner_text()
+        assert sent_mail(live) == []
+        await approve(page)
+        await wait_turns_ended(page, 1)
+        [message] = sent_mail(live)
+        assert (message["to"], message["subject"]) == (helpdesk, shown["Subject"])
 
 
 async def test_an_email_body_is_plain_text_whole_and_cc_bcc_show(

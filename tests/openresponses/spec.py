@@ -76,6 +76,7 @@ APPROVAL_REQUEST_FIELDS = {
     "arguments",
     "expires_at",
     "content",
+    "effect",
 }
 
 

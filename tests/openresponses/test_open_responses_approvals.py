@@ -124,6 +124,10 @@ async def test_a_send_ends_the_response_with_an_approval_request_and_sends_nothi
     # arguments: a JSON string (as mcp_approval_request's), exactly what would run.
     assert json.loads(asked["arguments"]) == event["arguments"]
     assert event["arguments"]["to"] == ["bob@example.com"]
+    # What it will do, resolved before asking: the same on every front end.
+    assert asked["effect"] == event["effect"]
+    assert asked["effect"]["summary"] == "send an email to bob@example.com"
+    assert {"label": "To", "value": "bob@example.com"} in asked["effect"]["fields"]
     assert sent_mail(offline) == []
     assert [a["approval_id"] for a in await pending(offline)] == [asked["approval_id"]]
     assert chat["events"][-1]["type"] == "approval_required"  # no end_of_stream: paused
@@ -258,7 +262,7 @@ async def test_the_openai_client_sees_the_request_and_answers_it(offline: LiveSe
     asked = paused.output[-1]
     assert asked.type == REQUEST and paused.output_text == ""
     request = asked.model_extra or {}  # the fields its stand-in type does not have
-    assert set(request) == {"approval_id", "call_id", "name", "arguments", "expires_at"}
+    assert set(request) == {"approval_id", "call_id", "name", "arguments", "effect", "expires_at"}
     resumed = await client.responses.create(
         model="switchboard", previous_response_id=paused.id, input=[answer(request["approval_id"])]
     )  # type: ignore[list-item]

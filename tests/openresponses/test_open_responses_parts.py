@@ -655,6 +655,7 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
         "call_id": "c1",
         "name": "send",
         "arguments": '{"q":1}',
+        "effect": None,
         "expires_at": "2030-01-01T00:00:00.000Z",
         "content": [],
     }

@@ -33,6 +33,8 @@ from websockets.exceptions import ConnectionClosed
 
 from app.main import create_app
 from app.settings import Settings, load_settings
+from connectors.gmail.oauth import live_credentials
+from storage.accounts import AccountRepository
 from storage.users import UserRepository
 from tests.fakes.fake_service import serve_fake
 from tests.fakes.plaid_api import FakePlaid
@@ -331,6 +333,13 @@ async def world(
             assert uploaded.status_code == 201, uploaded.text
             alice.attachment_id = uploaded.json()["id"]
 
+        # Her Gmail is connected (a send says who it is from before asking), while the
+        # OAuth sign-in above is still under way for the attacks on it.
+        await AccountRepository(live.services.db, alice.id, live.services.fernet).connect(
+            "gmail",
+            live_credentials({"access_token": f"ya29.alice-{tag}"}, "alice@example.com"),
+            {"email": "alice@example.com"},
+        )
         alice.approval_chat = f"alice-approval-{tag}"
         url, headers = ws_as(live, alice.approval_chat, alice.token)
         async with open_client(url, additional_headers=headers) as client:

@@ -9,7 +9,7 @@
 import { kit } from "./card-kit.js";
 import { approvalFor } from "./card-registry.js";
 import { asText, clear, h, isObject } from "./dom.js";
-import { argumentList } from "./fields.js";
+import { argumentList, effectFields } from "./fields.js";
 import { formatDate, fromNow } from "./format.js";
 import { icon } from "./icons.js";
 
@@ -28,6 +28,9 @@ let cards = 0;
 
 /** Words for an approval: "send an email to bob@example.com" (announcements, sidebar). */
 export function describeApproval(approval) {
+  // What the connector resolved before asking is the most exact account of the action.
+  const resolved = asText(approval?.effect?.summary);
+  if (resolved) return resolved;
   const args = isObject(approval?.arguments) ? approval.arguments : {};
   const summary = fromSpec(approvalFor(approval?.name), "summary", args);
   if (typeof summary === "string" && summary) return summary;
@@ -63,6 +66,8 @@ export class ApprovalCard {
     // A tool that sends something (an email) says "sent"; any other "run".
     this.sends = this.spec.sends === true;
     this.args = isObject(event.arguments) ? event.arguments : {};
+    // What the call will do, resolved by its connector before asking (null: the arguments say it).
+    this.effect = isObject(event.effect) ? event.effect : null;
     this.state = "pending"; // pending | deciding | approved | rejected | expired | superseded
     this.sentDecision = null; // what this page asked for, to tell a decision made elsewhere
     this.summary = describeApproval(event);
@@ -143,6 +148,7 @@ export class ApprovalCard {
       ...kit,
       actor: this.agent,
       tool: asText(this.event.name),
+      effect: this.effect,
       // The account the tool acts as ("From"); null when unknown.
       account: () => Promise.resolve(this.ctx.accountOf?.(asText(this.event.name), asText(this.event.current_agent)))
         .then((account) => account || null, () => null),
@@ -160,6 +166,7 @@ export class ApprovalCard {
         h("code", { text: asText(this.event.name) })),
       typeof summary === "string" && summary
         ? h("p", { class: "approval-summary", text: summary.charAt(0).toUpperCase() + summary.slice(1) }) : null,
+      effectFields(this.effect),
       keys.length ? argumentList(this.args, keys) : h("p", { class: "muted small", text: "No arguments." }),
     ];
   }
@@ -277,6 +284,7 @@ export class ApprovalCard {
     else if (decision === "rejected") text = `Declined — ${nothing}`;
     else if (decision === "expired") text = `Expired — ${nothing}`;
     else if (event.decided_via === "cancel") text = `Cancelled — the answer was stopped, ${nothing}`;
+    else if (event.decided_via === "changed") text = `Replaced — what it would do changed, ${nothing}; the new request follows`;
     else text = `Cancelled — you moved on, ${nothing}`;
     this.outcome = text;
     this.becomeRecord();

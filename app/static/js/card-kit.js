@@ -3,7 +3,7 @@
 // innerHTML: text from tools is data, and h() puts it in the page as text.
 import { genericBody } from "./cards.js";
 import { asList, asText, clear, h, isObject, link, safeImage, safeUrl } from "./dom.js";
-import { argumentList, fields, humanKey, textBox } from "./fields.js";
+import { argumentList, effectFields, fields, humanKey, textBox } from "./fields.js";
 import { count, formatDate, fromNow, money, parseDate } from "./format.js";
 import { icon } from "./icons.js";
 import { renderMarkdown } from "./markdown.js";
@@ -16,7 +16,7 @@ export const kit = Object.freeze({
   // Numbers, money and dates, in the reader's locale (format.js).
   money, count, formatDate, fromNow, parseDate,
   // Label/value lists, whole texts in a scrolling box, arguments (fields.js).
-  fields, textBox, argumentList, humanKey,
+  fields, textBox, argumentList, humanKey, effectFields,
   // The generic card body of an output: what the page shows when no module renders it.
   genericBody,
 });

@@ -47,6 +47,15 @@ export function textBox(text, options = {}) {
   return [box, button];
 }
 
+/** What an action will do, as its connector resolved it before asking (PROTOCOL.md §3a,
+ *  docs/protocol.md "What an approval will do"): its labelled fields, or null. */
+export function effectFields(effect, { class: extra = "" } = {}) {
+  const rows = Array.isArray(effect?.fields) ? effect.fields.filter(isObject) : [];
+  if (!rows.length) return null;
+  return fields(rows.map((row) => [asText(row.label), asText(row.value)]),
+    { class: `approval-fields approval-effect ${extra}`.trim() });
+}
+
 /** "account_id" -> "Account id": readable, while still recognisably the argument's name. */
 export function humanKey(key) {
   const words = String(key).replace(/[_-]+/g, " ").trim();
