@@ -8,7 +8,10 @@
   ``SWITCHBOARD_DATABASE_POOL_SIZE``, ``…_MAX_OVERFLOW``, ``…_POOL_TIMEOUT``). An optional
   ``?schema=NAME`` query parameter (ours, not asyncpg's) is removed from the URL and
   becomes the connection's ``search_path``, so a whole test session or tenant can live
-  in its own schema while callers still pass a single URL string around.
+  in its own schema while callers still pass a single URL string around. Connections
+  name themselves ``switchboard`` in ``pg_stat_activity.application_name`` (an operator
+  can tell them apart, and end them, by it); ``?application_name=NAME``, as in libpq's
+  URLs, gives another name, e.g. one per instance.
 
 PostgreSQL connections are not pinged on every checkout (``pool_pre_ping`` is one round
 trip per transaction, most of a small transaction's latency). Instead a checkout asks
@@ -70,6 +73,10 @@ T = TypeVar("T")
 # Execution option that marks connections of write sessions (see the module docstring).
 WRITE_OPTION = "switchboard_write"
 SCHEMA_PARAM = "schema"
+APPLICATION_NAME_PARAM = "application_name"
+APPLICATION_NAME = "switchboard"
+# Query parameters of ours on a PostgreSQL URL, which asyncpg would refuse.
+OUR_PARAMS = (SCHEMA_PARAM, APPLICATION_NAME_PARAM)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 SQLITE_BUSY_TIMEOUT_MS = 5000
 # Marks a pooled SQLite connection whose BEGIN was interrupted (see _configure_sqlite).
@@ -139,17 +146,19 @@ class Database:
         args: dict[str, Any] = dict(connect_args or {})
 
         if self.dialect == "sqlite":
-            if SCHEMA_PARAM in parsed.query:
-                raise ValueError("?schema= is only supported on postgresql URLs")
+            for param in OUR_PARAMS:
+                if param in parsed.query:
+                    raise ValueError(f"?{param}= is only supported on postgresql URLs")
             _ensure_sqlite_parent_dir(parsed)
             # _configure_sqlite rolls back only connections left in a transaction.
             engine_kwargs.setdefault("pool_reset_on_return", None)
         elif self.dialect == "postgresql":
-            parsed, self.schema = _pop_schema(parsed)
+            parsed, self.schema, application_name = _pop_our_params(parsed)
+            settings = dict(args.get("server_settings") or {})
+            settings.setdefault("application_name", application_name)
             if self.schema is not None:
-                settings = dict(args.get("server_settings") or {})
                 settings["search_path"] = self.schema
-                args["server_settings"] = settings
+            args["server_settings"] = settings
             if "poolclass" not in engine_kwargs:  # e.g. migrations: a NullPool
                 sizing = pool or PoolSizing()
                 engine_kwargs.update(
@@ -321,16 +330,18 @@ def json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def _pop_schema(url: URL) -> tuple[URL, str | None]:
+def _pop_our_params(url: URL) -> tuple[URL, str | None, str]:
+    """The URL without ``?schema=`` and ``?application_name=``, and their values."""
     schema = url.query.get(SCHEMA_PARAM)
-    if schema is None:
-        return url, None
-    if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
+    if schema is not None and (not isinstance(schema, str) or not _SCHEMA_NAME.match(schema)):
         raise ValueError(
             f"invalid ?schema= value {schema!r}: use one plain identifier "
             "(letters, digits, underscore; not starting with a digit)"
         )
-    return url.difference_update_query([SCHEMA_PARAM]), schema
+    name = url.query.get(APPLICATION_NAME_PARAM, APPLICATION_NAME)
+    if not isinstance(name, str):
+        raise ValueError(f"give ?{APPLICATION_NAME_PARAM}= once, not {len(name)} times")
+    return url.difference_update_query(OUR_PARAMS), schema, name
 
 
 def _ensure_sqlite_parent_dir(url: URL) -> None:
