@@ -23,6 +23,15 @@ checked in before it, so the next transaction gets a fresh one. A pool that stay
 exhausted for ``pool_timeout`` seconds raises ``PoolExhausted``, which names the
 settings to raise.
 
+A lost connection, whichever way asyncpg words it (``storage.drivers.is_disconnect``),
+raises SQLAlchemy's ``OperationalError`` (PEP 249's class for "an unexpected
+disconnect") with ``connection_invalidated`` set: ``connection_lost(exc)``. What ran on
+it was not committed unless the loss came at the commit itself, so only a caller that
+knows its work is a read may run it again (app.errors retries a REST read once).
+SQLite's own errors from the plain-SQL path (storage/drivers.py) are raised as
+SQLAlchemy reports them too: "database is locked" past the busy timeout is an
+``OperationalError``.
+
 SQLite transactions: a plain ``db.session()`` begins with a deferred ``BEGIN``, so
 readers never wait (WAL). ``db.session(write=True)`` begins with ``BEGIN IMMEDIATE``,
 taking the write lock up front: a read-then-write transaction can otherwise fail at once
@@ -52,7 +61,8 @@ import orjson
 from sqlalchemy import Table, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, CursorResult, Result, make_url
-from sqlalchemy.exc import DisconnectionError, OperationalError
+from sqlalchemy.engine.interfaces import ExceptionContext
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -64,7 +74,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only
 
-from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, postgres_transaction
+from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, is_disconnect, postgres_transaction
 from storage.pool_queue import FairQueue
 
 log = logging.getLogger("switchboard.storage")
@@ -184,6 +194,7 @@ class Database:
             _configure_sqlite(self.engine)
         else:
             _replace_closed_connections(self.engine)
+            _recognise_lost_connections(self.engine)
 
         # expire_on_commit=False: rows stay readable after commit without another query.
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
@@ -237,10 +248,13 @@ class Database:
             raise RuntimeError(f"sqlite_run on a {self.dialect} database")
         if self._sqlite_writer is None:
             self._sqlite_writer = SqliteWriteThread(self._sqlite_path, SQLITE_BUSY_TIMEOUT_MS)
-        if not write:
-            return await self._sqlite_writer.run(work, write=False)
-        async with self._write_lock:
-            return await self._sqlite_writer.run(work)
+        try:
+            if not write:
+                return await self._sqlite_writer.run(work, write=False)
+            async with self._write_lock:
+                return await self._sqlite_writer.run(work)
+        except sqlite3.Error as exc:  # e.g. "database is locked": as SQLAlchemy reports it
+            raise DBAPIError.instance(None, None, exc, sqlite3.Error) from exc
 
     async def postgres_run(self, work: Callable[[Any], Awaitable[T]], write: bool) -> T:
         """``await work(asyncpg_connection)`` on a pooled connection, in one transaction
@@ -362,6 +376,36 @@ def _replace_closed_connections(engine: AsyncEngine) -> None:
         if driver is not None and driver.is_closed():
             # The pool discards this one and checks out (or opens) another.
             raise DisconnectionError("the database closed this pooled connection")
+
+
+def _recognise_lost_connections(engine: AsyncEngine) -> None:
+    """Every lost connection is one to SQLAlchemy (see the module docstring).
+
+    SQLAlchemy's asyncpg dialect counts an error as a disconnect only once the connection's
+    socket is closed, and gives the errors of a connection closed mid-statement the
+    generic ``DBAPIError``: the connection went back to the pool for the next request to
+    fail on, and the error answered 500.
+    """
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> BaseException | None:
+        error = context.original_exception  # the dialect's; the driver's is its ``orig``
+        if not context.is_disconnect and is_disconnect(getattr(error, "orig", None) or error):
+            context.is_disconnect = True  # SQLAlchemy drops it, and the pool's older ones
+        raised = context.sqlalchemy_exception
+        if not context.is_disconnect or not isinstance(raised, DBAPIError):
+            return None
+        if isinstance(raised, OperationalError | InterfaceError):
+            return None  # connection_invalidated is set already
+        return OperationalError(
+            raised.statement, None, error, hide_parameters=True, connection_invalidated=True
+        )
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database connection lost under its work, which did not commit
+    unless the loss came at the commit (see the module docstring)."""
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
