@@ -44,7 +44,7 @@ from storage.chats import ChatRepository
 from storage.engine import Database
 from storage.users import UserRepository
 from tests.support.db import POSTGRES_URL
-from tests.support.proxies import DroppingProxy, dropping_proxy
+from tests.support.proxies import DroppingProxy
 from tests.support.servers import LiveServer, serve
 from tests.support.waiting import wait_until
 
@@ -118,30 +118,16 @@ async def chats_locked(database_url: str) -> AsyncIterator[None]:
         await db.dispose()
 
 
-async def idle_connections_lost(live: LiveServer, proxy: DroppingProxy, name: str) -> None:
-    """The server's pooled connections told by the server that it ends them, their sockets
-    still open: the state a connection is in between PostgreSQL's FATAL and its close."""
-    async with live.client(live.tokens["alice"]) as http:
-        # Some connections in the pool (fewer requests than the pool keeps: none closed).
-        assert set(await all_at_once(http, reads(10))) == {200}
-    proxy.hold_closes()
-    ended = await terminate_backends(name)
-    assert ended > 0
-    await wait_until(lambda: proxy.held >= ended, what="the server to end every connection")
-
-
-@pytest.fixture
-async def proxy(database_url: str) -> AsyncIterator[DroppingProxy]:
-    async with dropping_proxy(make_url(database_url).port or 5432) as running:
-        yield running
-
-
 @pytest.fixture
 async def live(
-    make_settings: Callable[..., Settings], database_url: str, proxy: DroppingProxy
+    make_settings: Callable[..., Settings], database_url: str, postgres_proxy: DroppingProxy
 ) -> AsyncIterator[tuple[LiveServer, str]]:
     name = f"switchboard-test-{secrets.token_hex(4)}"
-    url = make_url(database_url).set(port=proxy.port).update_query_dict({"application_name": name})
+    url = (
+        make_url(database_url)
+        .set(port=postgres_proxy.port)
+        .update_query_dict({"application_name": name})
+    )
     settings = make_settings(
         database_url=url.render_as_string(hide_password=False), auth_mode="token"
     )
@@ -152,32 +138,48 @@ async def live(
         try:
             yield server, name
         finally:
-            proxy.release_closes()  # the server's shutdown waits for its connections to close
+            postgres_proxy.release_closes()  # the server's shutdown waits for its connections to close
+
+
+@pytest.fixture
+async def idle_connections_lost(
+    live: tuple[LiveServer, str], postgres_proxy: DroppingProxy
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the server whose pooled connections were told by PostgreSQL that it
+    ends them, their sockets still open: the state a connection is in between the
+    server's FATAL and its close."""
+    server, name = live
+    async with server.client(server.tokens["alice"]) as http:
+        # Some connections in the pool (fewer requests than the pool keeps: none closed).
+        assert set(await all_at_once(http, reads(10))) == {200}
+        postgres_proxy.hold_closes()
+        ended = await terminate_backends(name)
+        assert ended > 0
+        await wait_until(
+            lambda: postgres_proxy.held >= ended, what="the server to end every connection"
+        )
+        yield http
 
 
 @POSTGRESQL_ONLY
 async def test_reads_after_the_pooled_connections_were_ended_answer(
-    live: tuple[LiveServer, str], proxy: DroppingProxy
+    idle_connections_lost: httpx.AsyncClient,
 ) -> None:
-    server, name = live
-    await idle_connections_lost(server, proxy, name)
-    async with server.client(server.tokens["alice"]) as http:
-        codes = [await status_of(http, "GET", path) for path in reads(SEQUENTIAL)]
+    http = idle_connections_lost
+    codes = [await status_of(http, "GET", path) for path in reads(SEQUENTIAL)]
     assert codes == [200] * SEQUENTIAL, f"{codes.count(500)} of {SEQUENTIAL} answered 500"
 
 
 @POSTGRESQL_ONLY
 async def test_a_write_on_a_lost_connection_is_a_503_and_not_run_again(
-    live: tuple[LiveServer, str], proxy: DroppingProxy
+    idle_connections_lost: httpx.AsyncClient,
 ) -> None:
-    server, name = live
-    await idle_connections_lost(server, proxy, name)
-    async with server.client(server.tokens["alice"]) as http:
-        rename = {"json": {"title": "renamed"}}
-        assert await status_of(http, "PATCH", f"/api/chats/{CHAT}", **rename) == 503
-        assert (await http.get(f"/api/chats/{CHAT}")).json()["title"] is None
-        # The connections in doubt are gone: the person's retry goes through.
-        assert await status_of(http, "PATCH", f"/api/chats/{CHAT}", **rename) == 200
+    http = idle_connections_lost
+    rename = {"json": {"title": "renamed"}}
+    assert await status_of(http, "PATCH", f"/api/chats/{CHAT}", **rename) == 503
+    assert (await http.get(f"/api/chats/{CHAT}")).json()["title"] is None
+    # The connections in doubt are gone: the person's retry goes through.
+    assert await status_of(http, "PATCH", f"/api/chats/{CHAT}", **rename) == 200
 
 
 @POSTGRESQL_ONLY

@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 from app.services import pool_sizing
 from storage.engine import Database, PoolExhausted, PoolSizing, connection_lost
 from tests.support.db import POSTGRES_URL
-from tests.support.proxies import DroppingProxy, dropping_proxy
+from tests.support.proxies import DroppingProxy
 from tests.support.waiting import wait_until
 
 
@@ -92,12 +92,6 @@ async def test_a_terminated_backend_is_replaced_and_the_next_transaction_succeed
         await db.dispose()
 
 
-@pytest.fixture
-async def proxy(pg_url: str) -> AsyncIterator[DroppingProxy]:
-    async with dropping_proxy(make_url(pg_url).port or 5432) as running:
-        yield running
-
-
 async def _ended_but_not_closed(
     db: Database, proxy: DroppingProxy, admin: asyncpg.Connection
 ) -> int:
@@ -118,11 +112,11 @@ def _through(proxy: DroppingProxy, url: str) -> str:
 
 
 async def test_a_connection_ended_before_its_close_arrived_is_a_lost_connection(
-    pg_url: str, admin: asyncpg.Connection, proxy: DroppingProxy
+    pg_url: str, admin: asyncpg.Connection, postgres_proxy: DroppingProxy
 ) -> None:
-    db = Database(_through(proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
+    db = Database(_through(postgres_proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
     try:
-        old = await _ended_but_not_closed(db, proxy, admin)
+        old = await _ended_but_not_closed(db, postgres_proxy, admin)
         # asyncpg: "cannot switch to state 15; another operation (2) is in progress"
         with pytest.raises(OperationalError) as raised:
             await _backend_pid(db)
@@ -133,16 +127,16 @@ async def test_a_connection_ended_before_its_close_arrived_is_a_lost_connection(
 
 
 async def test_on_the_plain_sql_path_such_a_connection_costs_a_retry(
-    pg_url: str, admin: asyncpg.Connection, proxy: DroppingProxy
+    pg_url: str, admin: asyncpg.Connection, postgres_proxy: DroppingProxy
 ) -> None:
-    db = Database(_through(proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
+    db = Database(_through(postgres_proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
 
     async def backend_pid(connection: Any) -> int:
         return int(await connection.fetchval("SELECT pg_backend_pid()"))
 
     try:
         for write in (False, True):
-            old = await _ended_but_not_closed(db, proxy, admin)
+            old = await _ended_but_not_closed(db, postgres_proxy, admin)
             assert await db.postgres_run(backend_pid, write=write) != old
     finally:
         await db.dispose()
