@@ -30,8 +30,8 @@ from websocket.lean import LeanEvent, LeanQueue
 class LeanWebSocketProtocol(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # websockets decides once, here, whether to log at DEBUG; every such line of its
-        # is a frame, a header or a state change of this socket.
+        # websockets decides here, once, whether it logs at DEBUG: its DEBUG lines are
+        # this socket's frames, handshake headers and state changes.
         self.conn.debug = False
         # Same calls as uvicorn makes on them: put_nowait/get/empty, set/clear/wait.
         self.queue = LeanQueue()  # type: ignore[assignment]

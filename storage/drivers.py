@@ -140,7 +140,7 @@ _SESSION_ENDING = frozenset({"FATAL", "PANIC"})
 
 def is_disconnect(exc: BaseException) -> bool:
     """Whether ``exc``, raised by asyncpg, means that its connection is gone or can no
-    longer be used, so that it must be dropped (what it ran was not committed).
+    longer be used, so that it must be dropped.
 
     asyncpg says so in several ways (by name: asyncpg is imported only where PostgreSQL is
     used): a SQLSTATE of class 08 (``ConnectionDoesNotExistError``, "connection was closed

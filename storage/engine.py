@@ -60,8 +60,7 @@ from typing import Any, TypeVar
 import orjson
 from sqlalchemy import Table, event, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, CursorResult, Result, make_url
-from sqlalchemy.engine.interfaces import ExceptionContext
+from sqlalchemy.engine import URL, Connection, CursorResult, ExceptionContext, Result, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 from sqlalchemy.ext.asyncio import (
