@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import NullPool
 
 from alembic import context
-from storage.engine import SCHEMA_PARAM, WRITE_OPTION, Database
+from storage.engine import OUR_PARAMS, WRITE_OPTION, Database
 from storage.migrate import modelled
 from storage.models import Base
 
@@ -58,7 +58,7 @@ def _configure(**kwargs: object) -> None:
 
 def run_migrations_offline() -> None:
     """``alembic upgrade head --sql``: print the SQL instead of running it."""
-    url = make_url(_database_url()).difference_update_query([SCHEMA_PARAM])
+    url = make_url(_database_url()).difference_update_query(OUR_PARAMS)
     _configure(url=url, literal_binds=True, dialect_opts={"paramstyle": "named"})
     with context.begin_transaction():
         context.run_migrations()

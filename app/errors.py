@@ -4,15 +4,23 @@ Codes are those of docs/protocol.md §5. Messages are short and never carry secr
 stack traces; an unexpected exception is logged here with its traceback and answered with
 a generic 500.
 
+A request the database failed (``DATABASE_UNAVAILABLE``) is answered by the
+``DatabaseErrors`` middleware: 503 with ``Retry-After``. A read of the REST API (a GET or
+HEAD under ``/api/``) whose connection was lost under it (``storage.engine.
+connection_lost``: ``pg_terminate_backend``, a database restart) is first run once more,
+on a fresh connection: it wrote nothing. Nothing else is run again: a write may have
+committed before its connection went, and the OAuth callback is a GET that writes.
+
 Starlette hands the handlers a ``WebSocket`` for a socket route. A socket has no status to
-answer with, so the database and server-error handlers close it instead: 1013 "try again
-later" while the database is unavailable, 1011 for anything else.
+answer with, so it is closed instead: 1013 "try again later" while the database is
+unavailable, 1011 for anything else.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,8 +28,10 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from storage.engine import connection_lost
 from storage.errors import ChatForbidden, ChatNotFound
 
 logger = logging.getLogger("switchboard.errors")
@@ -163,12 +173,78 @@ def unavailable_response(conn: HTTPConnection, exc: BaseException) -> JSONRespon
     return _error_for(conn, 503, "server_error", UNAVAILABLE, headers={"Retry-After": "5"})
 
 
-async def _unavailable_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
-    if isinstance(conn, WebSocket):
-        _log_unavailable(conn, exc)
-        await _close_socket(conn, CLOSE_TRY_AGAIN_LATER, UNAVAILABLE)
-        return None
-    return unavailable_response(conn, exc)
+READS = frozenset({"GET", "HEAD"})
+REST_PREFIX = "/api/"
+
+
+def _read(scope: Scope) -> bool:
+    """A request of the REST API that reads only (HTTP's safe methods)."""
+    return (
+        scope["type"] == "http"
+        and scope["method"] in READS
+        and scope["path"].startswith(REST_PREFIX)
+    )
+
+
+class DatabaseErrors:
+    """The answer to a request the database failed (see the module docstring).
+
+    A middleware, not an exception handler: Starlette's handlers answer where the
+    exception is raised, so the request could not be run again. The innermost one, so
+    that every other middleware sees the answer. A socket passes straight through.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._request(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except DATABASE_UNAVAILABLE as exc:
+            if scope["type"] != "websocket":
+                raise
+            socket = WebSocket(scope, receive, send)
+            _log_unavailable(socket, exc)
+            await _close_socket(socket, CLOSE_TRY_AGAIN_LATER, UNAVAILABLE)
+
+    async def _request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answered = False
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            answered = True
+            await send(message)
+
+        read = _read(scope)
+        seen: list[Message] = []  # what the first run received, for the second
+        replay: deque[Message] = deque()
+
+        async def receiving() -> Message:
+            if replay:
+                return replay.popleft()
+            message = await receive()
+            seen.append(message)
+            return message
+
+        for run in (1, 2):
+            try:
+                await self.app(scope, receiving if read else receive, sending)
+                return
+            except DATABASE_UNAVAILABLE as exc:
+                if answered:
+                    raise  # too late to answer otherwise: the server ends the response
+                if run == 2 or not (read and connection_lost(exc)):
+                    await unavailable_response(HTTPConnection(scope), exc)(scope, receive, send)
+                    return
+                logger.warning(
+                    "database connection lost (%s); reading again",
+                    type(exc).__name__,
+                    extra=_where(HTTPConnection(scope)),
+                )
+                replay.extend(seen)
 
 
 async def _server_error_handler(conn: HTTPConnection, exc: Exception) -> Response | None:
@@ -188,6 +264,5 @@ def exception_handlers() -> dict[Any, Any]:
         # Another user's chat answers exactly like a chat that does not exist.
         ChatNotFound: _not_found_handler,
         ChatForbidden: _not_found_handler,
-        **dict.fromkeys(DATABASE_UNAVAILABLE, _unavailable_handler),
         Exception: _server_error_handler,
     }

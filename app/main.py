@@ -25,7 +25,7 @@ from app.auth import HostGuard, trusted_hosts
 from app.auth_challenge import BearerChallenge
 from app.auth_config import auth_config_routes
 from app.connectors_api import connector_routes
-from app.errors import exception_handlers
+from app.errors import DatabaseErrors, exception_handlers
 from app.feedback_api import feedback_routes
 from app.metrics import metrics_route
 from app.openapi import openapi_routes
@@ -145,6 +145,7 @@ def create_app(
     hosts = trusted_hosts(settings)  # local mode: the DNS-rebinding defence
     middleware = [Middleware(HostGuard, allowed_hosts=hosts)] if hosts is not None else []
     middleware.append(Middleware(BearerChallenge))  # 401s say how; /metrics not public
+    middleware.append(Middleware(DatabaseErrors))  # innermost: 503, a lost read run again
     return Starlette(
         routes=routes,
         middleware=middleware,

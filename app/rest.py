@@ -20,7 +20,6 @@ from app.api_docs import Answer, Operation, Query, documented
 from app.api_json import approval_model, rfc3339
 from app.api_models import (
     ChatDetail,
-    ChatExport,
     ChatPage,
     ChatRename,
     ChatSearchHit,
@@ -32,7 +31,13 @@ from app.api_models import (
     Turn,
     json_answer,
 )
-from app.chat_export import export_filename, markdown_transcript
+from app.chat_export import (
+    ChatExportDocument,
+    ExportTurn,
+    cut_off_reasons,
+    export_filename,
+    markdown_transcript,
+)
 from app.errors import ApiError
 from app.feedback_api import feedback_model
 from app.request_input import bool_param, chat_id_param, int_param, json_body
@@ -331,14 +336,15 @@ async def rename_chat(request: Request) -> Response:
             Query(
                 "format",
                 {"type": "string", "enum": list(EXPORT_FORMATS), "default": "markdown"},
-                "markdown: prompts, answers, tool cards by their plain text, approvals; "
-                "json: the chat and every stored event",
+                "markdown: prompts, answers (marked when cut off, stopped, failed or "
+                "replaced), tool cards by their plain text, approvals; json: the chat, its "
+                "turns and every stored event",
             ),
         ),
         answers={
             200: Answer(
                 "The file (Content-Disposition: attachment, named after the title)",
-                ChatExport,
+                ChatExportDocument,
                 headers={"Content-Disposition": "attachment; filename=<title>.md or .json"},
                 also=("text/markdown",),
             ),
@@ -358,18 +364,28 @@ async def export_chat(request: Request) -> Response:
     if chat is None:
         raise ApiError(404, "not_found", "chat not found")
     events = await repo.events(chat_id)
+    turns = await repo.turns(chat_id)
     ratings = await FeedbackRepository(services_of(request).db, user.id).for_chat(chat_id)
     extension = EXPORT_FORMATS[export_format]
     headers = {"Content-Disposition": f'attachment; filename="{export_filename(chat, extension)}"'}
     if export_format == "json":
-        document = ChatExport(
+        cut_off = cut_off_reasons(events)
+        document = ChatExportDocument(
             chat=ChatSummary.model_validate(chat_fields(chat)),
             events=[e.to_wire() for e in events],
             feedback=[feedback_model(r) for r in ratings.values()],
+            turns=[
+                ExportTurn(
+                    **turn_model(t, ratings.get(t.id)).model_dump(), cut_off=cut_off.get(t.id)
+                )
+                for t in turns
+            ],
         )
         return json_answer(document, headers=headers)
     return Response(
-        markdown_transcript(chat, events, ratings), media_type="text/markdown", headers=headers
+        markdown_transcript(chat, events, turns, ratings),
+        media_type="text/markdown",
+        headers=headers,
     )
 
 

@@ -9,6 +9,11 @@ the socket is accepted. This subclass swaps the queue and the event for the lean
 ``websocket.lean`` and drops the handshake once it is answered: some 8 KiB less per idle
 socket. Everything else, framing, keepalive pings, flow control and closing, is uvicorn's.
 
+It also keeps the frames out of the log. uvicorn gives the websockets library its own
+``uvicorn.error`` logger, on which the library, at DEBUG, logs every frame it sends or
+receives (the person's prompts, the starts of tool outputs) and the handshake's headers;
+they reach no log at any level. uvicorn's own lines on that logger stay.
+
 ``switchboard serve`` passes it to uvicorn as ``ws=``; so do the test servers.
 """
 
@@ -25,6 +30,9 @@ from websocket.lean import LeanEvent, LeanQueue
 class LeanWebSocketProtocol(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # websockets decides here, once, whether it logs at DEBUG: its DEBUG lines are
+        # this socket's frames, handshake headers and state changes.
+        self.conn.debug = False
         # Same calls as uvicorn makes on them: put_nowait/get/empty, set/clear/wait.
         self.queue = LeanQueue()  # type: ignore[assignment]
         self.writable = LeanEvent(True)  # type: ignore[assignment]

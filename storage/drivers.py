@@ -28,6 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 T = TypeVar("T")
@@ -132,14 +133,34 @@ def _settle(done: asyncio.Future[Any], ok: bool, value: Any) -> None:
         done.set_exception(value)
 
 
-# What asyncpg raises when the connection under it is gone (by name: asyncpg is imported
-# only where PostgreSQL is used). AdminShutdown: the server ended the backend (a restart,
-# pg_terminate_backend) and said so before closing the socket.
-_DISCONNECTED = frozenset({"ConnectionDoesNotExistError", "InterfaceError", "AdminShutdownError"})
+# The server ends the session after an error of these severities (PostgreSQL's docs,
+# "Message Severity Levels"): pg_terminate_backend, a restart, an idle-session timeout.
+_SESSION_ENDING = frozenset({"FATAL", "PANIC"})
 
 
 def is_disconnect(exc: BaseException) -> bool:
-    return type(exc).__name__ in _DISCONNECTED or isinstance(exc, ConnectionError)
+    """Whether ``exc``, raised by asyncpg, means that its connection is gone or can no
+    longer be used, so that it must be dropped.
+
+    asyncpg says so in several ways (by name: asyncpg is imported only where PostgreSQL is
+    used): a SQLSTATE of class 08 (``ConnectionDoesNotExistError``, "connection was closed
+    in the middle of operation"), the server's own FATAL error (``AdminShutdownError``),
+    "connection is closed", or an ``InternalClientError`` such as "cannot switch to state
+    15; another operation (2) is in progress": the server's FATAL error came while the
+    connection sat idle in the pool, before its socket closed, and left the protocol in
+    a state nothing can follow.
+    """
+    if isinstance(exc, ConnectionError):
+        return True
+    sqlstate = getattr(exc, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate.startswith("08"):
+        return True
+    if (getattr(exc, "severity_en", None) or getattr(exc, "severity", None)) in _SESSION_ENDING:
+        return True
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "InternalClientError" in names or (
+        "InterfaceError" in names and "connection is closed" in str(exc)
+    )
 
 
 async def postgres_transaction(
@@ -150,6 +171,8 @@ async def postgres_transaction(
     Committed if it returns, rolled back if it raises. A connection found gone before the
     commit is dropped from the pool and the whole transaction runs once more on another
     (nothing of it was written); a failed commit is never retried (it may have happened).
+    A connection lost again, or at the commit, raises SQLAlchemy's ``OperationalError``
+    with ``connection_invalidated`` set, as a lost connection does under SQLAlchemy.
 
     Not ``write``: the statements run as they are, without BEGIN and COMMIT (two round
     trips less). Under READ COMMITTED every statement reads its own snapshot either way,
@@ -169,19 +192,27 @@ async def postgres_transaction(
                 # mid-statement, is in doubt all the same.
                 if transaction is None or not await _rolled_back(transaction):
                     await pooled.invalidate()  # never lend a connection in doubt again
-                if attempt == 1 and is_disconnect(exc):
+                if not is_disconnect(exc):
+                    raise
+                if attempt == 1:
                     log.warning("database connection lost (%s); retrying", type(exc).__name__)
                     continue
-                raise
+                raise _lost(exc) from exc
             if transaction is None:
                 return result
             try:
                 await transaction.commit()
-            except BaseException:
+            except BaseException as exc:
                 await pooled.invalidate()
+                if is_disconnect(exc):
+                    raise _lost(exc) from exc
                 raise
             return result
     raise AssertionError("unreachable")
+
+
+def _lost(exc: BaseException) -> OperationalError:
+    return OperationalError(None, None, exc, connection_invalidated=True)
 
 
 async def _rolled_back(transaction: Any) -> bool:

@@ -8,7 +8,10 @@
   ``SWITCHBOARD_DATABASE_POOL_SIZE``, ``…_MAX_OVERFLOW``, ``…_POOL_TIMEOUT``). An optional
   ``?schema=NAME`` query parameter (ours, not asyncpg's) is removed from the URL and
   becomes the connection's ``search_path``, so a whole test session or tenant can live
-  in its own schema while callers still pass a single URL string around.
+  in its own schema while callers still pass a single URL string around. Connections
+  name themselves ``switchboard`` in ``pg_stat_activity.application_name`` (an operator
+  can tell them apart, and end them, by it); ``?application_name=NAME``, as in libpq's
+  URLs, gives another name, e.g. one per instance.
 
 PostgreSQL connections are not pinged on every checkout (``pool_pre_ping`` is one round
 trip per transaction, most of a small transaction's latency). Instead a checkout asks
@@ -19,6 +22,15 @@ silently fails its first statement; SQLAlchemy then invalidates it and every con
 checked in before it, so the next transaction gets a fresh one. A pool that stays
 exhausted for ``pool_timeout`` seconds raises ``PoolExhausted``, which names the
 settings to raise.
+
+A lost connection, whichever way asyncpg words it (``storage.drivers.is_disconnect``),
+raises SQLAlchemy's ``OperationalError`` (PEP 249's class for "an unexpected
+disconnect") with ``connection_invalidated`` set: ``connection_lost(exc)``. What ran on
+it was not committed unless the loss came at the commit itself, so only a caller that
+knows its work is a read may run it again (app.errors retries a REST read once).
+SQLite's own errors from the plain-SQL path (storage/drivers.py) are raised as
+SQLAlchemy reports them too: "database is locked" past the busy timeout is an
+``OperationalError``.
 
 SQLite transactions: a plain ``db.session()`` begins with a deferred ``BEGIN``, so
 readers never wait (WAL). ``db.session(write=True)`` begins with ``BEGIN IMMEDIATE``,
@@ -48,8 +60,8 @@ from typing import Any, TypeVar
 import orjson
 from sqlalchemy import Table, event, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, CursorResult, Result, make_url
-from sqlalchemy.exc import DisconnectionError, OperationalError
+from sqlalchemy.engine import URL, Connection, CursorResult, ExceptionContext, Result, make_url
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyPoolTimeout
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -61,7 +73,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolResetState
 from sqlalchemy.util import await_only
 
-from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, postgres_transaction
+from storage.drivers import SQLITE_PRAGMAS, SqliteWriteThread, is_disconnect, postgres_transaction
 from storage.pool_queue import FairQueue
 
 log = logging.getLogger("switchboard.storage")
@@ -70,6 +82,10 @@ T = TypeVar("T")
 # Execution option that marks connections of write sessions (see the module docstring).
 WRITE_OPTION = "switchboard_write"
 SCHEMA_PARAM = "schema"
+APPLICATION_NAME_PARAM = "application_name"
+APPLICATION_NAME = "switchboard"
+# Query parameters of ours on a PostgreSQL URL, which asyncpg would refuse.
+OUR_PARAMS = (SCHEMA_PARAM, APPLICATION_NAME_PARAM)
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 SQLITE_BUSY_TIMEOUT_MS = 5000
 # Marks a pooled SQLite connection whose BEGIN was interrupted (see _configure_sqlite).
@@ -139,17 +155,19 @@ class Database:
         args: dict[str, Any] = dict(connect_args or {})
 
         if self.dialect == "sqlite":
-            if SCHEMA_PARAM in parsed.query:
-                raise ValueError("?schema= is only supported on postgresql URLs")
+            for param in OUR_PARAMS:
+                if param in parsed.query:
+                    raise ValueError(f"?{param}= is only supported on postgresql URLs")
             _ensure_sqlite_parent_dir(parsed)
             # _configure_sqlite rolls back only connections left in a transaction.
             engine_kwargs.setdefault("pool_reset_on_return", None)
         elif self.dialect == "postgresql":
-            parsed, self.schema = _pop_schema(parsed)
+            parsed, self.schema, application_name = _pop_our_params(parsed)
+            settings = dict(args.get("server_settings") or {})
+            settings.setdefault("application_name", application_name)
             if self.schema is not None:
-                settings = dict(args.get("server_settings") or {})
                 settings["search_path"] = self.schema
-                args["server_settings"] = settings
+            args["server_settings"] = settings
             if "poolclass" not in engine_kwargs:  # e.g. migrations: a NullPool
                 sizing = pool or PoolSizing()
                 engine_kwargs.update(
@@ -175,6 +193,7 @@ class Database:
             _configure_sqlite(self.engine)
         else:
             _replace_closed_connections(self.engine)
+            _recognise_lost_connections(self.engine)
 
         # expire_on_commit=False: rows stay readable after commit without another query.
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
@@ -228,10 +247,13 @@ class Database:
             raise RuntimeError(f"sqlite_run on a {self.dialect} database")
         if self._sqlite_writer is None:
             self._sqlite_writer = SqliteWriteThread(self._sqlite_path, SQLITE_BUSY_TIMEOUT_MS)
-        if not write:
-            return await self._sqlite_writer.run(work, write=False)
-        async with self._write_lock:
-            return await self._sqlite_writer.run(work)
+        try:
+            if not write:
+                return await self._sqlite_writer.run(work, write=False)
+            async with self._write_lock:
+                return await self._sqlite_writer.run(work)
+        except sqlite3.Error as exc:  # e.g. "database is locked": as SQLAlchemy reports it
+            raise DBAPIError.instance(None, None, exc, sqlite3.Error) from exc
 
     async def postgres_run(self, work: Callable[[Any], Awaitable[T]], write: bool) -> T:
         """``await work(asyncpg_connection)`` on a pooled connection, in one transaction
@@ -321,16 +343,18 @@ def json_loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def _pop_schema(url: URL) -> tuple[URL, str | None]:
+def _pop_our_params(url: URL) -> tuple[URL, str | None, str]:
+    """The URL without ``?schema=`` and ``?application_name=``, and their values."""
     schema = url.query.get(SCHEMA_PARAM)
-    if schema is None:
-        return url, None
-    if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
+    if schema is not None and (not isinstance(schema, str) or not _SCHEMA_NAME.match(schema)):
         raise ValueError(
             f"invalid ?schema= value {schema!r}: use one plain identifier "
             "(letters, digits, underscore; not starting with a digit)"
         )
-    return url.difference_update_query([SCHEMA_PARAM]), schema
+    name = url.query.get(APPLICATION_NAME_PARAM, APPLICATION_NAME)
+    if not isinstance(name, str):
+        raise ValueError(f"give ?{APPLICATION_NAME_PARAM}= once, not {len(name)} times")
+    return url.difference_update_query(OUR_PARAMS), schema, name
 
 
 def _ensure_sqlite_parent_dir(url: URL) -> None:
@@ -351,6 +375,36 @@ def _replace_closed_connections(engine: AsyncEngine) -> None:
         if driver is not None and driver.is_closed():
             # The pool discards this one and checks out (or opens) another.
             raise DisconnectionError("the database closed this pooled connection")
+
+
+def _recognise_lost_connections(engine: AsyncEngine) -> None:
+    """Every lost connection is one to SQLAlchemy (see the module docstring).
+
+    SQLAlchemy's asyncpg dialect counts an error as a disconnect only once the connection's
+    socket is closed, and gives the errors of a connection closed mid-statement the
+    generic ``DBAPIError``: the connection went back to the pool for the next request to
+    fail on, and the error answered 500.
+    """
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> BaseException | None:
+        error = context.original_exception  # the dialect's; the driver's is its ``orig``
+        if not context.is_disconnect and is_disconnect(getattr(error, "orig", None) or error):
+            context.is_disconnect = True  # SQLAlchemy drops it, and the pool's older ones
+        raised = context.sqlalchemy_exception
+        if not context.is_disconnect or not isinstance(raised, DBAPIError):
+            return None
+        if isinstance(raised, OperationalError | InterfaceError):
+            return None  # connection_invalidated is set already
+        return OperationalError(
+            raised.statement, None, error, hide_parameters=True, connection_invalidated=True
+        )
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database connection lost under its work, which did not commit
+    unless the loss came at the commit (see the module docstring)."""
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

@@ -12,6 +12,8 @@
 - ``fernet``: a ``MultiFernet`` with a fresh key, for ``AccountRepository``.
 - ``make_settings``: ``make_settings(**overrides)`` makes app ``Settings`` on
   ``database_url``, with a data directory under ``tmp_path``.
+- ``postgres_proxy``: a ``DroppingProxy`` (``tests/support/proxies.py``) in front of the
+  test PostgreSQL, for a test to cut or delay what passes between it and the database.
 
 Helpers the tests share (servers, clients, waiting on a condition) are in
 ``tests/support/``; conftest files hold only fixtures and hooks.
@@ -33,6 +35,7 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy.engine import make_url
 
 from app.settings import Settings, load_settings
 from storage.engine import Database
@@ -44,6 +47,7 @@ from tests.support.db import (
     postgres_unreachable_reason,
     wipe,
 )
+from tests.support.proxies import DroppingProxy, dropping_proxy
 
 # Turns with the offline model are instant unless a test asks for a pace of its own; the
 # setting is read from the environment, so subprocess servers inherit this too.
@@ -139,3 +143,9 @@ def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
         return load_settings(**values)
 
     return make
+
+
+@pytest.fixture
+async def postgres_proxy(database_url: str) -> AsyncIterator[DroppingProxy]:
+    async with dropping_proxy(make_url(database_url).port or 5432) as proxy:
+        yield proxy

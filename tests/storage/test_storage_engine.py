@@ -26,9 +26,10 @@ async def test_sqlite_pragmas_and_parent_dir(tmp_path: Path) -> None:
         await db.dispose()
 
 
-async def test_sqlite_rejects_schema_param(tmp_path: Path) -> None:
+@pytest.mark.parametrize("param", ["schema=abc", "application_name=abc"])
+async def test_sqlite_rejects_postgres_params(tmp_path: Path, param: str) -> None:
     with pytest.raises(ValueError, match="only supported on postgresql"):
-        Database(f"sqlite+aiosqlite:///{tmp_path}/x.db?schema=abc")
+        Database(f"sqlite+aiosqlite:///{tmp_path}/x.db?{param}")
 
 
 def test_unsupported_backend_is_refused() -> None:
@@ -59,6 +60,18 @@ async def test_postgres_schema_becomes_search_path(db: Database) -> None:
         assert await session.scalar(text("SHOW search_path")) == db.schema
         # The tables resolve inside the test schema.
         assert await session.scalar(text("SELECT current_schema()")) == db.schema
+
+
+@pytest.mark.parametrize("_migrated_database", ["postgresql"], indirect=True)
+async def test_postgres_connections_name_themselves(database_url: str) -> None:
+    for query, expected in (("", "switchboard"), ("&application_name=eu-1", "eu-1")):
+        db = Database(database_url + query)
+        try:
+            assert "application_name" not in db.engine.url.query  # asyncpg would refuse it
+            async with db.session() as session:
+                assert await session.scalar(text("SHOW application_name")) == expected
+        finally:
+            await db.dispose()
 
 
 async def test_ping(db: Database) -> None:

@@ -1,5 +1,5 @@
 """The PostgreSQL pool: sized by settings, no ping per checkout, dropped connections
-replaced, an exhausted pool named in its error."""
+replaced, lost ones recognised, an exhausted pool named in its error."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from typing import Any
 import asyncpg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from app.services import pool_sizing
-from storage.engine import Database, PoolExhausted, PoolSizing
+from storage.engine import Database, PoolExhausted, PoolSizing, connection_lost
 from tests.support.db import POSTGRES_URL
+from tests.support.proxies import DroppingProxy
 from tests.support.waiting import wait_until
 
 
@@ -85,6 +88,56 @@ async def test_a_terminated_backend_is_replaced_and_the_next_transaction_succeed
         assert new != old
         async with db.transaction() as conn:  # and the pool goes on working
             assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+    finally:
+        await db.dispose()
+
+
+async def _ended_but_not_closed(
+    db: Database, proxy: DroppingProxy, admin: asyncpg.Connection
+) -> int:
+    """End the backend of ``db``'s one pooled connection, whose client hears the server's
+    FATAL "terminating connection due to administrator command" but not yet its close (a
+    FIN lagging behind): the socket looks open, the protocol cannot go on. Its pid."""
+    pid = await _backend_pid(db)
+    proxy.hold_closes()
+    assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+    await wait_until(lambda: proxy.held == 1, what="the server to end the connection")
+    # A round trip through the event loop: the client has read what came before it.
+    await admin.fetchval("SELECT 1")
+    return pid
+
+
+def _through(proxy: DroppingProxy, url: str) -> str:
+    return make_url(url).set(port=proxy.port).render_as_string(hide_password=False)
+
+
+async def test_a_connection_ended_before_its_close_arrived_is_a_lost_connection(
+    pg_url: str, admin: asyncpg.Connection, postgres_proxy: DroppingProxy
+) -> None:
+    db = Database(_through(postgres_proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
+    try:
+        old = await _ended_but_not_closed(db, postgres_proxy, admin)
+        # asyncpg: "cannot switch to state 15; another operation (2) is in progress"
+        with pytest.raises(OperationalError) as raised:
+            await _backend_pid(db)
+        assert connection_lost(raised.value)
+        assert await _backend_pid(db) != old  # dropped, not lent again
+    finally:
+        await db.dispose()
+
+
+async def test_on_the_plain_sql_path_such_a_connection_costs_a_retry(
+    pg_url: str, admin: asyncpg.Connection, postgres_proxy: DroppingProxy
+) -> None:
+    db = Database(_through(postgres_proxy, pg_url), pool=PoolSizing(size=1, max_overflow=0))
+
+    async def backend_pid(connection: Any) -> int:
+        return int(await connection.fetchval("SELECT pg_backend_pid()"))
+
+    try:
+        for write in (False, True):
+            old = await _ended_but_not_closed(db, postgres_proxy, admin)
+            assert await db.postgres_run(backend_pid, write=write) != old
     finally:
         await db.dispose()
 

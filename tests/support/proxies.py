@@ -5,13 +5,16 @@ socket); ``drop()`` aborts every open connection, and while ``refusing`` is set 
 connections are closed at once, like a server that is unreachable for a moment.
 ``silence()`` makes the open connections die without a word (a server gone, a NAT entry
 expired): nothing reaches the client until it sends something, which resets it.
+``hold_closes()`` holds back a server's close that follows its own last words (a
+farewell, not the answer to a client's goodbye) until the client sends on that connection
+again, or ``release_closes()``: a FIN that lags behind (``held`` counts them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 CHUNK = 65536
@@ -30,6 +33,8 @@ class DroppingProxy:
         self._pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._silenced: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._server: asyncio.Server | None = None
+        self._holding = False
+        self._held: set[asyncio.Event] = set()  # per connection: its client spoke last
 
     @property
     def http(self) -> str:
@@ -40,6 +45,7 @@ class DroppingProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
+        self.release_closes()
         self.drop()
         if self._server is not None:
             self._server.close()
@@ -51,6 +57,18 @@ class DroppingProxy:
             client.transport.abort()
             upstream.transport.abort()
         self._pairs.clear()
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def hold_closes(self) -> None:
+        self._holding = True
+
+    def release_closes(self) -> None:
+        self._holding = False
+        for spoke in self._held:
+            spoke.set()
 
     def silence(self) -> None:
         """The open connections are dead from now on, and their clients not told."""
@@ -71,12 +89,27 @@ class DroppingProxy:
         pair = (writer, up_writer)
         self._pairs.add(pair)
 
+        client_spoke_last = asyncio.Event()
+
         def alive() -> bool:
             return pair not in self._silenced
 
+        async def client_ended() -> None:
+            client_spoke_last.set()
+
+        async def server_ended() -> None:
+            if not self._holding or client_spoke_last.is_set():
+                return
+            self._held.add(client_spoke_last)
+            try:
+                await client_spoke_last.wait()
+            finally:
+                self._held.discard(client_spoke_last)
+
         try:
             await asyncio.gather(
-                self._pipe(reader, up_writer, alive), self._pipe(up_reader, writer, alive)
+                self._pipe(reader, up_writer, alive, client_spoke_last.set, client_ended),
+                self._pipe(up_reader, writer, alive, client_spoke_last.clear, server_ended),
             )
         except _Silenced:
             pass
@@ -88,14 +121,22 @@ class DroppingProxy:
 
     @staticmethod
     async def _pipe(
-        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, alive: Callable[[], bool]
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        alive: Callable[[], bool],
+        on_data: Callable[[], None] | None = None,
+        before_eof: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(CHUNK):
                 if not alive():
                     raise _Silenced  # _handle resets both ends
+                if on_data is not None:
+                    on_data()
                 writer.write(data)
                 await writer.drain()
+        if before_eof is not None:
+            await before_eof()
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):
             writer.write_eof()
 
