@@ -24,13 +24,14 @@ from typing import Any
 
 from agents import RunContextWrapper
 
-__all__ = ["CallLedger", "Effect", "EffectResolver", "effect_of", "ledger_of"]
+from wire.events import (
+    MAX_EFFECT_FIELDS,
+    MAX_EFFECT_LABEL,
+    MAX_EFFECT_SUMMARY,
+    MAX_EFFECT_VALUE,
+)
 
-# Bounds on what an effect may carry to a card: it is a summary, not a payload.
-MAX_SUMMARY = 300
-MAX_FIELDS = 20
-MAX_LABEL = 40
-MAX_VALUE = 2_000
+__all__ = ["CallLedger", "Effect", "EffectResolver", "effect_of", "ledger_of"]
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,17 @@ class Effect:
     def __post_init__(self) -> None:
         if not self.summary.strip():
             raise ValueError("an effect needs a summary a person can read")
-        if len(self.fields) > MAX_FIELDS:
-            raise ValueError(f"an effect shows at most {MAX_FIELDS} fields")
+        if any(not label.strip() for label, _value in self.fields):
+            raise ValueError("every field of an effect needs a label")
+        if len(self.fields) > MAX_EFFECT_FIELDS:
+            raise ValueError(f"an effect shows at most {MAX_EFFECT_FIELDS} fields")
 
     def to_dict(self) -> dict[str, Any]:
         """The wire and storage form (``approval_required.effect``)."""
         return {
-            "summary": _clip(self.summary.strip(), MAX_SUMMARY),
+            "summary": _clip(self.summary.strip(), MAX_EFFECT_SUMMARY),
             "fields": [
-                {"label": _clip(label, MAX_LABEL), "value": _clip(value, MAX_VALUE)}
+                {"label": _clip(label, MAX_EFFECT_LABEL), "value": _clip(value, MAX_EFFECT_VALUE)}
                 for label, value in self.fields
             ],
             "plan": dict(self.plan),

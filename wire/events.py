@@ -247,13 +247,20 @@ class SuggestedPromptsEvent(Event):
     prompts: list[str] = Field(max_length=MAX_SUGGESTIONS)
 
 
+# What an approval's effect may carry to a card: a summary, not a payload.
+MAX_EFFECT_SUMMARY = 300
+MAX_EFFECT_FIELDS = 20
+MAX_EFFECT_LABEL = 40
+MAX_EFFECT_VALUE = 2_000
+
+
 class EffectField(BaseModel):
     """One labelled line of what an action will do ("To", "mallory@evil.example")."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    label: str = Field(min_length=1, max_length=40)
-    value: str = Field(max_length=2_000)
+    label: str = Field(min_length=1, max_length=MAX_EFFECT_LABEL)
+    value: str = Field(max_length=MAX_EFFECT_VALUE)
 
 
 class ApprovalEffect(BaseModel):
@@ -263,8 +270,8 @@ class ApprovalEffect(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    summary: str = Field(min_length=1, max_length=300)
-    fields: list[EffectField] = Field(max_length=20)
+    summary: str = Field(min_length=1, max_length=MAX_EFFECT_SUMMARY)
+    fields: list[EffectField] = Field(max_length=MAX_EFFECT_FIELDS)
     plan: dict[str, Any]
 
 
