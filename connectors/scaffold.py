@@ -202,7 +202,7 @@ The ``switchboard.connectors`` entry point in pyproject.toml registers ``connect
 
 from __future__ import annotations
 
-from connectors.registry import Connector
+from connectors.api import Connector
 
 from [[package]].agent import build_agent
 from [[package]].offline import HINTS
@@ -236,8 +236,7 @@ TEMPLATES["[[package]]/agent.py"] = '''\
 from __future__ import annotations
 
 from agents import Agent
-from connectors.context import ChatContext
-from connectors.settings import ConnectorSettings
+from connectors.api import ChatContext, ConnectorSettings
 
 from [[package]].tools import AGENT_NAME, TOOLS
 
@@ -277,9 +276,7 @@ a write (add an item, after the person approves). Each returns a ToolResponse; a
 from __future__ import annotations
 
 from agents import RunContextWrapper
-from connectors.context import ChatContext
-from connectors.responses import ToolResponse
-from connectors.tooling import connector_tool
+from connectors.api import ChatContext, ToolResponse, connector_tool
 
 from [[package]].client import live_backend
 from [[package]].demo import Backend, DemoBackend
@@ -391,7 +388,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from connectors.tooling import ToolError
+from connectors.api import ToolError
 
 # {"id": "prj_1", "name": "Home"}
 Project = dict[str, Any]
@@ -495,9 +492,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from connectors.context import ChatContext
-from connectors.service_http import ServiceHttp, read_json, shared_client
-from connectors.tooling import ToolError
+from connectors.api import ChatContext, ServiceHttp, ToolError, read_json, shared_client
 
 from [[package]].demo import Item, Project, check_title
 from [[package]].options import (
@@ -587,7 +582,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from connectors.options import LIVE_REQUIRED, ConnectorOptions
+from connectors.api import LIVE_REQUIRED, ConnectorOptions
 from pydantic import SecretStr
 
 
@@ -609,7 +604,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.offline_hints import Clause, OfflineHints, ToolHints
+from connectors.api import Clause, OfflineHints, ToolHints
 
 # A capitalised name: "the Home project", "project Home", "to Home", "my Work items".
 _NAME = r"([A-Z][\\w'-]*(?:\\s+[A-Z][\\w'-]*)*)"
@@ -663,7 +658,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from connectors.registry import Connector
+from connectors.api import Connector
 from connectors.testing import ConnectorContract
 
 from [[package]] import connector
@@ -771,7 +766,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.context import ChatContext
+from connectors.api import ChatContext
 from connectors.testing import Flow, call, harness, reply, run_script
 
 from [[package]] import connector

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.registry import Connector
+from connectors.api import Connector
 
 from switchboard_weather.agent import build_agent
 from switchboard_weather.tools import AGENT_NAME, CONNECTOR, RESPONSE_TYPES, TOOL_DESCRIPTIONS

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from agents import Agent
-from connectors.context import ChatContext
-from connectors.settings import ConnectorSettings
+from connectors.api import ChatContext, ConnectorSettings
 
 from switchboard_weather.tools import AGENT_NAME, TOOLS
 

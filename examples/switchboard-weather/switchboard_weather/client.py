@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.context import ChatContext
-from connectors.service_http import ServiceHttp, read_json, shared_client
-from connectors.settings import ConnectorSettings
-from connectors.tooling import ToolError
+from connectors.api import (
+    ChatContext,
+    ConnectorSettings,
+    ServiceHttp,
+    ToolError,
+    read_json,
+    shared_client,
+)
 
 from switchboard_weather.demo import Forecast, describe
 

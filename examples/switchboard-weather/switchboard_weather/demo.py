@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any, Protocol
 
-from connectors.tooling import ToolError
+from connectors.api import ToolError
 
 Forecast = dict[str, Any]
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agents import RunContextWrapper
-from connectors.context import ChatContext
-from connectors.responses import ToolResponse
-from connectors.tooling import ToolError, connector_tool
+from connectors.api import ChatContext, ToolError, ToolResponse, connector_tool
 
 from switchboard_weather.client import live_backend
 from switchboard_weather.demo import DemoForecastBackend, ForecastBackend

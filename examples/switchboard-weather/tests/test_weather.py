@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from connectors.registry import Connector
-from connectors.settings import ConnectorSettings
+from connectors.api import Connector, ConnectorSettings
 from connectors.testing import ConnectorContract, call_tool, harness
 
 from switchboard_weather import connector
