@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from agents.result import RunResultStreaming
 
+from websocket.turn_phase import TurnPhase
+
 
 @dataclass(eq=False)
 class ActiveTurn:
@@ -25,33 +27,43 @@ class ActiveTurn:
     channel: str  # the hub channel of the turn's chat
     task: asyncio.Task[None] | None = None
     result: RunResultStreaming | None = None
-    cancel_requested: bool = False
     # After end_of_stream the turn may still be writing its suggestions; a new prompt
     # cancels their generation (and they are fenced out of storage once a later turn of
     # the chat has begun anywhere).
     suggestion: asyncio.Task[list[str]] | None = None
-    # Its end's status is decided (the end_of_stream is being written): a cancel here
-    # now has nothing to stop (one asked elsewhere is settled by storage: CancelRequested).
-    ending: bool = False
-    # Set when its end_of_stream is committed, before anyone can see it: for the client
-    # nothing runs any more, so a prompt may come.
-    finishing: bool = False
-    # The run stopped for approvals and the pause is being stored: a cancel now ends the
-    # paused turn right after (§3a), rather than reaching a run that is over.
-    pausing: bool = False
+    # Where it is in its life (websocket.turn_phase): the one place that says so.
+    phase: TurnPhase = TurnPhase.RUNNING
+
+    def move(self, phase: TurnPhase) -> None:
+        """Go to ``phase``; a move its table does not allow raises ``InvalidTransition``."""
+        self.phase = self.phase.to(phase)
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.phase.stop_requested
+
+    @property
+    def finishing(self) -> bool:
+        """Its end_of_stream is committed: for the client nothing runs any more, so a
+        prompt may come (its suggestions may still be being written)."""
+        return self.phase is TurnPhase.FINISHED
 
     def stop(self) -> None:
-        """Stop the run (no more model or tool calls); it ends as cancelled."""
-        self.cancel_requested = True
+        """Stop the run (no more model or tool calls); it ends as cancelled. Once its end
+        is decided there is nothing left to stop."""
+        if self.phase is TurnPhase.RUNNING:
+            self.move(TurnPhase.STOPPING)
+        elif self.phase is TurnPhase.PAUSING:
+            self.move(TurnPhase.PAUSING_STOPPED)
         if self.result is not None:
             self.result.cancel()
 
     def cancel(self) -> bool:
         """A cancel for this turn: False when, for the client, nothing runs any more."""
-        if self.ending or self.finishing:
-            return False  # its end is decided: for the client nothing runs any more
-        if self.pausing:
-            self.cancel_requested = True
+        if self.phase in (TurnPhase.ENDING, TurnPhase.FINISHED):
+            return False  # its end is decided (one asked elsewhere is settled by storage)
+        if self.phase.pausing:
+            self.move(TurnPhase.PAUSING_STOPPED)
             return True  # superseded as soon as its pause is stored (websocket.turn_run)
         self.stop()
         return True

@@ -76,7 +76,7 @@ class Leases:
     async def renew(self) -> None:
         """Renew the leases of the turns running here; stop those closed elsewhere (a
         turn marked failed must not go on acting) and those someone asked to stop."""
-        running = [active for active in self.turns if not active.finishing and not active.pausing]
+        running = [active for active in self.turns if active.phase.run_going_on]
         if not running:
             return
         renewal = await self.store.renew_leases(self.lease, [a.turn_id for a in running])
@@ -89,7 +89,7 @@ class Leases:
                     extra={"chat_id": active.chat_id, "turn_id": active.turn_id},
                 )
                 active.stop()
-            elif active.turn_id in renewal.cancel and not active.cancel_requested:
+            elif active.turn_id in renewal.cancel and not active.stop_requested:
                 active.cancel()
 
     async def keep(self) -> None:

@@ -304,7 +304,7 @@ class TurnManager:
         for other in earlier:
             if other.suggestion is not None:
                 other.suggestion.cancel()
-            if not other.finishing and not other.pausing:
+            if other.phase.run_going_on:
                 other.stop()
         tasks = [other.task for other in earlier if other.task is not None]
         if tasks:

@@ -54,6 +54,7 @@ from websocket.pause import (
 from websocket.sdk_events import incomplete_reason
 from websocket.stream import PendingCall, StreamTranslator, pending_call, usage_of
 from websocket.tracing import TurnTrace
+from websocket.turn_phase import TurnPhase
 from websocket.turn_plan import RunStatus, TurnEngine, TurnOutcome, TurnPlan
 from websocket.usage_hooks import UsageHooks
 from websocket.writer import EventWriter, WriterFailed
@@ -119,7 +120,7 @@ class RunServices:
 
     def writer(self, active: ActiveTurn, *, after_end: bool = False) -> EventWriter:
         def ended() -> None:
-            active.finishing = True
+            active.move(TurnPhase.FINISHED)
 
         return EventWriter(
             self.store,
@@ -219,7 +220,7 @@ class TurnRun:
         try:
             result = await self._start()
             self.active.result = result
-            if self.active.cancel_requested:
+            if self.active.stop_requested:
                 result.cancel()
             await self._stream(result)
             self._settle(result)
@@ -306,7 +307,7 @@ class TurnRun:
         """How a run that streamed to its end went: completed, cancelled, or paused on
         calls that wait for approval."""
         self.usage = usage_of(result.context_wrapper.usage)
-        if self.active.cancel_requested:
+        if self.active.stop_requested:
             self.status = "cancelled"
         elif result.interruptions:
             current = self.translator.current_agent
@@ -317,7 +318,8 @@ class TurnRun:
             ]
             if len(self.waiting) != len(result.interruptions):
                 raise RuntimeError("the run paused on a call without a call id")
-            self.status, self.active.pausing = "paused", True
+            self.status = "paused"
+            self.active.move(TurnPhase.PAUSING)
 
     def _storage_failed(self) -> None:
         self.status = "failed"
@@ -330,7 +332,7 @@ class TurnRun:
         self.writer.put(STORAGE_FAILED)
 
     def _run_failed(self, exc: Exception) -> None:
-        self.status = "cancelled" if self.active.cancel_requested else "failed"
+        self.status = "cancelled" if self.active.stop_requested else "failed"
         self.incomplete = incomplete_reason(exc)
         if self.status == "failed" and self.incomplete is not None:
             self._cut_off(self.incomplete)
@@ -421,7 +423,7 @@ class TurnRun:
             self.status, self.failed_with = "failed", STORAGE_FAILED
             return
         if paused.cancel_requested:  # asked on another instance before the run paused
-            self.active.cancel_requested = True
+            self.active.move(TurnPhase.PAUSING_STOPPED)
         self.asked = paused.events
         self.services.metrics.approvals.labels("asked").inc(len(self.asked))
         self.services.metrics.events_persisted.inc(len(self.asked))
@@ -468,7 +470,7 @@ class TurnRun:
             pending.append({"type": "function_call_output", "call_id": call_id, "output": output})
 
     async def _write_end(self, status: EndStatus) -> None:
-        self.active.ending = True  # its status is final: a cancel now has nothing to stop
+        self.active.move(TurnPhase.ENDING)  # its status is final: nothing left to stop
         self.writer.put(
             EndOfStreamEvent(status=status, usage=self.usage),
             TurnUpdate(
@@ -499,7 +501,7 @@ class TurnRun:
             self.services.turns.detach(active)
         # After end_turn: a socket joining now replays the pause from storage.
         hub.publish(active.channel, [Frame(r.seq, encode(r.to_wire())) for r in self.asked])
-        if self.asked and active.cancel_requested:  # cancelled while the pause was stored
+        if self.asked and active.stop_requested:  # cancelled while the pause was stored
             try:
                 await self.services.supersede(
                     active.user_id, active.chat_id, active.turn_id, "cancel", now_ts()
