@@ -24,6 +24,58 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: the servers' worki
 START_DEADLINE = 90.0
 
 
+# What `switchboard serve` says when its port is taken (app/cli.py).
+PORT_TAKEN = "is already in use"
+PORT_ATTEMPTS = 3
+
+
+def listens(pids: set[int], port: int) -> bool:
+    """Does one of the processes ``pids`` listen on TCP ``port``? (Linux's /proc)"""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{inode}]")
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def family_of(pid: int) -> set[int]:
+    """``pid`` and its descendants (a command may run the server as a child)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    # "pid (comm) state ppid ...": comm may hold spaces, so split after it.
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    family, grew = {pid}, True
+    while grew:
+        children = {child for child, parent in parents.items() if parent in family}
+        grew = not children <= family
+        family |= children
+    return family
+
+
+class ServerExited(RuntimeError):
+    """The server process exited before it was ready."""
+
+
 def free_port() -> int:
     """A loopback port nothing listens on now (for a process that binds it itself)."""
     with socket.socket() as sock:
@@ -48,9 +100,34 @@ class ServerProcess(LoopbackUrls):
         self.port = free_port()
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
+        self.started = False  # once it has served, a restart must keep its port
 
     def start(self) -> None:
-        """Start the process and return once its ``/readyz`` answers 200."""
+        """Start the process and return once its ``/readyz`` answers 200.
+
+        Its first start takes another free port if the one picked was taken meanwhile
+        (another suite on the machine bound it between ``free_port`` and the server's
+        bind); a restart keeps its port, which its clients know, as does a server whose
+        settings already name it.
+        """
+        for _ in range(PORT_ATTEMPTS):
+            started_at = self.log_path.stat().st_size if self.log_path.exists() else 0
+            try:
+                self._start()
+                self.started = True
+                return
+            except ServerExited:
+                lost_port = PORT_TAKEN in self.log()[started_at:]
+                if self.started or not lost_port or self._port_given_out():
+                    raise
+                self.port = free_port()
+        raise RuntimeError(f"no free port after {PORT_ATTEMPTS} attempts:\n{self.log()[-3000:]}")
+
+    def _port_given_out(self) -> bool:
+        """Does its environment already name its port (a callback URL)? Then it keeps it."""
+        return any(str(self.port) in value for value in self.env.values())
+
+    def _start(self) -> None:
         env = {**os.environ, **self.env, "SWITCHBOARD_PORT": str(self.port)}
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -65,12 +142,15 @@ class ServerProcess(LoopbackUrls):
         deadline = time.monotonic() + START_DEADLINE
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited at start-up:\n{self.log()[-3000:]}")
+                raise ServerExited(f"server exited at start-up:\n{self.log()[-3000:]}")
             try:
-                if httpx.get(f"{self.http}/readyz", timeout=1).status_code == 200:
-                    return
+                ready = httpx.get(f"{self.http}/readyz", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
+                ready = False
+            # Another suite's server may hold the port while this one fails to bind it:
+            # only its own listening socket counts (then this one exits, and is retried).
+            if ready and listens(family_of(self.process.pid), self.port):
+                return
             time.sleep(0.1)
         raise RuntimeError(f"server did not become ready:\n{self.log()[-3000:]}")
 
