@@ -18,6 +18,10 @@ What it adds over ``agents.function_tool``:
 - The return value is a ``ToolResult`` (``connectors.tool_result``): the ToolResponse dict,
   which the SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage, whose
   ``str()`` is the plain text the model reads. Validated once, when the response is built.
+- Sizes: a result over ``SWITCHBOARD_TOOL_RESULT_MAX_CHARS`` is cut before anything reads
+  it (``connectors.result_size``), a call whose arguments are over
+  ``SWITCHBOARD_TOOL_ARGUMENT_MAX_CHARS`` is refused before the tool runs
+  (``connectors.arguments``).
 """
 
 from __future__ import annotations
@@ -33,10 +37,11 @@ from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import ValidationError
 
 from connectors.approvals import declare_preview, declare_side_effect
+from connectors.arguments import bound_arguments
 from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
-from connectors.tool_result import ToolResult, render_for_model
+from connectors.tool_result import ToolResult, cap_result, render_for_model
 
 __all__ = [
     "NeedsAccount",
@@ -105,15 +110,31 @@ def _time_limit(timeout: float | None, args: tuple[Any, ...]) -> float:
     return limit if isinstance(limit, int | float) else DEFAULT_TOOL_TIMEOUT
 
 
+# Without a run context: ConnectorSettings' default (SWITCHBOARD_TOOL_RESULT_MAX_CHARS).
+DEFAULT_RESULT_MAX_CHARS = 262_144
+
+
+def _result_cap(args: tuple[Any, ...]) -> int:
+    """The settings' ``tool_result_max_chars``: the most a result may hold."""
+    context = getattr(args[0], "context", None) if args else None
+    limit = getattr(getattr(context, "settings", None), "tool_result_max_chars", None)
+    return limit if isinstance(limit, int) else DEFAULT_RESULT_MAX_CHARS
+
+
 def _turn_id(args: tuple[Any, ...]) -> str | None:
     # For the log line only: the first argument is the run context when the tool takes one.
     context = getattr(args[0], "context", None) if args else None
     return getattr(context, "turn_id", None)
 
 
-def _as_result(agent_name: str, tool_name: str, value: object) -> ToolResult:
-    """What the tool returned as a ``ToolResult``; a dict is validated, a response is not
-    (it was when it was built)."""
+def _as_result(agent_name: str, tool_name: str, value: object, max_chars: int) -> ToolResult:
+    """What the tool returned as a ``ToolResult``, cut to ``max_chars`` first if over it
+    (nothing else has read it yet); a dict is validated, a response is not (it was when
+    it was built)."""
+    try:
+        value = cap_result(value, max_chars)
+    except ValidationError:
+        pass  # an invalid dict: reported below
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, ToolResponse):
@@ -325,12 +346,14 @@ def connector_tool(
                     executing.reset(token)
             else:
                 value = await guarded("", args, lambda: call(*args, **kwargs))
-            return _as_result(agent_name, tool_name, value)
+            return _as_result(agent_name, tool_name, value, _result_cap(args))
 
-        tool = function_tool(
-            wrapper,
-            name_override=tool_name,
-            failure_error_function=_failure_function(agent_name, tool_name),
+        tool = bound_arguments(
+            function_tool(
+                wrapper,
+                name_override=tool_name,
+                failure_error_function=_failure_function(agent_name, tool_name),
+            )
         )
         if effect is not None:
             declare_preview(tool, preview)
