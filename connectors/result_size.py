@@ -62,8 +62,9 @@ def size_within(value: object, limit: int) -> int | None:
 def _prune(value: Any, budget: int) -> tuple[Any, int]:
     """The first part of ``value`` that fits ``budget`` characters, and its size.
 
-    Strings are cut, lists and objects keep their first items; the shape stays, so a
-    card still reads an object where it expects one. Visits at most ``budget`` items.
+    Strings are cut; lists and objects keep their first items whole, then the first part
+    of the next one, and stop there. The shape stays, so a card still reads an object
+    where it expects one. Visits at most about twice ``budget`` items.
     """
     if isinstance(value, str):
         kept = value[: max(budget - 2, 0)]
@@ -73,19 +74,28 @@ def _prune(value: Any, budget: int) -> tuple[Any, int]:
         used = 2
         for key, child in value.items():
             key_size = (len(key) if isinstance(key, str) else _SCALAR) + 4
-            if used + key_size >= budget:
+            left = budget - used - key_size
+            if left <= 0:
                 break
-            pruned[key], size = _prune(child, budget - used - key_size)
+            size = size_within(child, left)
+            if size is None:
+                pruned[key], size = _prune(child, left)
+                return pruned, used + key_size + size
+            pruned[key] = child
             used += key_size + size
         return pruned, used
     if isinstance(value, list | tuple):
         items: list[Any] = []
         used = 2
         for child in value:
-            if used + 1 >= budget:
+            left = budget - used - 1
+            if left <= 0:
                 break
-            kept_child, size = _prune(child, budget - used - 1)
-            items.append(kept_child)
+            size = size_within(child, left)
+            if size is None:
+                kept_child, size = _prune(child, left)
+                return [*items, kept_child], used + size + 1
+            items.append(child)
             used += size + 1
         return items, used
     return value, _SCALAR
