@@ -18,7 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CutResult", "cut_fields", "cut_note", "cut_text", "size_within"]
+__all__ = ["DEFAULT_MAX_CHARS", "CutResult", "cut_fields", "cut_note", "cut_text", "size_within"]
+
+# SWITCHBOARD_TOOL_RESULT_MAX_CHARS' default (256 KiB), also where no settings are at hand.
+DEFAULT_MAX_CHARS = 262_144
 
 # The fields of a ToolResponse that hold a tool's data, in the order they get their share.
 SIZED_FIELDS = ("response", "display_as", "content_chunks", "error_message", "debug_info")

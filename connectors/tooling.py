@@ -41,6 +41,7 @@ from connectors.arguments import bound_arguments
 from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
+from connectors.result_size import DEFAULT_MAX_CHARS
 from connectors.tool_result import ToolResult, cap_result, render_for_model
 
 __all__ = [
@@ -110,15 +111,11 @@ def _time_limit(timeout: float | None, args: tuple[Any, ...]) -> float:
     return limit if isinstance(limit, int | float) else DEFAULT_TOOL_TIMEOUT
 
 
-# Without a run context: ConnectorSettings' default (SWITCHBOARD_TOOL_RESULT_MAX_CHARS).
-DEFAULT_RESULT_MAX_CHARS = 262_144
-
-
 def _result_cap(args: tuple[Any, ...]) -> int:
     """The settings' ``tool_result_max_chars``: the most a result may hold."""
     context = getattr(args[0], "context", None) if args else None
     limit = getattr(getattr(context, "settings", None), "tool_result_max_chars", None)
-    return limit if isinstance(limit, int) else DEFAULT_RESULT_MAX_CHARS
+    return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
