@@ -9,7 +9,9 @@ returns a 20 MB text (and the same text as its markdown card). Measured:
   arrives);
 - ``GET /healthz``, polled alone and during that turn: its slowest answer.
 
-Each round is a fresh server process; the order of "alone" and "during" rotates from
+The client sends no keepalive pings (a server stalled for longer than the ping timeout
+would otherwise lose the socket, and the stall would show as an error rather than a
+figure). Each round is a fresh server process; the order of "alone" and "during" rotates from
 round to round; the ratios are during / alone of the medians. Before the size cap, the
 20 MB were fenced for the model on the event loop (``connectors.untrusted._fold``),
 validated, stored and sent: 8 s during which no other chat and no HTTP request got an
@@ -141,7 +143,9 @@ async def slowest_health(http: httpx.AsyncClient, until: asyncio.Event) -> float
 async def alone(server: Any) -> tuple[float, float]:
     """The other chat's turn and the slowest /healthz, with nothing else running."""
     async with (
-        connect(server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None) as ws,
+        connect(
+            server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None, ping_interval=None
+        ) as ws,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as http,
     ):
         done = asyncio.Event()
@@ -156,8 +160,12 @@ async def during(server: Any) -> tuple[float, float, int]:
     """The same while the 20 MB tool's turn runs in another chat; and that turn's largest
     frame (what the page was sent)."""
     async with (
-        connect(server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None) as big,
-        connect(server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None) as ws,
+        connect(
+            server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None, ping_interval=None
+        ) as big,
+        connect(
+            server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None, ping_interval=None
+        ) as ws,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as http,
     ):
         started, done = asyncio.Event(), asyncio.Event()
@@ -176,7 +184,9 @@ async def one_round(work: Path, order: tuple[str, ...]) -> dict[str, Any]:
     server = _start(url, work)
     measured: dict[str, Any] = {}
     try:
-        async with connect(server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None) as ws:
+        async with connect(
+            server.ws_url(uuid.uuid4().hex), open_timeout=10, max_size=None, ping_interval=None
+        ) as ws:
             await turn(ws, OTHER_PROMPT)  # warm up: first imports, first queries
         for side in order:
             if side == "alone":

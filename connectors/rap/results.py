@@ -1,13 +1,13 @@
 """A RAP callback message → the ToolResult the model and the UI get. Pure: no I/O.
 
-docs/rap.md: the model receives the tool's *full* ``text`` (never shortened, never a
-summary), while ``display_as`` only drives the card (the UI renders the first segment
+docs/rap.md: the model receives the tool's *full* ``text`` (never a summary; cut only
+when over the size cap on every tool's result, ``connectors.result_size``), while ``display_as`` only drives the card (the UI renders the first segment
 type it supports, then falls back to the text). A ``text`` starting with ``Error`` is the
 protocol's only error convention: it becomes an error card, the model reads it whole.
 
 A remote tool is a third party, so the model reads its text fenced as data
 (``connectors.untrusted.fence``): instructions in it are never followed. The card keeps the
-text exactly as sent.
+text exactly as sent (within the size cap).
 """
 
 from __future__ import annotations
