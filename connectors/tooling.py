@@ -31,7 +31,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, cast, overload
+from typing import Any, cast, get_origin, get_type_hints, overload
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import ValidationError
@@ -116,6 +116,29 @@ def _result_cap(args: tuple[Any, ...]) -> int:
     context = getattr(args[0], "context", None) if args else None
     limit = getattr(getattr(context, "settings", None), "tool_result_max_chars", None)
     return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
+
+
+def _takes_context(func: AnyToolFunc) -> bool:
+    """Whether the tool's first parameter is the run context, as the SDK decides it."""
+    first = next(iter(inspect.signature(func).parameters.values()), None)
+    if first is None:
+        return False
+    try:
+        hint = get_type_hints(func).get(first.name, first.annotation)
+    except Exception:  # an annotation only a type checker can read: the SDK fails on it too
+        return "Context" in str(first.annotation)
+    origin = get_origin(hint) or hint
+    return isinstance(origin, type) and issubclass(origin, RunContextWrapper)
+
+
+def _give_context_parameter(wrapper: Any, signature: inspect.Signature) -> None:
+    """Make ``wrapper`` take the run context first although the tool does not: the SDK
+    passes it (and leaves it out of the schema), and the wrapper reads its settings."""
+    context = inspect.Parameter(
+        "_context", inspect.Parameter.POSITIONAL_ONLY, annotation=RunContextWrapper[Any]
+    )
+    wrapper.__signature__ = signature.replace(parameters=[context, *signature.parameters.values()])
+    wrapper.__annotations__ = {"_context": RunContextWrapper[Any], **wrapper.__annotations__}
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
@@ -278,6 +301,8 @@ def connector_tool(
         signature = inspect.signature(inner)
         if effect is not None:
             _check_effect(inner, signature, side_effect)
+        # The wrapper always gets the run context, where the settings' limits are.
+        own_context = _takes_context(inner)
 
         async def guarded(
             what: str, args: tuple[Any, ...], work: Callable[[], Awaitable[object]]
@@ -326,7 +351,8 @@ def connector_tool(
             )
 
         @functools.wraps(inner)
-        async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+        async def wrapper(*given: Any, **kwargs: Any) -> ToolResult:
+            args = given if own_context else given[1:]  # what the tool itself takes
             if effect is not None:
                 # Exactly what the person approved; resolved now only when nobody was asked.
                 ledger, call_id = (
@@ -342,8 +368,11 @@ def connector_tool(
                 finally:
                     executing.reset(token)
             else:
-                value = await guarded("", args, lambda: call(*args, **kwargs))
-            return _as_result(agent_name, tool_name, value, _result_cap(args))
+                value = await guarded("", given, lambda: call(*args, **kwargs))
+            return _as_result(agent_name, tool_name, value, _result_cap(given))
+
+        if not own_context:
+            _give_context_parameter(wrapper, signature)
 
         tool = bound_arguments(
             function_tool(
