@@ -159,6 +159,8 @@ def _spaced(word: str) -> str:
     return _GAP.join(re.escape(letter) for letter in word)
 
 
+# The word alone, with anything but letters and digits between its letters.
+_SPACED_WORD = re.compile(r"[\W_]*".join("external"))
 _MARKER = re.compile(rf"{_OPENER}{_GAP}(?=(?:{_spaced('end')}{_GAP})?{_spaced('external')})")
 
 
@@ -200,8 +202,12 @@ def defuse_markers(text: str) -> str:
     Cyrillic/Greek look-alikes are all seen through. The bracket and what follows it up to
     the word become ``(`` (``(/`` for a closing marker): still readable, no longer a marker.
     """
+    # Most text holds no marker: ASCII text is folded in one pass to say so (as _fold
+    # folds it), without the index of each character.
+    if text.isascii() and not _SPACED_WORD.search(text.translate(_LOOKALIKES).lower()):
+        return text
     folded, origin = _fold(text)
-    if "external" not in re.sub(r"[\W_]", "", folded):
+    if not _SPACED_WORD.search(folded):
         return text
     parts: list[str] = []
     start = 0
