@@ -17,8 +17,8 @@ round to round; the ratios are during / alone of the medians. Before the size ca
 validated, stored and sent: 8 s during which no other chat and no HTTP request got an
 answer.
 
-    python -m bench.containment              # 3 rounds
-    python -m bench.containment --rounds 5
+    python -m bench.containment              # 5 rounds
+    python -m bench.containment --rounds 3
 
 ``python -m bench`` runs it as ``containment``; the target: both ratios at most 1.5.
 """
@@ -216,7 +216,7 @@ def _start(url: str, work: Path) -> Any:
             os.environ["PYTHONPATH"] = previous
 
 
-async def run(work_dir: Path, rounds: int = 3) -> dict[str, Any]:
+async def run(work_dir: Path, rounds: int = 5) -> dict[str, Any]:
     """For ``python -m bench``: the medians over ``rounds`` fresh servers, and the ratios."""
     results = []
     for n in range(rounds):
@@ -258,7 +258,7 @@ async def main(rounds: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     use_uvloop()
     asyncio.run(main(args.rounds))
