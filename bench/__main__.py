@@ -1,4 +1,4 @@
-"""``python -m bench`` (``make bench``): the nine benchmarks, one after the other.
+"""``python -m bench`` (``make bench``): the ten benchmarks, one after the other.
 
 Prints a table with the targets, writes ``bench/results/<time>.json`` (and
 ``latest.json``) and the generated part of ``docs/benchmarks.md``. PostgreSQL runs use
@@ -12,6 +12,7 @@ reported, not an error.
     python -m bench                        # everything (about 5 minutes on 2 cores)
     python -m bench --only turn,streaming  # some of: turn streaming concurrency idle
                                            # storage approval peer cluster long_chat
+                                           # containment
     python -m bench --quick                # smaller counts: a smoke run, numbers not kept
 """
 
@@ -33,6 +34,7 @@ from bench import (
     approval,
     cluster,
     concurrency,
+    containment,
     idle,
     long_chat,
     peer,
@@ -61,6 +63,7 @@ NAMES = (
     "peer",
     "cluster",
     "long_chat",
+    "containment",
 )
 DOC = ROOT / "docs" / "benchmarks.md"
 
@@ -95,6 +98,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
                 d, postgres_url=postgres, chats=8, turns=1, rounds=1, monitored_turns=1
             ),
             "long_chat": lambda d: long_chat.run(d, turns=60),
+            "containment": lambda d: containment.run(d, rounds=1),
         }
     return {
         "turn": lambda d: turn_overhead.run(d, postgres_url=postgres),
@@ -106,6 +110,7 @@ def _plan(quick: bool, postgres: str | None) -> dict[str, Callable[[Path], Await
         "peer": lambda d: peer.run(d),
         "cluster": lambda d: cluster.run(d, postgres_url=postgres),
         "long_chat": lambda d: long_chat.run(d),
+        "containment": lambda d: containment.run(d),
     }
 
 

@@ -91,6 +91,29 @@ def long_chat_rows(result: dict[str, Any]) -> list[Row]:
     ]
 
 
+def containment_rows(result: dict[str, Any]) -> list[Row]:
+    size = f"{result['tool_result_chars'] / 1024 / 1024:.0f} MB"
+    target = result["target_ratio"]
+    turn, health = result["turn_ratio"], result["healthz_ratio"]
+    return [
+        Row(
+            f"10 another chat's turn while a {size} tool result runs",
+            f"{turn:.2f}x ({result['other_turn_during_s']:.2f} s vs "
+            f"{result['other_turn_alone_s']:.2f} s alone)",
+            f"<= {target:g}x",
+            _verdict(turn <= target),
+        ),
+        Row(
+            f"10 slowest /healthz while a {size} tool result runs",
+            f"{health:.2f}x ({_ms(result['healthz_during_s'])} vs "
+            f"{_ms(result['healthz_alone_s'])} alone; largest frame "
+            f"{result['largest_frame_bytes']:,} B)",
+            f"<= {target:g}x",
+            _verdict(health <= target),
+        ),
+    ]
+
+
 def stream_rows(result: dict[str, Any]) -> list[Row]:
     if "ratio_rounds" not in result:  # a result of the flat-out benchmark before issue 21
         return []
@@ -371,6 +394,8 @@ def all_rows(results: dict[str, Any]) -> list[Row]:
         rows += cluster_rows(results["cluster"])
     if "long_chat" in results:
         rows += long_chat_rows(results["long_chat"])
+    if "containment" in results:
+        rows += containment_rows(results["containment"])
     return rows
 
 

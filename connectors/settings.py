@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from connectors.approvals import ApprovalMode, ApprovalPolicy, Override
 from connectors.mcp.config import McpServerConfig, parse_mcp_servers
 from connectors.rap.config import RapServerConfig, check_unique_servers, parse_rap_servers
+from connectors.result_size import DEFAULT_MAX_CHARS
 
 ConnectorMode = Literal["demo", "live"]
 T = TypeVar("T")
@@ -38,6 +39,13 @@ class ConnectorSettings(BaseSettings):
     # and reported as a retryable ``tool_timeout``. Above a live call's retry budget
     # (timeout × tries + waits) so that retries are not cut short.
     tool_timeout: float = Field(60.0, gt=0, le=600)
+    # The most a tool's result may hold (characters, about its JSON's length): a longer
+    # one is cut to its first part before anything reads it, marked ``truncated``, and the
+    # model is told (connectors.result_size). 256 KiB.
+    tool_result_max_chars: int = Field(DEFAULT_MAX_CHARS, ge=4_096, le=16_777_216)
+    # The most a tool call's arguments may hold (characters of their JSON): a longer call
+    # is refused before the tool runs, and the model is told the limit (connectors.arguments).
+    tool_argument_max_chars: int = Field(65_536, ge=1_024, le=16_777_216)
     http_retries: int = Field(2, ge=0, le=5)
     http_retry_max_wait: float = Field(10.0, ge=0, le=120)
     connector_options: Annotated[dict[str, dict[str, str]], NoDecode] = Field(default_factory=dict)

@@ -26,6 +26,7 @@ from typing import Any
 
 from connectors.plain_text import to_plain_text
 from connectors.responses import ToolResponse
+from connectors.result_size import cut_fields, cut_text
 from connectors.untrusted import fence
 
 logger = logging.getLogger("switchboard.connectors.tools")
@@ -34,16 +35,44 @@ logger = logging.getLogger("switchboard.connectors.tools")
 class ToolResult(dict[str, Any]):
     """A validated ToolResponse as its stored dict (``to_dict(include_debug=True)``: the
     socket layer strips ``debug_info``), read by the model as ``model_text`` or, by
-    default, as its ``to_plain_text``."""
+    default, as its ``to_plain_text``; then ``note`` (ours, e.g. that the result was cut
+    to the size cap), on a line of its own."""
 
-    def __init__(self, response: ToolResponse, model_text: str | None = None) -> None:
+    def __init__(
+        self, response: ToolResponse, model_text: str | None = None, note: str | None = None
+    ) -> None:
         super().__init__(response.to_dict(include_debug=True))
         # Kept so that code receiving this result need not validate the dict again.
         self.tool_response = response
         self.model_text = model_text
+        self.note = note
 
     def __str__(self) -> str:
-        return self.model_text if self.model_text is not None else render_for_model(self)
+        text = self.model_text if self.model_text is not None else render_for_model(self)
+        return f"{text}\n{self.note}" if self.note else text
+
+
+def cap_result(value: object, max_chars: int) -> object:
+    """What a tool returned, cut to ``max_chars`` when over it (``connectors.result_size``)
+    before anything else reads it: a ToolResult, ToolResponse or ToolResponse dict over the
+    cap becomes a ToolResult of its first part, marked ``truncated``, whose text for the
+    model ends with a note saying so. Anything else, and a result within the cap, is
+    returned as it is. Raises pydantic's ``ValidationError`` for a dict that is no
+    ToolResponse.
+    """
+    if isinstance(value, ToolResult):
+        fields, model_text = dict(value), value.model_text
+    elif isinstance(value, ToolResponse):
+        fields, model_text = value.to_dict(include_debug=True), None
+    elif isinstance(value, dict):
+        fields, model_text = value, None
+    else:
+        return value
+    cut = cut_fields(fields, max_chars)
+    if cut is None:
+        return value
+    text = cut_text(model_text, max_chars) if model_text is not None else None
+    return ToolResult(ToolResponse.from_dict(cut.fields), text, cut.note)
 
 
 def render_for_model(response: dict[str, Any]) -> str:

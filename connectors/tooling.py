@@ -18,6 +18,10 @@ What it adds over ``agents.function_tool``:
 - The return value is a ``ToolResult`` (``connectors.tool_result``): the ToolResponse dict,
   which the SDK keeps as ``ToolCallOutputItem.output`` for the UI and storage, whose
   ``str()`` is the plain text the model reads. Validated once, when the response is built.
+- Sizes: a result over ``SWITCHBOARD_TOOL_RESULT_MAX_CHARS`` is cut before anything reads
+  it (``connectors.result_size``), a call whose arguments are over
+  ``SWITCHBOARD_TOOL_ARGUMENT_MAX_CHARS`` is refused before the tool runs
+  (``connectors.arguments``).
 """
 
 from __future__ import annotations
@@ -27,16 +31,18 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, cast, overload
+from typing import Any, cast, get_origin, get_type_hints, overload
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import ValidationError
 
 from connectors.approvals import declare_preview, declare_side_effect
+from connectors.arguments import bound_arguments
 from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
-from connectors.tool_result import ToolResult, render_for_model
+from connectors.result_size import DEFAULT_MAX_CHARS
+from connectors.tool_result import ToolResult, cap_result, render_for_model
 
 __all__ = [
     "NeedsAccount",
@@ -105,15 +111,50 @@ def _time_limit(timeout: float | None, args: tuple[Any, ...]) -> float:
     return limit if isinstance(limit, int | float) else DEFAULT_TOOL_TIMEOUT
 
 
+def _result_cap(args: tuple[Any, ...]) -> int:
+    """The settings' ``tool_result_max_chars``: the most a result may hold."""
+    context = getattr(args[0], "context", None) if args else None
+    limit = getattr(getattr(context, "settings", None), "tool_result_max_chars", None)
+    return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
+
+
+def _takes_context(func: AnyToolFunc) -> bool:
+    """Whether the tool's first parameter is the run context, as the SDK decides it."""
+    first = next(iter(inspect.signature(func).parameters.values()), None)
+    if first is None:
+        return False
+    try:
+        hint = get_type_hints(func).get(first.name, first.annotation)
+    except Exception:  # an annotation only a type checker can read: the SDK fails on it too
+        return "Context" in str(first.annotation)
+    origin = get_origin(hint) or hint
+    return isinstance(origin, type) and issubclass(origin, RunContextWrapper)
+
+
+def _give_context_parameter(wrapper: Any, signature: inspect.Signature) -> None:
+    """Make ``wrapper`` take the run context first although the tool does not: the SDK
+    passes it (and leaves it out of the schema), and the wrapper reads its settings."""
+    context = inspect.Parameter(
+        "_context", inspect.Parameter.POSITIONAL_ONLY, annotation=RunContextWrapper[Any]
+    )
+    wrapper.__signature__ = signature.replace(parameters=[context, *signature.parameters.values()])
+    wrapper.__annotations__ = {"_context": RunContextWrapper[Any], **wrapper.__annotations__}
+
+
 def _turn_id(args: tuple[Any, ...]) -> str | None:
     # For the log line only: the first argument is the run context when the tool takes one.
     context = getattr(args[0], "context", None) if args else None
     return getattr(context, "turn_id", None)
 
 
-def _as_result(agent_name: str, tool_name: str, value: object) -> ToolResult:
-    """What the tool returned as a ``ToolResult``; a dict is validated, a response is not
-    (it was when it was built)."""
+def _as_result(agent_name: str, tool_name: str, value: object, max_chars: int) -> ToolResult:
+    """What the tool returned as a ``ToolResult``, cut to ``max_chars`` first if over it
+    (nothing else has read it yet); a dict is validated, a response is not (it was when
+    it was built)."""
+    try:
+        value = cap_result(value, max_chars)
+    except ValidationError:
+        pass  # an invalid dict: reported below
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, ToolResponse):
@@ -260,6 +301,8 @@ def connector_tool(
         signature = inspect.signature(inner)
         if effect is not None:
             _check_effect(inner, signature, side_effect)
+        # The wrapper always gets the run context, where the settings' limits are.
+        own_context = _takes_context(inner)
 
         async def guarded(
             what: str, args: tuple[Any, ...], work: Callable[[], Awaitable[object]]
@@ -308,7 +351,8 @@ def connector_tool(
             )
 
         @functools.wraps(inner)
-        async def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+        async def wrapper(*given: Any, **kwargs: Any) -> ToolResult:
+            args = given if own_context else given[1:]  # what the tool itself takes
             if effect is not None:
                 # Exactly what the person approved; resolved now only when nobody was asked.
                 ledger, call_id = (
@@ -324,13 +368,18 @@ def connector_tool(
                 finally:
                     executing.reset(token)
             else:
-                value = await guarded("", args, lambda: call(*args, **kwargs))
-            return _as_result(agent_name, tool_name, value)
+                value = await guarded("", given, lambda: call(*args, **kwargs))
+            return _as_result(agent_name, tool_name, value, _result_cap(given))
 
-        tool = function_tool(
-            wrapper,
-            name_override=tool_name,
-            failure_error_function=_failure_function(agent_name, tool_name),
+        if not own_context:
+            _give_context_parameter(wrapper, signature)
+
+        tool = bound_arguments(
+            function_tool(
+                wrapper,
+                name_override=tool_name,
+                failure_error_function=_failure_function(agent_name, tool_name),
+            )
         )
         if effect is not None:
             declare_preview(tool, preview)

@@ -159,22 +159,38 @@ def _spaced(word: str) -> str:
     return _GAP.join(re.escape(letter) for letter in word)
 
 
+# The word alone, with anything but letters and digits between its letters.
+_SPACED_WORD = re.compile(r"[\W_]*".join("external"))
 _MARKER = re.compile(rf"{_OPENER}{_GAP}(?=(?:{_spaced('end')}{_GAP})?{_spaced('external')})")
+
+
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
 
 
 def _fold(text: str) -> tuple[str, list[int]]:
     """``text`` as the marker pattern reads it, and the index in ``text`` of each character.
 
     Invisible format characters fold to nothing, so "</ext\u200dernal>" still matches.
+    ASCII runs are folded whole (NFKC leaves ASCII as it is, none of it is a format
+    character, and the look-alike table and case folding keep its length), so only the
+    other characters are looked at one by one: most text costs a few passes in C.
     """
     folded: list[str] = []
     origin: list[int] = []
-    for index, char in enumerate(text):
-        if unicodedata.category(char) == "Cf":
-            continue
-        form = unicodedata.normalize("NFKC", char).translate(_LOOKALIKES).casefold()
-        folded.append(form)
-        origin.extend([index] * len(form))
+    start = 0
+    for run in (*_ASCII_RUN.finditer(text), None):
+        end = run.start() if run is not None else len(text)
+        for index in range(start, end):
+            char = text[index]
+            if unicodedata.category(char) == "Cf":
+                continue
+            form = unicodedata.normalize("NFKC", char).translate(_LOOKALIKES).casefold()
+            folded.append(form)
+            origin.extend([index] * len(form))
+        if run is not None:
+            folded.append(run.group().translate(_LOOKALIKES).lower())
+            origin.extend(range(run.start(), run.end()))
+            start = run.end()
     origin.append(len(text))
     return "".join(folded), origin
 
@@ -186,8 +202,12 @@ def defuse_markers(text: str) -> str:
     Cyrillic/Greek look-alikes are all seen through. The bracket and what follows it up to
     the word become ``(`` (``(/`` for a closing marker): still readable, no longer a marker.
     """
+    # Most text holds no marker: ASCII text is folded in one pass to say so (as _fold
+    # folds it), without the index of each character.
+    if text.isascii() and not _SPACED_WORD.search(text.translate(_LOOKALIKES).lower()):
+        return text
     folded, origin = _fold(text)
-    if "external" not in re.sub(r"[\W_]", "", folded):
+    if not _SPACED_WORD.search(folded):
         return text
     parts: list[str] = []
     start = 0

@@ -10,7 +10,9 @@ not validate a model instance again when it is put into another model).
 The rules (strict: no coercion, except that a tuple is a JSON array):
 
 - ``response_type``, ``agent_name``, ``friendly_name``: non-empty strings;
-  ``display_response``: a bool; ``error_message``: a string or None.
+  ``display_response``: a bool; ``error_message``: a string or None; ``truncated``: True
+  when the tool's result was over the size cap and was cut (``connectors.result_size``),
+  else absent.
 - ``response``: a dict, list or str; ``debug_info``: a dict or None.
 - ``display_as``: render hints ``{"type", "content", ...}`` with a non-empty ``type``:
   one of ``DISPLAY_TYPES`` (docs/protocol.md) or a connector's own, which a client that
@@ -50,7 +52,7 @@ from typing_extensions import TypeAliasType, TypedDict
 # The ToolResponse keys (docs/connectors.md), always present in the wire form, in this order.
 CORE_KEYS = ("response_type", "agent_name", "friendly_name", "response", "display_response")
 # Present in the wire form only when set; ``debug_info`` is persisted, never sent.
-OPTIONAL_KEYS = ("display_as", "content_chunks", "error_message")
+OPTIONAL_KEYS = ("display_as", "content_chunks", "error_message", "truncated")
 
 # The display_as hint types of docs/protocol.md §3. A client renders the first hint it
 # supports and falls back to ``text`` (docs/rap.md: unknown types are skipped), so other
@@ -263,6 +265,8 @@ class ToolResponseData(BaseModel):
     display_as: Annotated[list[DisplayHint] | None, _Shallow] = None
     content_chunks: Annotated[list[ContentChunk] | None, _Shallow] = None
     error_message: str | None = None
+    # Set (True) only by the size cap: what is stored and sent is the first part of the result.
+    truncated: Literal[True] | None = None
     # Persisted for the chat's owner; stripped before sending (storage.records).
     debug_info: Annotated[dict[str, Json] | None, _Shallow] = None
 

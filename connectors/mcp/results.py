@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from mcp.types import (
     AudioContent,
@@ -31,6 +31,7 @@ from mcp.types import (
 
 from connectors.rendering import register_type
 from connectors.responses import ErrorResponse, ToolResponse, is_web_url
+from connectors.result_size import DEFAULT_MAX_CHARS, cut_fields, cut_note, size_within
 from connectors.text import truncate
 from connectors.tool_result import ToolResult
 from connectors.untrusted import fence
@@ -38,7 +39,7 @@ from connectors.untrusted import fence
 RESPONSE_TYPE = "mcp_result"
 SOURCE = "mcp tool"  # what the fence calls the text
 ERROR_INTRO = "Error: the MCP tool reported this failure:"
-# What the model reads of one result, at most; the card keeps everything.
+# What the model reads of one result, at most; the card keeps up to the size cap.
 MAX_MODEL_CHARS = 20_000
 # An image larger than this (base64) is not put in the card: events are stored and sent.
 MAX_IMAGE_CHARS = 1_500_000
@@ -133,7 +134,84 @@ def model_text(body: str, notes: list[str]) -> str:
     return "\n".join(part for part in (fenced, *notes) if part) or "The tool returned nothing."
 
 
+def _text_of(block: object) -> str | None:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
+        return block.resource.text
+    return None
+
+
+def _with_text(block: TextContent | EmbeddedResource, text: str) -> Any:
+    if isinstance(block, TextContent):
+        return block.model_copy(update={"text": text})
+    return block.model_copy(update={"resource": block.resource.model_copy(update={"text": text})})
+
+
+def _shares(text_chars: int, structured: object, max_chars: int) -> tuple[int, int] | None:
+    """How many characters the texts and the structured content may keep, or None when
+    both fit together. One that fits half keeps all of it, the other gets the rest."""
+    half = max_chars // 2
+    size = size_within(structured, max_chars) if structured is not None else 0
+    if size is not None and text_chars + size <= max_chars:
+        return None
+    if size is not None and size <= half:
+        return max_chars - size, size
+    if text_chars <= half:
+        return text_chars, max_chars - text_chars
+    return half, half
+
+
+def capped(result: CallToolResult, max_chars: int) -> tuple[CallToolResult, str | None]:
+    """``result`` with its texts and structured content cut to ``max_chars`` together (by
+    length checks and a walk that stops at the cap), and the note for the model; the
+    note is None when nothing was over. Images are bounded on their own
+    (``MAX_IMAGE_CHARS``)."""
+    total = sum(len(_text_of(block) or "") for block in result.content)
+    structured = result.structured_content
+    shares = _shares(total, structured, max_chars)
+    if shares is None:
+        return result, None
+    left, structured_share = shares
+    content = []
+    for block in result.content:
+        text = _text_of(block)
+        if text is not None and len(text) > left:
+            text = text[: max(left, 0)]
+            block = _with_text(cast(TextContent | EmbeddedResource, block), text)
+        left -= len(text or "")
+        content.append(block)
+    update: dict[str, Any] = {"content": content}
+    shrunk = cut_fields({"response": structured}, structured_share) if structured else None
+    if shrunk is not None:
+        update["structured_content"] = shrunk.fields["response"]
+    known = total if structured is None else None
+    kept = sum(len(_text_of(block) or "") for block in content)
+    return result.model_copy(update=update), cut_note(known, kept, max_chars)
+
+
 def result_from_call(
+    result: CallToolResult,
+    *,
+    agent_name: str,
+    friendly_name: str,
+    debug_info: dict[str, Any],
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> ToolResult:
+    """The result of ``result``; its texts and structured content over ``max_chars``
+    (``SWITCHBOARD_TOOL_RESULT_MAX_CHARS``) are cut first, before anything else reads
+    them: the card is marked ``truncated`` and the model reads that it was cut."""
+    result, cut = capped(result, max_chars)
+    answer = _result(
+        result, agent_name=agent_name, friendly_name=friendly_name, debug_info=debug_info
+    )
+    if cut is None:
+        return answer
+    answer.tool_response.truncated = True
+    return ToolResult(answer.tool_response, answer.model_text, cut)
+
+
+def _result(
     result: CallToolResult,
     *,
     agent_name: str,

@@ -27,11 +27,13 @@ from agents.tool_context import ToolContext
 from mcp.types import Tool
 
 from connectors.approvals import declare_side_effect
+from connectors.arguments import bound_arguments
 from connectors.context import ChatContext
 from connectors.mcp.connection import McpConnection, ServerLost, ToolRefused, Unavailable
 from connectors.mcp.results import SOURCE, result_from_call
 from connectors.rap.runtime import schema_problem
 from connectors.responses import ErrorResponse
+from connectors.result_size import DEFAULT_MAX_CHARS
 from connectors.tooling import TIMEOUT_CODE, ToolResult, error_result
 from connectors.untrusted import fence
 
@@ -106,7 +108,8 @@ def function_tool(connection: McpConnection, agent_name: str, tool: Tool) -> Fun
 
     async def on_invoke(ctx: ToolContext[ChatContext], arguments: str) -> ToolResult:
         try:
-            return await invoke(connection, agent_name, tool, schema, arguments)
+            limit = getattr(ctx.context.settings, "tool_result_max_chars", DEFAULT_MAX_CHARS)
+            return await invoke(connection, agent_name, tool, schema, arguments, limit)
         except Exception as exc:
             # As connector_tool does: a tool never raises into the SDK (that would fail the
             # turn); the trace stays in the log.
@@ -125,7 +128,7 @@ def function_tool(connection: McpConnection, agent_name: str, tool: Tool) -> Fun
         # The server's schema is taken as published, not made "strict".
         strict_json_schema=False,
     )
-    return declare_side_effect(function, side_effect(tool))
+    return declare_side_effect(bound_arguments(function), side_effect(tool))
 
 
 async def invoke(
@@ -134,6 +137,7 @@ async def invoke(
     tool: Tool,
     schema: dict[str, Any],
     raw_arguments: str,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> ToolResult:
     debug: dict[str, Any] = {"mcp_server": connection.name, "tool": tool.name}
     try:
@@ -204,6 +208,7 @@ async def invoke(
         agent_name=agent_name,
         friendly_name=f"{agent_name}: {title(tool)}",
         debug_info=debug,
+        max_chars=max_chars,
     )
 
 

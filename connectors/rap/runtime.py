@@ -28,6 +28,7 @@ from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from connectors.approvals import declare_side_effect
+from connectors.arguments import bound_arguments
 from connectors.context import ChatContext
 from connectors.rap.config import TOOLSET_PATH, RapServerConfig, RapToolDefinition, RapToolset
 from connectors.rap.pending import DuplicateCall, PendingCalls
@@ -36,6 +37,7 @@ from connectors.rap.signing import SIGNATURE_HEADER, sign
 from connectors.registry import Connector
 from connectors.service_http import ServiceError, ServiceHttp
 from connectors.settings import ConnectorSettings
+from connectors.text import truncate
 from connectors.tooling import ToolResult, error_result
 from storage.engine import Database
 from storage.rap import SubscriptionRepository
@@ -45,6 +47,8 @@ logger = logging.getLogger("switchboard.rap")
 CALLBACK_PATH = "/rap/callback"
 # What the Agents SDK uses as the item id when a provider has none (Chat Completions).
 _NO_ITEM_ID = "__fake_id__"
+# How much of the validator's message the model reads: enough to fix the call.
+MAX_PROBLEM_CHARS = 300
 
 INSTRUCTIONS = """\
 You are {agent}, the agent of the remote tool server "{toolset}"{about}.
@@ -139,7 +143,10 @@ def schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | N
     if error is None:
         return None
     where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+    # jsonschema's message quotes the value ("'…' is too long"): a pasted text would be
+    # carried on to the model in full, so only its start is kept.
+    message = truncate(error.message, MAX_PROBLEM_CHARS)
+    return f"{truncate(where, 100)}: {message}" if where else message
 
 
 @dataclass
@@ -237,7 +244,7 @@ class RapRuntime:
             # A remote schema is taken as published, not made "strict".
             strict_json_schema=False,
         )
-        return declare_side_effect(function, tool.side_effect)
+        return declare_side_effect(bound_arguments(function), tool.side_effect)
 
     # ------------------------------------------------------------------ one call
 
@@ -337,6 +344,7 @@ class RapRuntime:
             agent_name=agent,
             friendly_name=f"{agent}: {tool.name.replace('_', ' ')}",
             debug_info=debug,
+            max_chars=self.settings.tool_result_max_chars,
         )
 
     async def _record_subscription(

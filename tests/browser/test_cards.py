@@ -135,3 +135,34 @@ async def test_every_other_card_type_renders(
     # No hints at all: the response as JSON.
     shown = await page.locator(".card-inventory pre.json").inner_text()
     assert '"apples": 3' in shown and '"pears": 0' in shown
+
+
+@connector_tool(agent_name="Pages", side_effect=False)
+async def fetch_long_page() -> ToolResponse:
+    """Fetch a page far longer than the size cap."""
+    return ToolResponse("long_page", "Pages", "Long page", "lorem ipsum " * 100_000)
+
+
+async def test_a_result_cut_to_the_size_cap_says_so_on_its_card(
+    ui_settings: Callable[..., Settings], page: Page
+) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("fetch_long_page", {}, call_id="c1")],
+            [assistant_message("It was cut.")],
+        ]
+    )
+    settings = ui_settings(tool_result_max_chars=4096)
+    async with serve(settings, hooks=(scripted(model, [fetch_long_page]),)) as live:
+        await open_ui(page, live.http)
+        await send(page, "fetch the long page")
+        await wait_turns_ended(page, 1)
+
+    card = page.locator(".card-long_page")
+    mark = card.locator(".card-head .card-truncated")
+    assert await mark.is_visible()
+    assert await mark.inner_text() == "truncated"
+    assert "only its first part" in (await mark.get_attribute("title") or "")
+    shown = await card.locator(".card-body").inner_text()
+    assert shown.startswith("lorem ipsum") and len(shown) <= 4096
+    assert await page.locator(".card-truncated").count() == 1  # only the cut card is marked

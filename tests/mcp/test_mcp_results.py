@@ -187,3 +187,23 @@ def test_text_that_imitates_the_fence_cannot_close_it() -> None:
 
     assert str(result).count("</external>") == 1
     assert str(result).endswith("</external>")
+
+
+def test_a_20_mb_text_and_structure_are_cut_before_anything_reads_them() -> None:
+    text = "mcp line\n" * (20 * 1024 * 1024 // 9)
+    rows = [{"n": n, "text": "row"} for n in range(300_000)]
+    result = convert(TextContent(type="text", text=text), structuredContent={"rows": rows})
+    assert result["truncated"] is True
+    assert len(result["display_as"][0]["content"]) + len(result["response"]["rows"]) < 262_144
+    assert 0 < len(result["response"]["rows"]) < len(rows)
+    said = str(result)
+    assert said.endswith("Say so if it matters, or ask the tool for less.]")
+    assert "262,144-character limit" in said
+
+
+def test_a_text_over_the_cap_alone_names_its_size() -> None:
+    text = "y" * 300_000
+    result = convert(TextContent(type="text", text=text))
+    assert result["truncated"] is True
+    assert result["response"] == "y" * 262_144
+    assert "(300,000 characters)" in str(result)

@@ -335,3 +335,27 @@ def test_other_errors_stay_tool_error(debug_info: dict[str, Any] | None) -> None
 
     out = _translate(error_result("Notes", "it broke", debug_info))
     assert out[1].payload()["code"] == "tool_error" and out[1].payload()["retryable"] is False
+
+
+def test_a_text_over_the_cap_is_cut_before_it_is_fenced() -> None:
+    # The longest text a message may carry (ToolResultMessage), about 4 times the cap.
+    text = "remote line\n" * (1_000_000 // 12)
+    result = result_from_message(
+        message(text=text, display_as=[{"type": "markdown", "content": text}]),
+        agent_name="Notes",
+        friendly_name="Notes: lookup",
+        debug_info={"rap_server": "notes"},
+    )
+    assert result["truncated"] is True and text.startswith(result["response"])
+    assert len(result["response"]) + len(result["display_as"][0]["content"]) <= 262_144
+    said = str(result)
+    assert said.startswith(fence(result["response"], "remote tool"))
+    assert said.endswith("Say so if it matters, or ask the tool for less.]")
+    assert "262,144-character limit" in said
+
+
+def test_a_schema_problem_does_not_carry_a_pasted_value_on() -> None:
+    schema = {"type": "object", "properties": {"query": {"type": "string", "maxLength": 100}}}
+    problem = schema_problem(schema, {"query": "pasted " * 10_000})
+    assert problem is not None and problem.startswith("query: ")
+    assert len(problem) <= 320

@@ -62,6 +62,10 @@ function frame(output, type, body) {
     h("header", { class: "card-head" },
       icon(iconName),
       h("h3", { class: "card-title", text: title }),
+      // The server cut a result over its size cap: this card shows only its first part.
+      output?.truncated === true
+        ? h("span", { class: "card-truncated", text: "truncated", title: "The result was too large; only its first part is shown." })
+        : null,
       output?.agent_name ? h("span", { class: "card-agent", text: asText(output.agent_name) }) : null),
     h("div", { class: "card-body" }, body));
 }
