@@ -124,6 +124,7 @@ def build_engine(
         suggest=suggester.suggest if models.suggestions_enabled else None,
         on_first_turn=title_chat,
         model_name=model_label(models.specs["orchestrator"], "offline"),
+        max_argument_chars=settings.tool_argument_max_chars,
     )
 
 

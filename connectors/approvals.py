@@ -27,6 +27,7 @@ from typing import Any, Literal
 from agents import Agent, FunctionTool, RunContextWrapper
 from agents.tool_context import ToolContext
 
+from connectors.arguments import argument_limit, oversized_params
 from connectors.effects import Effect, call_id_of, ledger_of
 
 ApprovalMode = Literal["side_effects", "always", "off"]
@@ -133,28 +134,34 @@ def _with_policy(tool: FunctionTool, policy: ApprovalPolicy) -> FunctionTool:
     if not policy.needs_approval(tool.name, side_effect_of(tool)):
         gated.needs_approval = False
         return gated
-    preview = preview_of(tool)
-    gated.needs_approval = _resolving(preview) if preview is not None else True
+    gated.needs_approval = _asking(tool.name, preview_of(tool))
     gated.on_invoke_tool = _carried(tool.on_invoke_tool)
     return gated
 
 
-def _resolving(preview: Preview) -> Callable[..., Awaitable[bool]]:
-    """The SDK's ``needs_approval`` for a tool that says what a call will do: the effect is
-    resolved and kept for the approval card. A call whose effect cannot be known is not
-    asked (nothing honest could be shown): ``_carried`` answers it with the error."""
+def _asking(tool_name: str, preview: Preview | None) -> Callable[..., Awaitable[bool]]:
+    """The SDK's ``needs_approval`` for a call that waits for the person: a call whose
+    arguments are over the size cap is not asked (it would be refused once approved:
+    ``connectors.arguments``), and for a tool that says what a call will do, the effect is
+    resolved and kept for the approval card; a call whose effect cannot be known is not
+    asked either (nothing honest could be shown). ``_carried`` answers both with why."""
 
     async def needs_approval(
         ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
     ) -> bool:
-        outcome = await preview(ctx, params)
         ledger = ledger_of(ctx)
-        if isinstance(outcome, Effect):
-            if ledger is not None:
-                ledger.resolved[call_id] = outcome
-            return True
         if ledger is None:
-            return True  # nowhere to keep the refusal: ask, as for any tool
+            return True  # nowhere to keep a refusal: ask, as for any tool
+        problem = oversized_params(tool_name, params, argument_limit(ctx.context))
+        if problem is not None:
+            ledger.refused[call_id] = problem
+            return False
+        if preview is None:
+            return True
+        outcome = await preview(ctx, params)
+        if isinstance(outcome, Effect):
+            ledger.resolved[call_id] = outcome
+            return True
         ledger.refused[call_id] = outcome
         return False
 

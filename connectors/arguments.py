@@ -15,12 +15,22 @@ the tool, so the check is one length test, whatever the arguments hold.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from agents import FunctionTool, ToolGuardrailFunctionOutput, tool_input_guardrail
 from agents.tool_guardrails import ToolInputGuardrailData
 
-__all__ = ["DEFAULT_MAX_CHARS", "bound_arguments", "oversized"]
+from connectors.result_size import size_within
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "argument_limit",
+    "bound_arguments",
+    "oversized",
+    "oversized_params",
+]
 
 # Without a run context (tests, scripts): ConnectorSettings' default.
 DEFAULT_MAX_CHARS = 65_536
@@ -42,7 +52,17 @@ def oversized(tool_name: str, arguments: str, max_chars: int) -> str | None:
     )
 
 
-def _limit(context: object) -> int:
+def oversized_params(tool_name: str, params: Mapping[str, Any], max_chars: int) -> str | None:
+    """``oversized`` for arguments the SDK has already parsed (a ``needs_approval`` rule
+    sees only those): measured cheaply, then exactly, as compact JSON, when near or over."""
+    if size_within(params, max_chars) is not None:
+        return None
+    compact = json.dumps(params, ensure_ascii=False, separators=(",", ":"))
+    return oversized(tool_name, compact, max_chars)
+
+
+def argument_limit(context: object) -> int:
+    """The cap on a call's arguments in the run's settings (``context`` is the turn's)."""
     settings = getattr(context, "settings", None)
     limit = getattr(settings, "tool_argument_max_chars", None)
     return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
@@ -51,7 +71,7 @@ def _limit(context: object) -> int:
 @tool_input_guardrail(name="argument_size")
 def _argument_size(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
     tool = data.context
-    problem = oversized(tool.tool_name, tool.tool_arguments, _limit(tool.context))
+    problem = oversized(tool.tool_name, tool.tool_arguments, argument_limit(tool.context))
     if problem is None:
         return ToolGuardrailFunctionOutput.allow()
     return ToolGuardrailFunctionOutput.reject_content(

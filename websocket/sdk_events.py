@@ -25,6 +25,8 @@ from agents.stream_events import (
 )
 from pydantic import BaseModel
 
+from connectors.arguments import DEFAULT_MAX_CHARS
+
 
 @dataclass(slots=True)  # not frozen: one per token, and a frozen __init__ costs twice
 class TextDelta:
@@ -162,10 +164,18 @@ def _reject_constant(value: str) -> Any:
     raise ValueError(f"{value} is not JSON")  # NaN/Infinity would make the wire frame invalid
 
 
-def call_arguments(raw: Any) -> dict[str, Any]:
+# What a tool_call shows of arguments over the cap (the call itself is refused).
+SHOWN_OF_OVERSIZED = 1_000
+
+
+def call_arguments(raw: Any, max_chars: int = DEFAULT_MAX_CHARS) -> dict[str, Any]:
     """A raw tool call's arguments as an object; what is not a JSON object is kept as
-    ``{"_raw": text}``."""
+    ``{"_raw": text}``. Arguments over ``max_chars`` (the call is refused before its tool
+    runs: ``connectors.arguments``) are neither parsed nor stored whole: their start and
+    their length, ``{"_raw": "…", "_chars": n}``."""
     value = get(raw, "arguments")
+    if isinstance(value, str) and len(value) > max_chars:
+        return {"_raw": value[:SHOWN_OF_OVERSIZED] + "…", "_chars": len(value)}
     if value is None:
         # Hosted tools (web search, …) describe what they do in ``action``; custom tools in input.
         value = get(raw, "action") or get(raw, "input")

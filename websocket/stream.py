@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from connectors.adapters import coerce_tool_response
+from connectors.arguments import DEFAULT_MAX_CHARS
 from websocket.sdk_events import (
     AgentChanged,
     HandedOff,
@@ -69,8 +70,10 @@ class StreamTranslator:
         orchestrator_name: str,
         tool_descriptions: Mapping[str, str],
         agent_display_names: Mapping[str, str],
+        max_argument_chars: int = DEFAULT_MAX_CHARS,
     ) -> None:
         self._orchestrator = orchestrator_name
+        self._max_argument_chars = max_argument_chars
         self._descriptions = tool_descriptions
         self._display_names = agent_display_names
         self._current_agent = orchestrator_name
@@ -189,7 +192,7 @@ class StreamTranslator:
                 call_id=fact.call_id,
                 name=fact.name,
                 description=self._descriptions.get(fact.name) or _humanise(fact.name),
-                arguments=call_arguments(fact.raw),
+                arguments=call_arguments(fact.raw, self._max_argument_chars),
                 current_agent=self._current_agent,
             )
         ]

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from agents import Agent, RunConfig, RunErrorHandlers, TResponseInputItem
 
+from connectors.arguments import DEFAULT_MAX_CHARS
 from connectors.context import ChatContext
 from websocket.memory import MemoryPolicy
 from websocket.ports import FailureReporter
@@ -42,6 +43,8 @@ class TurnEngine:
     # The model's token budget and the summariser (websocket.memory); None: every turn
     # reads the whole history, as the SDK's sessions do.
     memory: MemoryPolicy | None = None
+    # SWITCHBOARD_TOOL_ARGUMENT_MAX_CHARS: longer arguments are refused, and shown cut.
+    max_argument_chars: int = DEFAULT_MAX_CHARS
 
 
 # How a run ends: a turn's final status, or paused to wait for approvals.

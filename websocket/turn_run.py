@@ -171,7 +171,10 @@ class TurnRun:
         self.writer = services.writer(active)
         self.tools = ToolTally(self.trace)
         self.translator = StreamTranslator(
-            engine.orchestrator.name, engine.tool_descriptions, engine.agent_display_names
+            engine.orchestrator.name,
+            engine.tool_descriptions,
+            engine.agent_display_names,
+            engine.max_argument_chars,
         )
         self.status: RunStatus = "completed"
         self.usage = Usage()

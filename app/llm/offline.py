@@ -61,6 +61,7 @@ from app.llm.offline_transcript import (
     handoff_description,
     read_transcript,
 )
+from connectors.approvals import approval_required
 from connectors.caller_tools import is_caller_tool
 from connectors.registry import Connector
 
@@ -91,7 +92,7 @@ def _offer(tools: Sequence[Tool], handoffs: Sequence[Handoff]) -> Offer:
             tool.name,
             tool.description or "",
             tool.params_json_schema,
-            needs_approval=tool.needs_approval is True,
+            needs_approval=approval_required(tool),
             caller=is_caller_tool(tool),
         )
         for tool in tools

@@ -12,9 +12,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from agents import Agent
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from app.settings import Settings
+from connectors.approvals import ApprovalPolicy, apply_policy
 from connectors.arguments import oversized
 from connectors.responses import ToolResponse
 from connectors.result_size import cut_fields, size_within
@@ -174,6 +176,10 @@ async def test_a_call_with_oversized_arguments_is_refused_before_the_tool_runs(
         async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
             events = await client.turn("summarise this in 3 bullets")
     assert ran == ["three key words"]  # the long call never reached the tool
+    # Nor is it sent or stored whole: its tool_call shows its start and its length.
+    shown = next(e for e in events if e["type"] == "tool_call")["arguments"]
+    assert len(paste) < shown["_chars"] < len(paste) + 20  # the arguments' JSON
+    assert shown["_raw"].startswith('{"query":') and len(shown["_raw"]) < 1_100
     outputs: list[Any] = [e["output"] for e in events if e["type"] == "tool_output"]
     refused = outputs[0]
     assert refused["response_type"] == "error"
@@ -183,3 +189,41 @@ async def test_a_call_with_oversized_arguments_is_refused_before_the_tool_runs(
     assert outputs[1]["response"] == "found"
     second_input = json.dumps(model.calls[1].input)
     assert "over the limit of 65,536" in second_input
+
+
+async def test_an_oversized_call_that_would_wait_for_approval_is_refused_without_asking(
+    make_settings: Callable[..., Settings],
+) -> None:
+    ran: list[str] = []
+
+    @connector_tool(agent_name=AGENT, side_effect=True)
+    async def post_note(text: str) -> ToolResponse:
+        """Post a note.
+
+        Args:
+            text: The note.
+        """
+        ran.append(text)
+        return ToolResponse("text", AGENT, "Posted", "posted")
+
+    paste = "word " * 20_000
+    model = ScriptedModel(
+        [
+            [function_call("post_note", {"text": paste}, call_id="c1")],
+            [assistant_message("It was too long to post.")],
+        ]
+    )
+    agent = Agent(name=AGENT, tools=[post_note])
+    apply_policy([agent], ApprovalPolicy())  # as the orchestrator's agents get it
+    settings = make_settings(tool_argument_max_chars=65_536)
+    async with serve(settings, hooks=(scripted(model, agent.tools),)) as live:
+        async with open_client(live.ws_url(uuid.uuid4().hex)) as client:
+            events = await client.turn("post this whole text as a note")
+    # Nobody is asked to approve a call that would be refused once approved.
+    assert [e for e in events if e["type"] == "approval_required"] == []
+    assert ran == []
+    [refused] = [e["output"] for e in events if e["type"] == "tool_output"]
+    assert refused["response_type"] == "error"
+    assert "post_note was not called" in (refused["error_message"] or refused["response"])
+    assert "over the limit of 65,536" in json.dumps(model.calls[1].input)
+    assert events[-2]["status"] == "completed"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -403,6 +404,15 @@ def test_tool_call_arguments(arguments: str, expected: dict[str, Any]) -> None:
     out = plain(new_translator().translate(called(ORCH, "tool", "c1", arguments)))
     assert out[0].payload["arguments"] == expected
     encode(envelope("tool_call", "c", "t", 2, out[0].payload, TS))
+
+
+def test_arguments_over_the_cap_are_shown_by_their_start_and_length() -> None:
+    translator = StreamTranslator("Switchboard", {}, {}, max_argument_chars=100)
+    arguments = json.dumps({"text": "x" * 5_000})
+    [event] = plain(translator.translate(called(ORCH, "tool", "c1", arguments)))
+    assert event.payload["arguments"] == {"_raw": arguments[:1_000] + "…", "_chars": 5_012}
+    [within] = plain(translator.translate(called(ORCH, "tool", "c2", '{"text": "x"}')))
+    assert within.payload["arguments"] == {"text": "x"}
 
 
 def test_handoffs_are_told_by_the_sdk_item_types_not_tool_names() -> None:
