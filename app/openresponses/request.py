@@ -42,6 +42,7 @@ from pydantic import (
     Tag,
     ValidationError,
 )
+from pydantic_core import ErrorDetails
 
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.files import pending_upload
@@ -205,6 +206,20 @@ def _item_kind(value: Any) -> object:
         return value.get("type", "message")
     return getattr(value, "type", None)
 
+
+# What an input item's "type" may be, as a client reads it in an error message
+# (item_reference items are read before validation: app.openresponses.references).
+_ITEM_TYPES = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "item_reference",
+    TOOL_CALL,
+    MCP_CALL,
+    APPROVAL_REQUEST,
+    APPROVAL_RESPONSE,
+    "compaction",
+)
 
 InputItem = Annotated[
     Annotated[MessageItem, Tag("message")]
@@ -389,13 +404,53 @@ _MODEL_REQUIRED = (
 )
 
 
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    for kind, name in _JSON_TYPES.items():
+        if isinstance(value, kind):
+            return name
+    return "a number"
+
+
+def _specific(error: ErrorDetails) -> tuple[int, bool]:
+    # A union reports one error per branch; the most specific (longest path) says most,
+    # and of two as long, a rule the value broke says more than "not a <branch's type>"
+    # (a list of 1,001 items is too long, not "not a string").
+    return len(error["loc"]), not error["type"].endswith("_type")
+
+
+def _message(error: ErrorDetails, param: str) -> str:
+    """What the client reads: the rule broken, in words (not pydantic's wording)."""
+    context = error.get("ctx") or {}
+    if error["type"] == "too_long" and "max_length" in context:
+        return (
+            f"{param} has {context.get('actual_length', 'too many'):,} items; "
+            f"at most {context['max_length']:,} are taken"
+        )
+    if param == "input" and error["type"].endswith("_type"):
+        return (
+            "input is a string (one user message) or an array of input items, "
+            f"not {_json_type(error['input'])}"
+        )
+    if error["type"] == "union_tag_not_found":
+        return (
+            f"{param}: an input item is a JSON object, not {_json_type(error['input'])}: "
+            'a message ({"role": "user", "content": "…"}) or an item with a "type" '
+            f"({', '.join(_ITEM_TYPES)}); a single message may also be sent as "
+            "input itself, a string"
+        )
+    return f"{param}: {error['msg']}"
+
+
 def _validated(model: type[_Strict], body: dict[str, Any]) -> Any:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A union reports one error per branch; the most specific (longest path) says most.
-        first = max(errors, key=lambda e: len(e["loc"]))
+        first = max(exc.errors(), key=_specific)
         param = _param(first["loc"])
         top = param.split(".")[0].split("[")[0]
         message = _UNSUPPORTED.get(top)
@@ -415,7 +470,7 @@ def _validated(model: type[_Strict], body: dict[str, Any]) -> Any:
             if top == "tools":
                 message = f"{param}: type {context.get('tag')!r} is not supported: {_TOOL_TYPES}"
         if message is None:
-            message = f"{param}: {first['msg']}"
+            message = _message(first, param)
         raise invalid(message, param) from None
 
 
