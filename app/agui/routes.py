@@ -14,14 +14,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
+from ag_ui.core import BaseEvent, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from app.agui.events import run_error
-from app.agui.request import InterruptError, parse_run
+from app.agui.request import InterruptError, ServedRunAgentInput, parse_run
 from app.agui.service import Refused, Run, start_run
 from app.api_auth import needs_user, signed_in
 from app.api_docs import Answer, Operation, documented
@@ -92,7 +92,7 @@ async def _one(event: BaseEvent, encoder: EventEncoder) -> AsyncIterator[str]:
         description="The answer is a Server-Sent Events stream of AG-UI events ending with "
         "RUN_FINISHED or RUN_ERROR (docs/ag-ui.md). A request that cannot run is refused "
         "before any event.",
-        body=RunAgentInput,
+        body=ServedRunAgentInput,
         answers={
             200: Answer("The run's AG-UI events", media_type="text/event-stream"),
             400: Answer("Not a RunAgentInput this server runs", ErrorBody),

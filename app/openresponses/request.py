@@ -41,9 +41,11 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    WithJsonSchema,
 )
 from pydantic_core import ErrorDetails
 
+from app.api_models import NOT_BLANK_TEXT
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.files import pending_upload
 from storage.approvals import NOT_RUN
@@ -78,19 +80,31 @@ class Refusal(_Strict):
     refusal: str
 
 
+# What the document says of inline content: what files.py takes (a data: URL for an
+# image; base64 with a filename for a file; never a URL or a file_id). The fields stay
+# open here, so that files.py refuses the rest with a message that says what to send.
+_NOTHING = {"type": "null"}
+
+
 class InputImage(_Strict):
     type: Literal["input_image"]
-    image_url: str | None = None
-    file_id: str | None = None
+    image_url: Annotated[
+        str | None, WithJsonSchema({"type": "string", "pattern": "^data:[^,]*;base64,"})
+    ] = None
+    file_id: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
     detail: Literal["low", "high", "auto"] = "auto"
+
+    model_config = ConfigDict(json_schema_extra={"required": ["type", "image_url"]})
 
 
 class InputFile(_Strict):
     type: Literal["input_file"]
-    file_data: str | None = None
-    file_url: str | None = None
-    file_id: str | None = None
-    filename: str | None = None
+    file_data: Annotated[str | None, WithJsonSchema({"type": "string", "minLength": 1})] = None
+    file_url: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
+    file_id: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
+    filename: Annotated[str | None, WithJsonSchema({"type": "string", "minLength": 1})] = None
+
+    model_config = ConfigDict(json_schema_extra={"required": ["type", "file_data", "filename"]})
 
 
 ContentPart = Annotated[
@@ -292,7 +306,13 @@ class CreateResponse(_Strict):
 
     model: str = Field(min_length=1, max_length=200)
     # The list's cap is on items; a string is one message, capped by the prompt length.
-    input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)]
+    # The document says a message has text (the request checks that, in its own words).
+    input: (
+        Annotated[
+            str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NOT_BLANK_TEXT})
+        ]
+        | Annotated[list[InputItem], Field(max_length=MAX_ITEMS, json_schema_extra={"minItems": 1})]
+    )
     instructions: str | None = Field(None, max_length=MAX_INSTRUCTIONS)
     previous_response_id: str | None = Field(None, min_length=1, max_length=64)
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
@@ -308,7 +328,8 @@ class CreateResponse(_Strict):
     prompt_cache_key: str | None = Field(None, max_length=64)
     text: TextConfig | None = None
     truncation: Literal["auto", "disabled"] = "disabled"
-    background: Literal[False] = False
+    # Strictly a boolean (0 is not false), and false: refused by parse_request otherwise.
+    background: Annotated[bool, WithJsonSchema({"type": "boolean", "const": False})] = False
     conversation: None = None
 
     @property
@@ -325,6 +346,19 @@ class CreateResponse(_Strict):
 class CompactRequest(_Strict):
     """``POST /v1/responses/compact``: a conversation (``input`` and/or the chain of
     ``previous_response_id``) to compact."""
+
+    # One of the two at least (parse_compact says so in words).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "required": [name],
+                    "properties": {name: {"not": {"type": "null"}}},
+                }
+                for name in ("input", "previous_response_id")
+            ]
+        }
+    )
 
     model: str = Field(min_length=1, max_length=200)
     input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)] | None = None
@@ -426,11 +460,10 @@ def _specific(error: ErrorDetails) -> tuple[int, bool]:
 def _message(error: ErrorDetails, param: str) -> str:
     """What the client reads: the rule broken, in words (not pydantic's wording)."""
     context = error.get("ctx") or {}
-    if error["type"] == "too_long" and "max_length" in context:
-        return (
-            f"{param} has {context.get('actual_length', 'too many'):,} items; "
-            f"at most {context['max_length']:,} are taken"
-        )
+    if error["type"] == "too_long" and isinstance(context.get("max_length"), int):
+        actual = context.get("actual_length")
+        has = f"has {actual:,} items" if isinstance(actual, int) else "has too many items"
+        return f"{param} {has}; at most {context['max_length']:,} are taken"
     if param == "input" and error["type"].endswith("_type"):
         return (
             "input is a string (one user message) or an array of input items, "
@@ -494,6 +527,8 @@ def parse_request(body: object) -> CreateResponse:
         ],
     )
     request: CreateResponse = _validated(CreateResponse, fields)
+    if request.background:
+        raise invalid(_UNSUPPORTED["background"], "background")
     _storable(request)
     names = [tool.name for tool in request.caller_tools]
     for index, name in enumerate(names):

@@ -142,7 +142,7 @@ async def test_demo_disconnect_and_connect_are_per_user(
         assert state["account"] == {"mode": "demo", "institutions": ["Chase", "Ally Bank"]}
 
         server_keys = await alice.delete("/api/connectors/search")
-        assert server_keys.status_code == 400
+        assert server_keys.status_code == 409
         assert server_keys.json()["error"]["message"] == (
             "search has no per-user account to disconnect: it uses the server's keys"
         )
