@@ -560,5 +560,5 @@ async def test_plaid_exchange_in_demo_mode_is_refused(
         answer = await alice.post(
             "/api/connectors/plaid/exchange", json={"public_token": "public-sandbox-x"}
         )
-    assert answer.status_code == 400
+    assert answer.status_code == 409  # well formed; demo mode conflicts (was 400)
     assert "plaid runs in demo mode" in answer.json()["error"]["message"]
