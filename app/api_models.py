@@ -236,6 +236,23 @@ class Turn(ApiModel):
     )
 
 
+# What GET /api/chats/{id}/export?format=json answers (built by app.chat_export).
+class ExportTurn(Turn):
+    cut_off: str | None = Field(
+        default=None,
+        description="Why the answer was cut off (its llm_response's incomplete_reason: "
+        "max_output_tokens, content_filter); null: it was not",
+    )
+
+
+class ChatExportDocument(ChatExport):
+    turns: list[ExportTurn] = Field(
+        description="Every turn, oldest first, as GET /api/chats/{id} gives it: its "
+        "final_text is the answer as far as it got (a stopped or failed turn's unfinished "
+        "text too), its status how it ended, superseded_by whether it was replaced"
+    )
+
+
 class Approval(ApiModel):
     """An approval as asked for, and the record of its decision (docs/protocol.md,
     "Approval records")."""

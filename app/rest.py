@@ -21,6 +21,7 @@ from app.api_json import approval_model, rfc3339
 from app.api_models import (
     STORABLE_TEXT,
     ChatDetail,
+    ChatExportDocument,
     ChatPage,
     ChatRename,
     ChatSearchHit,
@@ -28,13 +29,12 @@ from app.api_models import (
     ChatSummary,
     ErrorBody,
     EventPage,
+    ExportTurn,
     Me,
     Turn,
     json_answer,
 )
 from app.chat_export import (
-    ChatExportDocument,
-    ExportTurn,
     cut_off_reasons,
     export_filename,
     markdown_transcript,
