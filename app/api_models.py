@@ -161,6 +161,14 @@ class ChatSearchPage(ApiModel):
 
 MAX_TITLE_CHARS = 200
 
+# Text the server stores, as the document states it: no U+0000 (PostgreSQL cannot hold
+# it) and no unpaired surrogate (no engine can): the server refuses those with a 400
+# naming the field. JSON Schema only: the server's own check says which character.
+_STORABLE_CHAR = r"[^\u0000\uD800-\uDFFF]"
+STORABLE_TEXT = rf"^{_STORABLE_CHAR}*$"
+# The same, with something besides white space (the server trims, then refuses a blank).
+NOT_BLANK_TEXT = rf"^{_STORABLE_CHAR}*[^\s\u0000\uD800-\uDFFF]{_STORABLE_CHAR}*$"
+
 
 class ChatRename(ApiModel):
     title: str = Field(
@@ -168,6 +176,7 @@ class ChatRename(ApiModel):
         max_length=MAX_TITLE_CHARS,
         description="The new title; surrounding spaces are trimmed, and it may not be blank",
         examples=["Coffee spending in May"],
+        json_schema_extra={"pattern": NOT_BLANK_TEXT},
     )
 
 
@@ -184,6 +193,7 @@ class FeedbackIn(ApiModel):
         description=f"Optional, up to {MAX_COMMENT_CHARS} characters, kept as plain text; "
         "blank is no comment",
         examples=["It listed last year's transactions"],
+        json_schema_extra={"pattern": STORABLE_TEXT},
     )
 
 
@@ -223,6 +233,23 @@ class Turn(ApiModel):
     )
     continues: str | None = Field(
         default=None, description="The stopped turn this one continues (a continue frame)"
+    )
+
+
+# What GET /api/chats/{id}/export?format=json answers (built by app.chat_export).
+class ExportTurn(Turn):
+    cut_off: str | None = Field(
+        default=None,
+        description="Why the answer was cut off (its llm_response's incomplete_reason: "
+        "max_output_tokens, content_filter); null: it was not",
+    )
+
+
+class ChatExportDocument(ChatExport):
+    turns: list[ExportTurn] = Field(
+        description="Every turn, oldest first, as GET /api/chats/{id} gives it: its "
+        "final_text is the answer as far as it got (a stopped or failed turn's unfinished "
+        "text too), its status how it ended, superseded_by whether it was replaced"
     )
 
 

@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute, Route
 from app.api_auth import needs_user, signed_in
 from app.api_docs import Answer, Operation, documented
 from app.api_json import approval_model
-from app.api_models import ApprovalList, Decided, ErrorBody, json_answer
+from app.api_models import STORABLE_TEXT, ApprovalList, Decided, ErrorBody, json_answer
 from app.errors import ApiError
 from app.request_input import chat_id_param, json_body
 from app.services import services_of
@@ -35,7 +35,9 @@ class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     decision: Literal["approve", "reject"]
-    reason: str | None = Field(default=None, max_length=MAX_APPROVAL_REASON)
+    reason: str | None = Field(
+        default=None, max_length=MAX_APPROVAL_REASON, json_schema_extra={"pattern": STORABLE_TEXT}
+    )
 
 
 @documented(

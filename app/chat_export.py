@@ -1,5 +1,5 @@
 """A chat's exports: a Markdown transcript a person can read, save or paste elsewhere,
-and the JSON document (its model: ``ChatExportDocument``).
+and the parts of the JSON document (its model: ``app.api_models.ChatExportDocument``).
 
 The transcript is built from the persisted events (what the socket sent): prompts and
 answers in full; tool cards summarised by their plain text; approvals with their decision;
@@ -17,9 +17,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import Field
-
-from app.api_models import ChatExport, Turn
 from storage.feedback import FeedbackRecord
 from storage.records import ChatRecord, EventRecord, TurnRecord
 
@@ -50,22 +47,6 @@ DECLINED = "declined to answer"
 UNFINISHED = "unfinished"
 # The line that closes a turn that did not complete (the UI's footer).
 ENDINGS = {"cancelled": "Stopped", "failed": "Did not finish"}
-
-
-class ExportTurn(Turn):
-    cut_off: str | None = Field(
-        default=None,
-        description="Why the answer was cut off (its llm_response's incomplete_reason: "
-        "max_output_tokens, content_filter); null: it was not",
-    )
-
-
-class ChatExportDocument(ChatExport):
-    turns: list[ExportTurn] = Field(
-        description="Every turn, oldest first, as GET /api/chats/{id} gives it: its "
-        "final_text is the answer as far as it got (a stopped or failed turn's unfinished "
-        "text too), its status how it ended, superseded_by whether it was replaced"
-    )
 
 
 def cut_off_reasons(events: Iterable[EventRecord]) -> dict[str, str]:

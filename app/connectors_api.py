@@ -326,10 +326,10 @@ FINISH = Operation(
     answers={
         200: Answer("Connected", ConnectedAnswer),
         400: Answer(
-            "A body this flow does not take, a key or token the service refused, demo mode, "
-            "a server-key connector, or a flow without this step",
-            ErrorBody,
+            "A body this flow does not take, a key or token the service refused", ErrorBody
         ),
+        # The request is well formed; the connector's state on this server conflicts.
+        409: Answer("Demo mode, a server-key connector, or a flow without this step", ErrorBody),
         403: Answer("The flow tried to connect another user", ErrorBody),
         404: UNKNOWN,
         502: PROVIDER_FAILED,
@@ -345,14 +345,14 @@ async def finish(request: Request) -> Response:
     name = connector.name
     if not connector.needs_account:
         raise ApiError(
-            400,
+            409,
             "invalid_request",
             f"{name} has no per-user account to connect: it uses the server's keys",
         )
     demo = connector.mode_in(services.settings) == DEMO
     if demo and connector.account_flow is None:
         raise ApiError(
-            400,
+            409,
             "invalid_request",
             f"{name} runs in demo mode on this server: connect it with "
             f"POST /api/connectors/{name}/connect (there is nothing to finish)",
@@ -361,13 +361,13 @@ async def finish(request: Request) -> Response:
     ctx = _flow_context(request, services, connector, user.id)
     if flow.finish_model is None:
         raise ApiError(
-            400, "invalid_request", f"{name} has no finish step: {flow.describe_kind(ctx)}"
+            409, "invalid_request", f"{name} has no finish step: {flow.describe_kind(ctx)}"
         )
     # The body first: a broken one is reported as such whatever the mode.
     body = await json_body(request, flow.finish_model, flow.finish_example)
     if demo:
         raise ApiError(
-            400,
+            409,
             "invalid_request",
             f"{name} runs in demo mode on this server: connect it with "
             f"POST /api/connectors/{name}/connect (there is nothing to finish)",
@@ -399,7 +399,7 @@ async def exchange(request: Request) -> Response:
         tag="connectors",
         answers={
             200: Answer("Disconnected", DisconnectedAnswer),
-            400: Answer("A server-key connector: nothing to disconnect", ErrorBody),
+            409: Answer("A server-key connector: nothing to disconnect", ErrorBody),
             404: UNKNOWN,
         },
     ),
@@ -410,7 +410,7 @@ async def disconnect(request: Request) -> Response:
     connector = _connector(services, request.path_params["name"])
     if not connector.needs_account:
         raise ApiError(
-            400,
+            409,
             "invalid_request",
             f"{connector.name} has no per-user account to disconnect: it uses the server's keys",
         )

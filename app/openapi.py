@@ -22,14 +22,15 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Union
 
 from pydantic import TypeAdapter
-from pydantic.json_schema import JsonSchemaMode
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import core_schema
 from starlette.convertors import IntegerConvertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from app.api_docs import Answer, Operation, documented, operations_of
-from app.api_models import SERVER_EVENT, ErrorBody, OpenResponsesErrorBody
+from app.api_models import SERVER_EVENT, STORABLE_TEXT, ErrorBody, OpenResponsesErrorBody
 from app.services import services_of
 from connectors.names import DISTRIBUTION
 from connectors.registry import Connector
@@ -90,6 +91,31 @@ def undocumented(routes: Sequence[BaseRoute]) -> list[str]:
     return missing
 
 
+class _StorableInput(GenerateJsonSchema):
+    """Every string a request may send says it is one the server stores: no U+0000, no
+    unpaired surrogate (``STORABLE_TEXT``). The server refuses those with a 400 naming the
+    field (``websocket.protocol.unstorable_at``); a string with its own pattern or format
+    says more already. (Object keys are not described: schemathesis cannot read such a
+    pattern in ``propertyNames``.)"""
+
+    def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
+        described = super().str_schema(schema)
+        if self.mode == "validation" and not {"pattern", "format"} & described.keys():
+            described["pattern"] = STORABLE_TEXT
+        return described
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        described = super().dict_schema(schema)
+        # A key is a string too, which pydantic would turn into patternProperties: keys
+        # are left free (see above), their values keep the pattern.
+        patterned = described.pop("patternProperties", None)
+        if patterned is not None and list(patterned) == [STORABLE_TEXT]:
+            described["additionalProperties"] = patterned[STORABLE_TEXT]
+        elif patterned is not None:
+            described["patternProperties"] = patterned
+        return described
+
+
 class _Schemas:
     """Collects every type the document names, then has pydantic describe them all at
     once, so shared models become one component each."""
@@ -106,7 +132,9 @@ class _Schemas:
     def resolve(self) -> tuple[dict[tuple[str, JsonSchemaMode], Any], dict[str, Any]]:
         inputs = [(key, mode, adapter) for (key, mode), adapter in self._wanted.items()]
         inputs.append((SERVER_EVENT, "serialization", server_event_adapter()))
-        by_key, defs = TypeAdapter.json_schemas(inputs, ref_template=REF)
+        by_key, defs = TypeAdapter.json_schemas(
+            inputs, ref_template=REF, schema_generator=_StorableInput
+        )
         components = dict(defs.get("$defs", {}))
         components[SERVER_EVENT] = by_key[(SERVER_EVENT, "serialization")]
         return {key: schema for key, schema in by_key.items()}, components

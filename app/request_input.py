@@ -78,6 +78,25 @@ def load_json(body: bytes | bytearray) -> Any:
     return json.loads(text)
 
 
+def not_json_media_type(content_type: str | None) -> str | None:
+    """Why a body of this ``Content-Type`` is not read as JSON (a 415), or None.
+
+    No ``Content-Type`` says nothing, and the body is read as JSON; one naming another
+    media type (a form, text) would be misread: ``curl -d`` sends
+    ``application/x-www-form-urlencoded``, whose body only looks like JSON by chance.
+    """
+    if content_type is None or not content_type.strip():
+        return None
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    ):
+        return None
+    return (
+        f"the body must be JSON, sent with Content-Type: application/json, not {media_type[:80]!r}"
+    )
+
+
 async def json_body(request: Request, model: type[BaseModel], example: str) -> Any:
     """The request's JSON object body as ``model``; a 400 naming the first problem."""
     try:

@@ -19,7 +19,9 @@ from app.api_auth import needs_user, signed_in
 from app.api_docs import Answer, Operation, Query, documented
 from app.api_json import approval_model, rfc3339
 from app.api_models import (
+    STORABLE_TEXT,
     ChatDetail,
+    ChatExportDocument,
     ChatPage,
     ChatRename,
     ChatSearchHit,
@@ -27,13 +29,12 @@ from app.api_models import (
     ChatSummary,
     ErrorBody,
     EventPage,
+    ExportTurn,
     Me,
     Turn,
     json_answer,
 )
 from app.chat_export import (
-    ChatExportDocument,
-    ExportTurn,
     cut_off_reasons,
     export_filename,
     markdown_transcript,
@@ -42,12 +43,12 @@ from app.errors import ApiError
 from app.feedback_api import feedback_model
 from app.request_input import bool_param, chat_id_param, int_param, json_body
 from app.services import services_of
-from storage.chats import ChatRepository
+from storage.chats import ChatRepository, decode_cursor
 from storage.engine import Database
 from storage.events import EventStore
 from storage.feedback import FeedbackRecord, FeedbackRepository
 from storage.records import ChatRecord, TurnRecord
-from storage.search import MAX_QUERY_CHARS, BadQuery, search_chats
+from storage.search import MAX_QUERY_CHARS, MAX_TERMS, WORD, BadQuery, search_chats
 from wire.events import Usage
 
 NOT_FOUND = Answer("No such chat of this user's (another user's chat answers the same)", ErrorBody)
@@ -120,9 +121,10 @@ async def me(request: Request) -> Response:
             Query("cursor", {"type": "string"}, "The next_cursor of the previous page"),
             Query(
                 "q",
-                {"type": "string", "maxLength": MAX_QUERY_CHARS},
-                "Full-text search of titles, prompts and answers (every word, as a prefix): "
-                "answers a ChatSearchPage, with a snippet per chat",
+                {"type": "string", "maxLength": MAX_QUERY_CHARS, "pattern": STORABLE_TEXT},
+                "Full-text search of titles, prompts and answers (every word, as a prefix; "
+                f"at most {MAX_TERMS} words): answers a ChatSearchPage, with a snippet per "
+                "chat. A q without letters or digits (blank, punctuation) matches nothing",
             ),
         ),
         description=(
@@ -131,7 +133,7 @@ async def me(request: Request) -> Response:
         ),
         answers={
             200: Answer("One page of chats (of matching chats with q)", ChatPage | ChatSearchPage),
-            400: Answer("A bad limit or cursor, or a q that is empty or too long", ErrorBody),
+            400: Answer(f"A bad limit or cursor, or a q of more than {MAX_TERMS} words", ErrorBody),
         },
     ),
 )
@@ -160,6 +162,12 @@ async def list_chats(request: Request) -> Response:
 async def _search(
     db: Database, user_id: str, query: str, limit: int, cursor: str | None
 ) -> ChatSearchPage:
+    if not WORD.search(query):
+        # Nothing to search for (blank, or punctuation only): nothing matches, as a search
+        # box that finds nothing shows; the cursor is still checked.
+        if cursor is not None:
+            decode_cursor(cursor)
+        return ChatSearchPage(chats=[], next_cursor=None)
     hits, next_cursor = await search_chats(db, user_id, query, limit=limit, cursor=cursor)
     return ChatSearchPage(
         chats=[
@@ -214,12 +222,14 @@ async def get_chat(request: Request) -> Response:
                 "debug",
                 {"type": "boolean", "default": False},
                 "Include tool outputs' debug_info (only with "
-                "SWITCHBOARD_EXPOSE_DEBUG_INFO=true, else 400)",
+                "SWITCHBOARD_EXPOSE_DEBUG_INFO=true, else 403)",
             ),
         ),
         answers={
             200: Answer("Events in seq order (none for a chat of another user's)", EventPage),
             400: BAD_QUERY,
+            # Well formed, and refused by this server's setting: the request is not wrong.
+            403: Answer("debug=true on a server that does not expose debug_info", ErrorBody),
             404: Answer("A chat id no chat can have", ErrorBody),
         },
     ),
@@ -233,8 +243,8 @@ async def chat_events(request: Request) -> Response:
     services = services_of(request)
     if debug and not services.settings.expose_debug_info:
         raise ApiError(
-            400,
-            "invalid_request",
+            403,
+            "forbidden",
             "debug_info is not exposed by this server; start it with "
             "SWITCHBOARD_EXPOSE_DEBUG_INFO=true",
         )

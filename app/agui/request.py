@@ -18,10 +18,10 @@ which the endpoint answers with ``RUN_ERROR`` as the AG-UI interrupt rules ask.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from app.errors import ApiError
 from websocket.protocol import (
@@ -103,6 +103,25 @@ RESPONSE_SCHEMA: dict[str, Any] = {
 }
 
 
+class ServedRunAgentInput(RunAgentInput):
+    """``RunAgentInput`` as ``/openapi.json`` describes it: with the ids this server takes
+    (``parse_run`` checks them; parsing itself uses ``RunAgentInput``)."""
+
+    thread_id: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "pattern": CHAT_ID_PATTERN,
+                "description": "The chat's id (a UUID is a good choice)",
+            }
+        ),
+    ]
+    run_id: Annotated[
+        str, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": MAX_RUN_ID})
+    ]
+
+
 def _bad(message: str) -> ApiError:
     return ApiError(400, "invalid_request", message)
 
@@ -118,6 +137,19 @@ def parse_run(data: object, max_prompt_chars: int) -> RunRequest:
     ``InterruptError`` (a resume payload that does not fit)."""
     if not isinstance(data, dict):
         raise _bad(f"the body must be a JSON object (a RunAgentInput) like {EXAMPLE}")
+    messages = data.get("messages")
+    if isinstance(messages, list):
+        # AG-UI's ActivityMessage has a default role, "activity", which its schema leaves
+        # out and its union needs to tell the kinds apart: supplied as the schema says.
+        data = {
+            **data,
+            "messages": [
+                {"role": "activity", **m}
+                if isinstance(m, dict) and "role" not in m and "activityType" in m
+                else m
+                for m in messages
+            ],
+        }
     try:
         run = RunAgentInput.model_validate(data)
     except ValidationError as exc:

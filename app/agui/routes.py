@@ -14,20 +14,20 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
+from ag_ui.core import BaseEvent, RunErrorEvent
 from ag_ui.encoder import EventEncoder
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from app.agui.events import run_error
-from app.agui.request import InterruptError, parse_run
+from app.agui.request import InterruptError, ServedRunAgentInput, parse_run
 from app.agui.service import Refused, Run, start_run
 from app.api_auth import needs_user, signed_in
 from app.api_docs import Answer, Operation, documented
 from app.api_models import ErrorBody
 from app.errors import ApiError, api_error
-from app.request_input import JsonTooDeep, load_json
+from app.request_input import JsonTooDeep, load_json, not_json_media_type
 from app.services import services_of
 
 logger = logging.getLogger("switchboard.agui")
@@ -42,6 +42,9 @@ HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 async def _body(request: Request) -> object:
+    wrong_type = not_json_media_type(request.headers.get("content-type"))
+    if wrong_type is not None:
+        raise ApiError(415, "invalid_request", wrong_type)
     declared = request.headers.get("content-length")
     too_big = ApiError(413, "invalid_request", f"the body is over {MAX_BODY_BYTES} bytes")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -89,13 +92,14 @@ async def _one(event: BaseEvent, encoder: EventEncoder) -> AsyncIterator[str]:
         description="The answer is a Server-Sent Events stream of AG-UI events ending with "
         "RUN_FINISHED or RUN_ERROR (docs/ag-ui.md). A request that cannot run is refused "
         "before any event.",
-        body=RunAgentInput,
+        body=ServedRunAgentInput,
         answers={
             200: Answer("The run's AG-UI events", media_type="text/event-stream"),
             400: Answer("Not a RunAgentInput this server runs", ErrorBody),
             404: Answer("A thread (chat) of another user's", ErrorBody),
             409: Answer("The thread runs another turn", ErrorBody),
             413: Answer("The body is too large", ErrorBody),
+            415: Answer("A body sent as another media type than JSON", ErrorBody),
             429: Answer("Rate limited", ErrorBody),
         },
     ),

@@ -8,6 +8,7 @@ short error code, its request id and the exception type. Pure: no I/O.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
@@ -228,11 +229,18 @@ def classify_model_error(exc: BaseException) -> ModelFailure:
                 "The model gave an answer the server could not use. Please try again.",
                 True,
             )
+        if isinstance(candidate, json.JSONDecodeError):
+            # A stream event that is not JSON (a broken provider or proxy): the client
+            # library raises the decoder's error as it is.
+            return ModelFailure(
+                "model_error",
+                "The model's answer could not be read (its stream was malformed). "
+                "Please try again.",
+                True,
+            )
+    # The exception's type is in the log line (log_fields), not in what a person reads.
     return ModelFailure(
-        "model_error",
-        f"The model failed to answer ({type(exc).__name__}). Please try again.",
-        True,
-        provider_error=False,
+        "model_error", "The model failed to answer. Please try again.", True, provider_error=False
     )
 
 

@@ -41,8 +41,11 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    WithJsonSchema,
 )
+from pydantic_core import ErrorDetails
 
+from app.api_models import NOT_BLANK_TEXT
 from app.openresponses.errors import OpenResponsesError, invalid
 from app.openresponses.files import pending_upload
 from storage.approvals import NOT_RUN
@@ -77,19 +80,31 @@ class Refusal(_Strict):
     refusal: str
 
 
+# What the document says of inline content: what files.py takes (a data: URL for an
+# image; base64 with a filename for a file; never a URL or a file_id). The fields stay
+# open here, so that files.py refuses the rest with a message that says what to send.
+_NOTHING = {"type": "null"}
+
+
 class InputImage(_Strict):
     type: Literal["input_image"]
-    image_url: str | None = None
-    file_id: str | None = None
+    image_url: Annotated[
+        str | None, WithJsonSchema({"type": "string", "pattern": "^data:[^,]*;base64,"})
+    ] = None
+    file_id: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
     detail: Literal["low", "high", "auto"] = "auto"
+
+    model_config = ConfigDict(json_schema_extra={"required": ["type", "image_url"]})
 
 
 class InputFile(_Strict):
     type: Literal["input_file"]
-    file_data: str | None = None
-    file_url: str | None = None
-    file_id: str | None = None
-    filename: str | None = None
+    file_data: Annotated[str | None, WithJsonSchema({"type": "string", "minLength": 1})] = None
+    file_url: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
+    file_id: Annotated[str | None, WithJsonSchema(_NOTHING)] = None
+    filename: Annotated[str | None, WithJsonSchema({"type": "string", "minLength": 1})] = None
+
+    model_config = ConfigDict(json_schema_extra={"required": ["type", "file_data", "filename"]})
 
 
 ContentPart = Annotated[
@@ -206,6 +221,20 @@ def _item_kind(value: Any) -> object:
     return getattr(value, "type", None)
 
 
+# What an input item's "type" may be, as a client reads it in an error message
+# (item_reference items are read before validation: app.openresponses.references).
+_ITEM_TYPES = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "item_reference",
+    TOOL_CALL,
+    MCP_CALL,
+    APPROVAL_REQUEST,
+    APPROVAL_RESPONSE,
+    "compaction",
+)
+
 InputItem = Annotated[
     Annotated[MessageItem, Tag("message")]
     | Annotated[FunctionCallItem, Tag("function_call")]
@@ -277,7 +306,13 @@ class CreateResponse(_Strict):
 
     model: str = Field(min_length=1, max_length=200)
     # The list's cap is on items; a string is one message, capped by the prompt length.
-    input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)]
+    # The document says a message has text (the request checks that, in its own words).
+    input: (
+        Annotated[
+            str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NOT_BLANK_TEXT})
+        ]
+        | Annotated[list[InputItem], Field(max_length=MAX_ITEMS, json_schema_extra={"minItems": 1})]
+    )
     instructions: str | None = Field(None, max_length=MAX_INSTRUCTIONS)
     previous_response_id: str | None = Field(None, min_length=1, max_length=64)
     tools: list[Tool] | None = Field(None, max_length=MAX_TOOLS)
@@ -293,7 +328,8 @@ class CreateResponse(_Strict):
     prompt_cache_key: str | None = Field(None, max_length=64)
     text: TextConfig | None = None
     truncation: Literal["auto", "disabled"] = "disabled"
-    background: Literal[False] = False
+    # Strictly a boolean (0 is not false), and false: refused by parse_request otherwise.
+    background: Annotated[bool, WithJsonSchema({"type": "boolean", "const": False})] = False
     conversation: None = None
 
     @property
@@ -310,6 +346,19 @@ class CreateResponse(_Strict):
 class CompactRequest(_Strict):
     """``POST /v1/responses/compact``: a conversation (``input`` and/or the chain of
     ``previous_response_id``) to compact."""
+
+    # One of the two at least (parse_compact says so in words).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "required": [name],
+                    "properties": {name: {"not": {"type": "null"}}},
+                }
+                for name in ("input", "previous_response_id")
+            ]
+        }
+    )
 
     model: str = Field(min_length=1, max_length=200)
     input: str | Annotated[list[InputItem], Field(max_length=MAX_ITEMS)] | None = None
@@ -389,13 +438,52 @@ _MODEL_REQUIRED = (
 )
 
 
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    for kind, name in _JSON_TYPES.items():
+        if isinstance(value, kind):
+            return name
+    return "a number"
+
+
+def _specific(error: ErrorDetails) -> tuple[int, bool]:
+    # A union reports one error per branch; the most specific (longest path) says most,
+    # and of two as long, a rule the value broke says more than "not a <branch's type>"
+    # (a list of 1,001 items is too long, not "not a string").
+    return len(error["loc"]), not error["type"].endswith("_type")
+
+
+def _message(error: ErrorDetails, param: str) -> str:
+    """What the client reads: the rule broken, in words (not pydantic's wording)."""
+    context = error.get("ctx") or {}
+    if error["type"] == "too_long" and isinstance(context.get("max_length"), int):
+        actual = context.get("actual_length")
+        has = f"has {actual:,} items" if isinstance(actual, int) else "has too many items"
+        return f"{param} {has}; at most {context['max_length']:,} are taken"
+    if param == "input" and error["type"].endswith("_type"):
+        return (
+            "input is a string (one user message) or an array of input items, "
+            f"not {_json_type(error['input'])}"
+        )
+    if error["type"] == "union_tag_not_found":
+        return (
+            f"{param}: an input item is a JSON object, not {_json_type(error['input'])}: "
+            'a message ({"role": "user", "content": "…"}) or an item with a "type" '
+            f"({', '.join(_ITEM_TYPES)}); a single message may also be sent as "
+            "input itself, a string"
+        )
+    return f"{param}: {error['msg']}"
+
+
 def _validated(model: type[_Strict], body: dict[str, Any]) -> Any:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        errors = exc.errors()
-        # A union reports one error per branch; the most specific (longest path) says most.
-        first = max(errors, key=lambda e: len(e["loc"]))
+        first = max(exc.errors(), key=_specific)
         param = _param(first["loc"])
         top = param.split(".")[0].split("[")[0]
         message = _UNSUPPORTED.get(top)
@@ -415,7 +503,7 @@ def _validated(model: type[_Strict], body: dict[str, Any]) -> Any:
             if top == "tools":
                 message = f"{param}: type {context.get('tag')!r} is not supported: {_TOOL_TYPES}"
         if message is None:
-            message = f"{param}: {first['msg']}"
+            message = _message(first, param)
         raise invalid(message, param) from None
 
 
@@ -439,6 +527,8 @@ def parse_request(body: object) -> CreateResponse:
         ],
     )
     request: CreateResponse = _validated(CreateResponse, fields)
+    if request.background:
+        raise invalid(_UNSUPPORTED["background"], "background")
     _storable(request)
     names = [tool.name for tool in request.caller_tools]
     for index, name in enumerate(names):

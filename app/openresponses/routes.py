@@ -42,7 +42,7 @@ from app.openresponses.service import (
 from app.openresponses.socket import responses_socket
 from app.openresponses.stream import SSE_DONE, SSE_KEEPALIVE, sse
 from app.openresponses.views import View, render_body, render_event, view_of
-from app.request_input import JsonTooDeep, load_json
+from app.request_input import JsonTooDeep, load_json, not_json_media_type
 from app.services import services_of
 from storage.errors import TurnInProgress
 from storage.open_responses import ResponseRepository
@@ -71,6 +71,11 @@ def _auth_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
 
 
 async def _json_body(request: Request) -> object:
+    wrong_type = not_json_media_type(request.headers.get("content-type"))
+    if wrong_type is not None:
+        raise OpenResponsesError(
+            "invalid_request", wrong_type, code="unsupported_media_type", status=415
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise OpenResponsesError(
@@ -153,6 +158,7 @@ def _refused(words: str) -> Answer:
             404: _refused("A referenced response or conversation that does not exist"),
             409: _refused("The conversation is busy with another turn"),
             413: _refused("The body is too large"),
+            415: _refused("A body sent as another media type than JSON"),
             429: _refused("Rate limited"),
             500: _refused("The model failed"),
         },
@@ -209,6 +215,7 @@ async def create_response(request: Request) -> Response:
             400: _refused("A request the spec or this server does not take"),
             404: _refused("A referenced response that does not exist"),
             413: _refused("The body is too large"),
+            415: _refused("A body sent as another media type than JSON"),
         },
     ),
 )

@@ -25,7 +25,10 @@ What becomes an output item:
 - a call of a tool that may wait for the person's approval (``gated``, docs/protocol.md
   §3a) is held back until it has run, then shown whole; if the turn pauses instead,
   ``finish`` gives one ``switchboard:approval_request`` item per approval (the Responses
-  API's ``mcp_approval_request``, vendor-prefixed as the spec asks of provider items).
+  API's ``mcp_approval_request``, vendor-prefixed as the spec asks of provider items),
+  then an assistant ``message`` saying what waits and how to answer: a client that reads
+  only messages (``output_text``, an Agents SDK's ``final_output``, the AI SDK's text)
+  would otherwise show an empty answer.
 - a response that resumes a paused turn (``resuming``) shows each approved call once it
   has run; a declined one is not shown (it never ran: what the model read instead says
   so, and its answer tells the person).
@@ -42,7 +45,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.openresponses.request import APPROVAL_REQUEST, CALL_ITEM_PREFIX, TOOL_CALL
+from app.openresponses.request import (
+    APPROVAL_REQUEST,
+    APPROVAL_RESPONSE,
+    CALL_ITEM_PREFIX,
+    TOOL_CALL,
+)
 from connectors.adapters import coerce_tool_output, to_function_call_output
 from websocket.sdk_events import MessageDone, TextDelta, ToolCalled, ToolReturned, get, read
 
@@ -82,6 +90,33 @@ def approval_request_item(approval: Mapping[str, Any]) -> dict[str, Any]:
         # it an empty message to them, where none made them fail.
         "content": [],
     }
+
+
+def _what_waits(approval: Mapping[str, Any]) -> str:
+    effect = approval.get("effect")
+    summary = effect.get("summary") if isinstance(effect, Mapping) else None
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip()
+    return f"run {approval['name']}"
+
+
+def approval_message(response_id: str, approvals: Sequence[Mapping[str, Any]]) -> str:
+    """The paused response's assistant message: what waits for the person's approval and
+    how a client answers (docs/open-responses.md, "Approvals"). Pure."""
+    waiting = [f"{_what_waits(item)} (approval_id {item['approval_id']})" for item in approvals]
+    if len(waiting) == 1:
+        asked = f"This needs your approval before it runs: {waiting[0]}."
+    else:
+        asked = "These need your approval before they run: " + "; ".join(waiting) + "."
+    first = approvals[0]["approval_id"]
+    return (
+        f"{asked} Nothing has run yet. To answer, send a new request with "
+        f'previous_response_id "{response_id}" and, as its whole input, one '
+        f"{APPROVAL_RESPONSE} item per approval, e.g. "
+        f'{{"type": "{APPROVAL_RESPONSE}", "approval_id": "{first}", "approve": true}} '
+        '(or "approve": false, with an optional "reason"). Any other message instead '
+        "cancels the request."
+    )
 
 
 def approval_requests(body: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -468,8 +503,9 @@ class ResponseBuilder:
         ``incomplete`` (with ``incomplete_reason``, e.g. ``max_output_tokens``).
 
         ``approvals`` (``approval_required`` payloads): the turn paused for them; the
-        response is then ``completed`` and ends with their approval request items. The
-        caller's calls come last: they are what the caller acts on next."""
+        response is then ``completed`` and ends with their approval request items and a
+        message saying what waits. The caller's calls come last: they are what the
+        caller acts on next."""
         if status not in ("completed", "failed", "incomplete"):
             raise ValueError(f"a response ends completed, failed or incomplete, not {status!r}")
         if approvals and status != "completed":
@@ -489,6 +525,14 @@ class ResponseBuilder:
                 self._whole_item(_tool_call_item(held, "incomplete", None))
         for approval in approvals:
             self._whole_item(approval_request_item(approval))
+        if approvals:
+            # A message the model left open is over: the pause's message follows it.
+            for key in list(self._open):
+                self._close(key, "".join(self._open[key].text), "completed")
+            key = new_id("pause")
+            self._open_message(key)
+            self._delta(key, approval_message(self.id, approvals))
+            self._close(key, "".join(self._open[key].text), "completed")
         for call in self._for_caller.values():
             self._caller_call(call)
         # An incomplete message is the last item, as the spec wants of a cut-off answer.

@@ -94,6 +94,26 @@ async def test_a_body_too_big_is_413_and_a_get_is_405(offline: LiveServer) -> No
     assert await chat_ids(offline) == []
 
 
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8"]
+)
+async def test_a_body_sent_as_another_media_type_is_415(
+    offline: LiveServer, content_type: str
+) -> None:
+    # What curl -d sends: a JSON-looking body, declared as a form (it was read as JSON).
+    body = json.dumps(prompt_input(T, "hello"))
+    answer = await post(offline, body, headers={"Content-Type": content_type})
+    assert answer.status == 415, answer.text
+    error = answer.error()
+    assert error["code"] == "invalid_request"
+    assert "Content-Type: application/json" in error["message"]
+    assert content_type.split(";")[0] in error["message"]
+    assert await chat_ids(offline) == []
+    # JSON by another name (application/*+json) and charset parameters are JSON.
+    typed = {"Content-Type": "application/vnd.example+json; charset=utf-8"}
+    assert (await post(offline, body, headers=typed)).status == 200
+
+
 async def test_a_refusal_is_the_run_s_answer_marked_as_a_refusal(
     scripted: Callable[..., Any], fake_model: FakeModelServer
 ) -> None:

@@ -169,13 +169,13 @@ async def test_bad_requests_to_the_generic_endpoints_are_clear_and_lose_nothing(
             (
                 "POST",
                 "/api/connectors/yelp/finish",
-                400,
+                409,
                 "yelp has no per-user account to connect: it uses the server's keys",
             ),
             (
                 "POST",
                 "/api/connectors/gmail/finish",
-                400,
+                409,
                 "gmail has no finish step: it connects by signing in at the provider "
                 "(POST /api/connectors/gmail/connect), which sends the browser back to "
                 "GET /oauth/google/callback",
@@ -212,7 +212,7 @@ async def test_a_plugin_in_demo_mode_connects_without_its_flow(
         back = await http.post("/api/connectors/notes/connect")
         assert back.json()["status"] == "connected" and back.json()["connector"]["connected"]
         refused = await http.post("/api/connectors/notes/finish", json={"api_key": GOOD_KEY})
-        assert refused.status_code == 400
+        assert refused.status_code == 409
         assert refused.json()["error"]["message"] == (
             "notes runs in demo mode on this server: connect it with "
             "POST /api/connectors/notes/connect (there is nothing to finish)"

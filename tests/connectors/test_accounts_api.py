@@ -142,7 +142,7 @@ async def test_demo_disconnect_and_connect_are_per_user(
         assert state["account"] == {"mode": "demo", "institutions": ["Chase", "Ally Bank"]}
 
         server_keys = await alice.delete("/api/connectors/search")
-        assert server_keys.status_code == 400
+        assert server_keys.status_code == 409
         assert server_keys.json()["error"]["message"] == (
             "search has no per-user account to disconnect: it uses the server's keys"
         )
@@ -560,5 +560,5 @@ async def test_plaid_exchange_in_demo_mode_is_refused(
         answer = await alice.post(
             "/api/connectors/plaid/exchange", json={"public_token": "public-sandbox-x"}
         )
-    assert answer.status_code == 400
+    assert answer.status_code == 409  # well formed; demo mode conflicts (was 400)
     assert "plaid runs in demo mode" in answer.json()["error"]["message"]

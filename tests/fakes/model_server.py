@@ -86,14 +86,16 @@ class Vendor:
     data: dict[str, Any] = field(default_factory=lambda: {"chunk": "gpu=0.93"})
 
 
-Break = Literal["failed", "error_event", "disconnect", "stall"]
+Break = Literal["failed", "error_event", "disconnect", "stall", "malformed"]
+# What a broken proxy or provider may put in a stream: a data line that is not JSON.
+MALFORMED = "event: response.output_text.delta\ndata: {not json\n\n"
 
 
 @dataclass(frozen=True)
 class Reply:
     """One model response. ``break_after`` deltas into it, the stream breaks ``break_with``:
     a ``response.failed`` event (Responses) / an error chunk (Chat), a ``type: error``
-    event, a dropped connection, or silence."""
+    event, a dropped connection, silence, or a data line that is not JSON."""
 
     items: tuple[Say | Call | Refuse | Vendor, ...]
     input_tokens: int = 100
@@ -649,6 +651,9 @@ def _text_part(text: str) -> dict[str, Any]:
 
 
 async def _finish_broken(step: Reply, closing: list[str]) -> AsyncIterator[str]:
+    if step.break_with == "malformed":
+        yield MALFORMED
+        return
     if step.break_with == "disconnect":
         raise _Broken("dropping the connection mid-stream")
     if step.break_with == "stall":

@@ -158,3 +158,5 @@ async def test_openai_provider_with_the_mcp_view_does_not_read_approval_requests
     assert stream["errors"] == [] and stream["finishReason"] == "stop"
     provider_ran(stream, FIRST_TOOL)  # Yelp ran; the email waits, unseen
     assert not any(part["toolName"].endswith("send_google_email") for part in stream["toolParts"])
+    # ...but the answer's text says what waits and how to answer (it was empty).
+    assert "This needs your approval before it runs: send an email to" in stream["text"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agents import Agent, OpenAIResponsesModel, RunConfig, Runner
 from sqlalchemy import update
 
 from storage.approvals import NOT_RUN
@@ -110,8 +111,16 @@ async def test_a_send_ends_the_response_with_an_approval_request_and_sends_nothi
     assert kinds(paused) == [
         (TOOL_CALL, "search_businesses_at_yelp"),
         (REQUEST, "send_google_email"),
+        ("message", None),
     ]
     [asked] = requests_of(paused)
+    # Then a message, for clients that read only messages: what waits, and how to answer.
+    said = text_of(paused)
+    assert said.startswith(
+        "This needs your approval before it runs: send an email to bob@example.com "
+        f"(approval_id {asked['approval_id']}). Nothing has run yet."
+    )
+    assert f'previous_response_id "{paused["id"]}"' in said and RESPONSE in said
     [chat] = await chats(offline)
     [event] = [e for e in chat["events"] if e["type"] == "approval_required"]
     assert asked["status"] == "completed" and asked["id"].startswith("apr_")
@@ -212,16 +221,25 @@ async def test_rejecting_with_a_reason_runs_nothing_and_the_answer_says_so(
 async def test_streamed_pause_and_approval_follow_the_spec(offline: LiveServer) -> None:
     paused = parse_sse(await stream_raw(offline, {"model": "switchboard", "input": MULTI}))
     check_stream(paused)
-    # The approval request is the last item, whole before response.completed.
-    assert paused.types[-3:] == [
+    # The approval request, whole, then the message saying what waits, streamed as any
+    # message is, before response.completed.
+    assert paused.types[-9:] == [
         "response.output_item.added",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.completed",
     ]
-    added, done = paused.events[-3]["item"], paused.events[-2]["item"]
+    added, done = paused.events[-9]["item"], paused.events[-8]["item"]
     assert (added["type"], added["status"], done["status"]) == (REQUEST, "in_progress", "completed")
     final = paused.final
-    assert final["status"] == "completed" and final["output"][-1] == done
+    assert final["status"] == "completed" and final["output"][-2] == done
+    assert final["output"][-1]["content"][0]["text"] == paused.events[-4]["text"]
+    assert "send an email to bob@example.com" in final["output"][-1]["content"][0]["text"]
     assert sent_mail(offline) == []
 
     resumed = parse_sse(
@@ -259,8 +277,10 @@ async def test_the_openai_client_sees_the_request_and_answers_it(offline: LiveSe
         paused = await stream.get_final_response()
     # An unknown item type is kept as it came (the spec: clients ignore what they do not
     # know), with every field readable.
-    asked = paused.output[-1]
-    assert asked.type == REQUEST and paused.output_text == ""
+    asked = paused.output[-2]
+    # The answer's text says what waits and how to answer (it was "" before).
+    assert asked.type == REQUEST
+    assert paused.output_text.startswith("This needs your approval before it runs: send an")
     request = asked.model_extra or {}  # the fields its stand-in type does not have
     assert set(request) == {"approval_id", "call_id", "name", "arguments", "effect", "expires_at"}
     resumed = await client.responses.create(
@@ -268,6 +288,26 @@ async def test_the_openai_client_sees_the_request_and_answers_it(offline: LiveSe
     )  # type: ignore[list-item]
     assert [item.type for item in resumed.output] == [TOOL_CALL, "message"]
     assert "sent" in resumed.output_text and len(sent_mail(offline)) == 1
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
+async def test_the_agents_sdk_reads_what_waits_as_its_final_output(
+    offline: LiveServer, streamed: bool
+) -> None:
+    model = OpenAIResponsesModel("switchboard", client_for(offline))
+    agent = Agent(name="Assistant", instructions="Help.", model=model)
+    config = RunConfig(tracing_disabled=True)
+    if streamed:
+        result: Any = Runner.run_streamed(agent, MULTI, run_config=config)
+        async for _ in result.stream_events():
+            pass
+    else:
+        result = await Runner.run(agent, MULTI, run_config=config)
+    # It was "" before the paused response carried a message.
+    assert result.final_output.startswith(
+        "This needs your approval before it runs: send an email to bob@example.com"
+    )
+    assert sent_mail(offline) == []
 
 
 # ----------------------------------------------------------------------------- bad answers
@@ -521,7 +561,11 @@ async def test_a_resumed_turn_can_pause_again_and_each_send_waits_for_its_answer
             live, previous_response_id=first["id"], input=[answer(ada["approval_id"])]
         )
         # Ada's email ran; the model then asked for Bob's, which waits again.
-        assert kinds(second) == [(TOOL_CALL, "send_google_email"), (REQUEST, "send_google_email")]
+        assert kinds(second) == [
+            (TOOL_CALL, "send_google_email"),
+            (REQUEST, "send_google_email"),
+            ("message", None),
+        ]
         [bob] = requests_of(second)
         assert json.loads(bob["arguments"])["to"] == ["bob@example.com"]
         assert [m["to"] for m in sent_mail(live)] == ["ada@example.com"]

@@ -9,6 +9,7 @@ behind.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -132,3 +133,57 @@ async def test_nul_in_a_response_id_is_a_400(offline: LiveServer) -> None:
     error = error_of(answer)
     assert error["type"] == "invalid_request" and error["param"] == "response_id"
     assert "NUL" in error["message"]
+
+
+# ----------------------------------------------------------------------------- the rule broken
+
+
+MESSAGE = {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "words"),
+    [
+        # pydantic said "input: Input should be a valid string" (the other branch).
+        ({**OK, "input": [MESSAGE] * 1001}, "input", "input has 1,001 items; at most 1,000"),
+        # pydantic said "Unable to extract tag using discriminator _item_kind()".
+        (
+            {**OK, "input": ["hi"]},
+            "input[0]",
+            'input[0]: an input item is a JSON object, not a string: a message ({"role": '
+            '"user", "content": "…"}) or an item with a "type" (message, function_call,',
+        ),
+        ({**OK, "input": [MESSAGE, 5]}, "input[1]", "input[1]: an input item is a JSON object"),
+        ({**OK, "input": 5}, "input", "input is a string (one user message) or an array"),
+    ],
+    ids=["1001-items", "string-item", "number-item", "number-input"],
+)
+async def test_a_bad_input_names_the_rule_it_broke(
+    offline: LiveServer, body: dict[str, Any], param: str, words: str
+) -> None:
+    answer = await post(offline, body)
+    assert answer.status_code == 400, answer.text
+    error = error_of(answer)
+    assert (error["code"], error["param"]) == ("invalid_value", param)
+    assert error["message"].startswith(words), error["message"]
+    assert "discriminator" not in error["message"]
+    assert await chats_of(offline) == []
+
+
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/responses/compact"])
+async def test_a_body_sent_as_another_media_type_is_415(offline: LiveServer, path: str) -> None:
+    async with httpx.AsyncClient(base_url=offline.http, timeout=30) as http:
+        # What curl -d sends without -H: a JSON-looking body declared as a form.
+        answer = await http.post(
+            path,
+            content=json.dumps(OK),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert answer.status_code == 415, answer.text
+        error = error_of(answer)
+        assert (error["type"], error["code"]) == ("invalid_request", "unsupported_media_type")
+        assert "application/x-www-form-urlencoded" in error["message"]
+        # No Content-Type says nothing: read as JSON, as before.
+        untyped = await http.post(path, content=json.dumps(OK).encode())
+        assert untyped.status_code == 200, untyped.text
+    assert len(await chats_of(offline)) == (1 if path == "/v1/responses" else 0)

@@ -92,12 +92,13 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
     assert [(item["type"], item.get("name")) for item in final["output"]] == [
         ("switchboard:tool_call", "search_businesses_at_yelp"),
         ("switchboard:approval_request", "send_google_email"),
+        ("message", None),
     ]
     approve = [
         {
             "type": "switchboard:approval_response",
             "approve": True,
-            "approval_id": final["output"][-1]["approval_id"],
+            "approval_id": final["output"][-2]["approval_id"],
         }
     ]
     resumed = parse_sse(
@@ -119,7 +120,9 @@ async def test_streamed_events_follow_the_spec_and_match_the_client_helper(
         paused = await helper.get_final_response()
     assert seen == stream.types
     assert [item.type for item in paused.output] == [item["type"] for item in final["output"]]
-    asked = paused.output[-1].model_extra or {}
+    asked = paused.output[-2].model_extra or {}
+    assert paused.output_text.startswith("This needs your approval before it runs")
+    assert asked["approval_id"] in paused.output_text
     async with client.responses.stream(
         model="switchboard",
         previous_response_id=paused.id,

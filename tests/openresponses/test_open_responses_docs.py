@@ -140,6 +140,11 @@ async def test_the_documented_approval_exchange_matches_the_server(offline: Live
             for key, value in documented.items()
             if key not in ("id", "output", "previous_response_id")
         }
+    # The paused response's message is the server's, up to where the example cuts it.
+    said_doc = paused_doc["output"][-1]["content"][0]["text"].removesuffix("...")
+    said_doc = said_doc.replace(asked_doc["approval_id"], asked["approval_id"])
+    said_doc = said_doc.replace(paused_doc["id"], paused["id"])
+    assert paused["output"][-1]["content"][0]["text"].startswith(said_doc)
     assert resumed["previous_response_id"] == paused["id"]
     assert json.loads(asked["arguments"])["to"] == json.loads(asked_doc["arguments"])["to"]
     assert "bob@example.com" in resumed["output"][-1]["content"][0]["text"]

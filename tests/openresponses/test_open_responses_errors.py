@@ -46,7 +46,7 @@ def error_of(answer: httpx.Response) -> dict[str, Any]:
         ({"input": "hi"}, "model", "model is required"),
         ({"model": "m"}, "input", "input is required"),
         ([1, 2], None, "JSON object"),
-        ({**OK, "input": 3}, "input", "valid"),
+        ({**OK, "input": 3}, "input", "a string (one user message) or an array"),
         ({**OK, "input": []}, "input", "user message"),
         ({**OK, "input": [{"role": "robot", "content": "hi"}]}, "input[0].role", "user"),
         (
@@ -265,6 +265,34 @@ async def test_a_failing_model_is_a_500_or_a_failed_stream(
     assert message["content"][0]["text"] == "partial "  # the two deltas that had streamed
     check_resource(stored)
     assert stored["status"] == "failed"
+
+
+async def test_a_malformed_model_stream_fails_in_words_a_person_reads(
+    scripted: Callable[..., Any], fake_model: FakeModelServer
+) -> None:
+    # The model's stream breaks into a data line that is not JSON, after two deltas.
+    broken = reply(
+        Say("partial answer that breaks", chunk=4), break_after=2, break_with="malformed"
+    )
+    fake_model.script(broken, broken)
+    async with scripted() as live:
+        async with (
+            httpx.AsyncClient(base_url=live.http, timeout=30) as http,
+            http.stream("POST", "/v1/responses", json={**OK, "stream": True}) as answer,
+        ):
+            stream = parse_sse("".join([chunk async for chunk in answer.aiter_text()]))
+        with pytest.raises(openai.InternalServerError) as failed:
+            await client_for(live).responses.create(**OK)
+    check_stream(stream)
+    error = stream.final["error"]
+    assert stream.final["status"] == "failed" and error["code"] == "server_error"
+    # It said "The model failed to answer (JSONDecodeError). Please try again."
+    for message in (error["message"], failed.value.message):
+        assert "JSONDecodeError" not in message and "Error)" not in message, message
+        assert (
+            "The model's answer could not be read (its stream was malformed). Please try again."
+            in message
+        )
 
 
 async def test_deleting_the_chat_deletes_its_responses(offline: LiveServer) -> None:

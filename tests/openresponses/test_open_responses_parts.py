@@ -645,8 +645,9 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
     assert [i["type"] for i in final["output"]] == [
         "switchboard:tool_call",
         "switchboard:approval_request",
+        "message",
     ]
-    request = final["output"][-1]
+    request = final["output"][-2]
     assert request == {
         "id": request["id"],
         "type": "switchboard:approval_request",
@@ -659,13 +660,43 @@ def test_a_pause_ends_completed_with_approval_requests_and_no_call() -> None:
         "expires_at": "2030-01-01T00:00:00.000Z",
         "content": [],
     }
-    assert stream.types[-3:] == [
+    # Without an effect, the message names the tool.
+    said = final["output"][-1]["content"][0]["text"]
+    assert said.startswith("This needs your approval before it runs: run send (approval_id ap_1).")
+    assert f'previous_response_id "{final["id"]}"' in said
+    assert stream.types[-9:] == [
         "response.output_item.added",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
         "response.output_item.done",
         "response.completed",
     ]
     with pytest.raises(ValueError, match="ends completed"):
         builder().finish("failed", usage=USAGE, completed_at=0, approvals=[ASKED])
+
+
+def test_a_pause_on_two_calls_says_what_each_will_do() -> None:
+    effect = {"summary": "send an email to bob@example.com", "fields": [], "plan": {}}
+    second = {**ASKED, "approval_id": "ap_2", "call_id": "c2", "effect": effect}
+    stream = run(
+        [called("send", "c1"), called("send", "c2")],
+        built=builder(SEND),
+        approvals=[ASKED, second],
+    )
+    message = stream.final["output"][-1]
+    assert [i["type"] for i in stream.final["output"]] == [
+        "switchboard:approval_request",
+        "switchboard:approval_request",
+        "message",
+    ]
+    assert message["content"][0]["text"].startswith(
+        "These need your approval before they run: run send (approval_id ap_1); "
+        "send an email to bob@example.com (approval_id ap_2). Nothing has run yet."
+    )
 
 
 def test_a_gated_call_cut_short_is_shown_without_output() -> None:
