@@ -256,7 +256,10 @@ def connector_tool(
     def decorate(inner: AnyToolFunc) -> FunctionTool:
         _check_kind(inner, blocking)
         tool_name = name or inner.__name__
-        call = cast(ToolFunc, functools.partial(run_blocking, inner) if blocking else inner)
+        # A blocking tool's threads: its connector's own pool (named by the connector's agent).
+        call = cast(
+            ToolFunc, functools.partial(run_blocking, agent_name, inner) if blocking else inner
+        )
         signature = inspect.signature(inner)
         if effect is not None:
             _check_effect(inner, signature, side_effect)
