@@ -36,6 +36,7 @@ from connectors.approvals import declare_preview, declare_side_effect
 from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
+from connectors.tool_frames import register_tool
 from connectors.tool_result import ToolResult, render_for_model
 
 __all__ = [
@@ -263,6 +264,8 @@ def connector_tool(
         signature = inspect.signature(inner)
         if effect is not None:
             _check_effect(inner, signature, side_effect)
+        if not blocking:  # it runs on the loop: the watchdog names it if it holds the loop
+            register_tool(inner, agent_name, tool_name)
 
         async def guarded(
             what: str, args: tuple[Any, ...], work: Callable[[], Awaitable[object]]
