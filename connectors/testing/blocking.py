@@ -38,11 +38,16 @@ HOST_MAY_BLOCK = (
 )
 
 
-def detector(scanned_modules: Sequence[str] | None = None) -> BlockBuster:
+def detector(
+    scanned_modules: Sequence[str] | None = None, *, excluded: Sequence[str] = ()
+) -> BlockBuster:
     """blockbuster's detector, not yet active: for blocking calls made under
-    ``scanned_modules`` (any frame of the call's stack in one of them; None: anywhere),
-    except those in ``HOST_MAY_BLOCK``."""
-    found = BlockBuster(list(scanned_modules) if scanned_modules is not None else None)
+    ``scanned_modules`` (any frame of the call's stack in one of them, unless it is in one
+    of the ``excluded`` submodules; None: anywhere), except those in ``HOST_MAY_BLOCK``."""
+    found = BlockBuster(
+        list(scanned_modules) if scanned_modules is not None else None,
+        excluded_modules=list(excluded) or None,
+    )
     for function in found.functions.values():
         for filename, name in HOST_MAY_BLOCK:
             function.can_block_in(filename, name)

@@ -347,6 +347,7 @@ def thread_ended(logs: CapturedLogs) -> str:
     )
 
 
+@pytest.mark.blocking_allowed  # the tool blocks the loop: that is what is under test
 async def test_the_watchdog_names_a_sync_call_in_an_async_tool(
     make_settings: Callable[..., Settings],
 ) -> None:
