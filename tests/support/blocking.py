@@ -10,8 +10,9 @@ a subprocess) is not scanned, nor is the kit's own work around the calls (genera
 arguments, finding a tool's source line: ``NOT_OURS``): that is test set-up, and blocks no
 user.
 
-Accepted as they are (``ACCEPTED``): the app's making (``create_app`` reads its page
-template) and its start-up and shutdown (``start_services``:
+Accepted as they are (``ACCEPTED``): reading the settings (``load_settings``: the time
+zone's file, a secret key file; once, before the server starts), the app's making
+(``create_app`` reads its page template) and its start-up and shutdown (``start_services``:
 migrations checked, a data directory made, once per process, before any socket is served
 or after the last is closed); the watchdog's ``stop``, which joins its thread (woken at
 once by the stop, and bounded to a second); a ``Database`` made (its SQLite folder and
@@ -38,6 +39,7 @@ OUR_PACKAGES = ("app", "websocket", "connectors", "storage", "wire")
 NOT_OURS = ("connectors.testing",)
 # Where our code may block the loop: (file, function), any frame of the stack.
 ACCEPTED = (
+    ("app/settings.py", "load_settings"),
     ("app/main.py", "create_app"),
     ("app/services.py", "start_services"),
     ("app/watchdog.py", "stop"),
@@ -46,7 +48,7 @@ ACCEPTED = (
     ("connectors/rendering.py", "_connector_render_modules"),
 )
 # The test directories run with the check.
-CHECKED = ("tests/unit", "tests/connectors")
+CHECKED = ("tests/unit", "tests/connectors", "tests/ws", "tests/reliability")
 
 
 def is_checked(path: Path) -> bool:
