@@ -48,7 +48,7 @@ ACCEPTED = (
     ("connectors/rendering.py", "_connector_render_modules"),
 )
 # The test directories run with the check.
-CHECKED = ("tests/unit", "tests/connectors", "tests/ws", "tests/reliability")
+CHECKED = ("tests/unit", "tests/connectors", "tests/ws")
 
 
 def is_checked(path: Path) -> bool:
