@@ -27,7 +27,7 @@ from app.llm.providers import ConfiguredModels
 from app.settings import Settings, SettingsError
 from app.streaming import streaming_lifespan
 from app.telemetry import start_tracing
-from app.watchdog import watch_loop
+from app.watchdog import LoopStalls, watch_loop
 from connectors.context import DemoStore
 from connectors.mcp.runtime import McpRuntime
 from connectors.rap.runtime import RapRuntime
@@ -155,8 +155,11 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
     """
     fernet = build_fernet(settings.resolved_secret_key)
     async with AsyncExitStack() as stack:
+        metrics = Metrics()
         # First in, last out: it also watches start-up and the drain at shutdown.
-        stack.enter_context(watch_loop(settings.loop_watchdog_seconds))
+        watchdog = stack.enter_context(
+            watch_loop(settings.loop_watchdog_seconds, on_stall=LoopStalls(metrics.registry).count)
+        )
         db = Database(settings.database_url, pool=pool_sizing(settings))
         stack.push_async_callback(db.dispose)
         local_user = await prepare_database(settings, db)
@@ -172,7 +175,6 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
             await mcp.start()
-        metrics = Metrics()
         # Before the turns (they trace into it), closed after they have drained.
         tracing = start_tracing(settings, db)
         blobs = blob_store_for(settings)
@@ -191,6 +193,8 @@ async def start_services(settings: Settings) -> AsyncIterator[Services]:
                 blobs=blobs,
             )
         )
+        if watchdog is not None:  # a stall in a tool is counted under its connector's name
+            watchdog.connector_names = {c.agent_name: c.name for c in streaming.connectors}
         auth = Authenticator.for_settings(settings, db, local_user, http)
         yield Services(
             settings=settings,

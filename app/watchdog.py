@@ -8,6 +8,11 @@ beat is ``threshold`` seconds late, the thread logs where the loop's thread is (
 ``file:line function`` per frame: no locals, no source text, so no secrets) and how long
 it has been stuck. One warning per episode: the next needs the loop to have beaten again
 (which is logged too, with how long the episode lasted).
+
+When a connector tool is on that stack (``connectors.tool_frames``: the tool functions
+``connector_tool`` registered), the warning names it and its connector, and ``on_stall``
+is called with both (the app counts ``switchboard_loop_stalls_total{connector, tool}``);
+a stall outside any tool is counted with both empty.
 """
 
 from __future__ import annotations
@@ -17,11 +22,15 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["LoopWatchdog", "loop_stack", "watch_loop"]
+from prometheus_client import CollectorRegistry, Counter
+
+from connectors.tool_frames import tool_in
+
+__all__ = ["LoopStalls", "LoopWatchdog", "OnStall", "loop_stack", "watch_loop"]
 
 logger = logging.getLogger("switchboard.watchdog")
 
@@ -29,6 +38,10 @@ logger = logging.getLogger("switchboard.watchdog")
 MAX_FRAMES = 40
 # stop() waits this long at most for the thread, which wakes at once when told to stop.
 _JOIN_TIMEOUT = 1.0
+
+# Told of each stall, from the watchdog's thread: (connector, tool), both "" when the loop
+# was not in a connector tool.
+OnStall = Callable[[str, str], None]
 
 
 def loop_stack(frame: FrameType | None, limit: int = MAX_FRAMES) -> list[str]:
@@ -46,7 +59,9 @@ class LoopWatchdog:
     """Watches the running event loop from a daemon thread; ``start`` and ``stop`` are
     called on the loop's thread."""
 
-    def __init__(self, threshold: float, *, interval: float | None = None) -> None:
+    def __init__(
+        self, threshold: float, *, interval: float | None = None, on_stall: OnStall | None = None
+    ) -> None:
         if not threshold > 0:
             raise ValueError(f"the watchdog threshold must be > 0 seconds, got {threshold!r}")
         if interval is not None and not interval > 0:
@@ -56,6 +71,10 @@ class LoopWatchdog:
         self.interval = interval if interval is not None else threshold / 4
         # How many times the thread has looked at the heartbeat (tests wait on it).
         self.checks = 0
+        self.on_stall = on_stall
+        # A tool knows its connector's agent; the app fills in agent -> connector name once
+        # the connectors are loaded (an unknown agent is named as it is).
+        self.connector_names: Mapping[str, str] = {}
         self._due = 0.0  # when the loop's next heartbeat is due (time.monotonic)
         self._stopping = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -119,26 +138,56 @@ class LoopWatchdog:
     def _report(self, late: float) -> None:
         frame = sys._current_frames().get(self._loop_thread)
         stack = loop_stack(frame) or ["(the loop's thread has ended)"]
+        running = tool_in(frame)
+        connector = tool = ""
+        where = ""
+        if running is not None:
+            connector = self.connector_names.get(running.agent, running.agent)
+            tool = running.tool
+            where = f" in tool {tool} of connector {connector}"
         logger.warning(
-            "event loop blocked for %.1f s so far (threshold %.1f s): nothing else runs "
+            "event loop blocked for %.1f s so far (threshold %.1f s)%s: nothing else runs "
             "until it returns; the loop's thread is at (innermost last):\n  %s",
             late,
             self.threshold,
+            where,
             "\n  ".join(stack),
-            extra={"blocked_seconds": round(late, 3)},
+            extra={"blocked_seconds": round(late, 3), "connector": connector, "tool": tool},
         )
+        if self.on_stall is not None:
+            self.on_stall(connector, tool)
 
 
 @contextmanager
-def watch_loop(threshold: float, *, interval: float | None = None) -> Iterator[LoopWatchdog | None]:
+def watch_loop(
+    threshold: float, *, interval: float | None = None, on_stall: OnStall | None = None
+) -> Iterator[LoopWatchdog | None]:
     """A watchdog on the running loop for the block (``SWITCHBOARD_LOOP_WATCHDOG_SECONDS``);
     none when ``threshold`` is 0 (turned off)."""
     if threshold == 0:
         yield None
         return
-    watchdog = LoopWatchdog(threshold, interval=interval)
+    watchdog = LoopWatchdog(threshold, interval=interval, on_stall=on_stall)
     watchdog.start()
     try:
         yield watchdog
     finally:
         watchdog.stop()
+
+
+class LoopStalls:
+    """``switchboard_loop_stalls_total{connector, tool}`` in the app's registry (``GET
+    /metrics``): each stall the watchdog reports, by the connector tool that held the loop;
+    both labels empty when it was no connector tool. Its ``count`` is an ``OnStall``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._stalls = Counter(
+            "switchboard_loop_stalls",
+            "Event-loop stalls past SWITCHBOARD_LOOP_WATCHDOG_SECONDS, by the connector tool "
+            "running (empty: none)",
+            ["connector", "tool"],
+            registry=registry,
+        )
+
+    def count(self, connector: str, tool: str) -> None:
+        self._stalls.labels(connector, tool).inc()

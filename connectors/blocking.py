@@ -8,8 +8,10 @@ applies to the wait.
 Why not ``asyncio.to_thread``: its threads are the loop's default executor, which DNS
 look-ups share, and ``asyncio.run`` waits for all of them at exit, so a vendor call that
 never returns would hold a slot for good and keep the server from stopping. Here each call
-gets a daemon thread, at most ``MAX_BLOCKING_CALLS`` at once per event loop; a call past
-that waits for a free one (under its timeout).
+gets a daemon thread, at most ``MAX_BLOCKING_CALLS`` at once per pool; a call past that
+waits for a free one (under its timeout). Each connector has a pool of its own (named by
+its agent, which ``connector_tool`` knows): a plug-in whose vendor hangs fills its own pool
+and no other connector's.
 
 A thread cannot be stopped from outside: when its caller gives up (a timeout, a cancelled
 turn) the function runs on to its end in the background, still holding its slot, and
@@ -33,27 +35,29 @@ logger = logging.getLogger("switchboard.connectors.tools")
 
 T = TypeVar("T")
 
-# Enough for a few slow vendor calls per turn across many turns; a limit, so that calls
-# that hang cannot pile up threads without end.
+# Per pool (connector): enough for a few slow vendor calls per turn across many turns; a
+# limit, so that calls that hang cannot pile up threads without end.
 MAX_BLOCKING_CALLS = 16
 
-_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+# Per event loop (an asyncio.Semaphore belongs to one), then per pool.
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _slots_of(loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
-    slots = _slots.get(loop)
+def _slots_of(loop: asyncio.AbstractEventLoop, pool: str) -> asyncio.Semaphore:
+    pools = _slots.setdefault(loop, {})
+    slots = pools.get(pool)
     if slots is None:
-        slots = _slots[loop] = asyncio.Semaphore(MAX_BLOCKING_CALLS)
+        slots = pools[pool] = asyncio.Semaphore(MAX_BLOCKING_CALLS)
     return slots
 
 
-async def run_blocking(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` in a worker thread (with this task's context variables);
-    its result, or its exception raised here."""
+async def run_blocking(pool: str, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` in a worker thread of ``pool`` (a connector's, by its agent
+    name), with this task's context variables; its result, or its exception raised here."""
     loop = asyncio.get_running_loop()
-    slots = _slots_of(loop)
+    slots = _slots_of(loop, pool)
     await slots.acquire()
     result: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
@@ -65,8 +69,9 @@ async def run_blocking(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> 
         slots.release()
         if result.cancelled():
             logger.info(
-                "blocking call %s ended %.1f s after it started, its caller gone (%s)",
+                "blocking call %s (%s) ended %.1f s after it started, its caller gone (%s)",
                 what,
+                pool,
                 time.monotonic() - started,
                 # The type only: an exception's message may hold secrets.
                 "returned" if error is None else f"raised {type(error).__name__}",
@@ -89,7 +94,9 @@ async def run_blocking(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> 
             pass  # the loop was closed meanwhile: nobody is waiting any more
 
     try:
-        threading.Thread(target=work, name=f"switchboard-blocking {what}", daemon=True).start()
+        threading.Thread(
+            target=work, name=f"switchboard-blocking {what} ({pool})", daemon=True
+        ).start()
     except BaseException:
         slots.release()
         raise

@@ -42,6 +42,7 @@ from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
 from connectors.result_size import DEFAULT_MAX_CHARS
+from connectors.tool_frames import register_tool
 from connectors.tool_result import ToolResult, cap_result, render_for_model
 
 __all__ = [
@@ -297,12 +298,17 @@ def connector_tool(
     def decorate(inner: AnyToolFunc) -> FunctionTool:
         _check_kind(inner, blocking)
         tool_name = name or inner.__name__
-        call = cast(ToolFunc, functools.partial(run_blocking, inner) if blocking else inner)
+        # A blocking tool's threads: its connector's own pool (named by the connector's agent).
+        call = cast(
+            ToolFunc, functools.partial(run_blocking, agent_name, inner) if blocking else inner
+        )
         signature = inspect.signature(inner)
         if effect is not None:
             _check_effect(inner, signature, side_effect)
         # The wrapper always gets the run context, where the settings' limits are.
         own_context = _takes_context(inner)
+        if not blocking:  # it runs on the loop: the watchdog names it if it holds the loop
+            register_tool(inner, agent_name, tool_name)
 
         async def guarded(
             what: str, args: tuple[Any, ...], work: Callable[[], Awaitable[object]]

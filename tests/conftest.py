@@ -14,6 +14,9 @@
   ``database_url``, with a data directory under ``tmp_path``.
 - ``postgres_proxy``: a ``DroppingProxy`` (``tests/support/proxies.py``) in front of the
   test PostgreSQL, for a test to cut or delay what passes between it and the database.
+- every test in ``tests/support/blocking.py``'s ``CHECKED`` directories runs with our
+  code's blocking calls on the event loop made errors, unless it is marked
+  ``@pytest.mark.blocking_allowed``.
 
 Helpers the tests share (servers, clients, waiting on a condition) are in
 ``tests/support/``; conftest files hold only fixtures and hooks.
@@ -29,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,7 @@ from sqlalchemy.engine import make_url
 from app.settings import Settings, load_settings
 from storage.engine import Database
 from storage.migrate import upgrade
+from tests.support.blocking import is_checked, no_blocking_in_our_code
 from tests.support.db import (
     POSTGRES_URL,
     MigratedDatabase,
@@ -81,6 +85,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {path: n for n, path in enumerate(SLOW_FIRST)}
     # A stable sort: within a file, and for every other file, the collected order stays.
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(SLOW_FIRST)))
+
+
+@pytest.fixture(autouse=True)
+def _no_blocking_on_the_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.node.get_closest_marker("blocking_allowed") or not is_checked(request.path):
+        yield
+        return
+    with no_blocking_in_our_code():
+        yield
 
 
 @pytest.fixture(scope="session", params=ENGINES)

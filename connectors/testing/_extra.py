@@ -13,12 +13,14 @@ from importlib.util import find_spec
 from connectors.names import DISTRIBUTION
 
 # The module each of the extra's distributions provides. pytest and pytest-asyncio run
-# ConnectorContract's test methods; Hypothesis generates tool arguments from their schemas.
+# ConnectorContract's test methods; Hypothesis generates tool arguments from their schemas;
+# blockbuster finds blocking calls a tool makes on the event loop.
 NEEDED = {
     "pytest": "pytest",
     "pytest_asyncio": "pytest-asyncio",
     "hypothesis": "hypothesis",
     "hypothesis_jsonschema": "hypothesis-jsonschema",
+    "blockbuster": "blockbuster",
 }
 INSTALL = f"pip install '{DISTRIBUTION}[testing]'"
 

@@ -9,7 +9,7 @@ from typing import Any
 from connectors.adapters import to_plain_text
 from connectors.registry import Connector
 from connectors.responses import ToolResponse
-from connectors.testing.invoke import KitTool, Outcome
+from connectors.testing.invoke import BLOCKING_FIX, KitTool, Outcome
 from connectors.tooling import TIMEOUT_CODE
 
 __all__ = [
@@ -139,12 +139,22 @@ def outcome_problems(
     errors_allowed: bool,
     timeout: float,
 ) -> list[str]:
-    """What is wrong with one call: a timeout, a crash, an invalid result, or an error
-    answer where none was expected (``errors_allowed``: the author said generated
-    arguments may be nonsense to this tool)."""
+    """What is wrong with one call: a blocking call on the event loop, a timeout, a crash,
+    an invalid result, or an error answer where none was expected (``errors_allowed``: the
+    author said generated arguments may be nonsense to this tool)."""
     tool = outcome.tool
     called = f"{tool.label} called with {show(outcome.arguments, 300)}"
     logged = f"\n  the tool logged: {show(outcome.logged, 400)}" if outcome.logged else ""
+    if outcome.blocking:
+        calls = "\n  ".join(outcome.blocking)
+        return [f"{called} blocked the event loop:\n  {calls}\n  {BLOCKING_FIX}"]
+    if outcome.overran is not None:
+        return [
+            f"{called} did not answer within {timeout} s (the kit's tool_timeout_seconds): it "
+            f"held the event loop for {outcome.overran:.1f} s, so nothing else could run and "
+            "no timeout could cut it short. Move long synchronous work off the loop: "
+            "@connector_tool(..., blocking=True) on a plain `def`, or asyncio.to_thread."
+        ]
     if outcome.timed_out:
         fix = (
             "An MCP tool must answer in time: never wait on something that may not come."

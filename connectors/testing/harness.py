@@ -30,7 +30,8 @@ async def _template_database() -> Path:
     if "path" not in _TEMPLATE:
         from storage.migrate import upgrade
 
-        path = Path(tempfile.mkdtemp(prefix="switchboard-kit-")) / "template.db"
+        directory = await asyncio.to_thread(tempfile.mkdtemp, prefix="switchboard-kit-")
+        path = Path(directory) / "template.db"
         await asyncio.to_thread(upgrade, f"sqlite+aiosqlite:///{path}")
         _TEMPLATE["path"] = path
     return _TEMPLATE["path"]
@@ -65,9 +66,10 @@ async def harness(settings: ConnectorSettings | None = None) -> AsyncIterator[Ha
     from storage.engine import Database
     from storage.users import UserRepository
 
-    directory = Path(tempfile.mkdtemp(prefix="switchboard-kit-"))
+    # Files off the loop: the kit holds the loop to what it asks of the tools.
+    directory = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="switchboard-kit-"))
     path = directory / "kit.db"
-    shutil.copyfile(await _template_database(), path)
+    await asyncio.to_thread(shutil.copyfile, await _template_database(), path)
     db = Database(f"sqlite+aiosqlite:///{path}")
     http = new_client()
     try:
@@ -83,7 +85,7 @@ async def harness(settings: ConnectorSettings | None = None) -> AsyncIterator[Ha
     finally:
         await http.aclose()
         await db.dispose()
-        shutil.rmtree(directory, ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, directory, ignore_errors=True)
 
 
 @asynccontextmanager

@@ -3,8 +3,10 @@
 A tool is the agent's own ``FunctionTool`` or one listed by an MCP server of the agent
 (``agent.mcp_servers``): ``kit_tools`` connects those servers, lists their tools through
 the SDK (``MCPUtil``) and closes them again. ``invoke`` calls a tool through its
-``on_invoke_tool``, the SDK's own invocation, under the kit's hard time limit, and keeps
-what the tool logged and, for an MCP tool, whether the server answered ``isError``.
+``on_invoke_tool``, the SDK's own invocation, under the kit's hard time limit and with
+blocking calls on the event loop made errors (``connectors.testing.blocking``), and keeps
+what the tool logged, which blocking calls it made and, for an MCP tool, whether the server
+answered ``isError``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,10 +30,26 @@ from connectors.approvals import side_effect_of
 from connectors.context import ChatContext
 from connectors.registry import Connector
 from connectors.settings import ConnectorSettings
+from connectors.testing.blocking import BlockingError, blocking_calls, blocking_checked
 
-__all__ = ["KitTool", "McpAnswer", "Outcome", "call_tool", "invoke", "kit_tools", "tools_of"]
+__all__ = [
+    "BLOCKING_FIX",
+    "KitTool",
+    "McpAnswer",
+    "Outcome",
+    "call_tool",
+    "invoke",
+    "kit_tools",
+    "tools_of",
+]
 
 TOOL_LOGGER = "switchboard.connectors.tools"  # where connector_tool logs a crash or a bad result
+BLOCKING_FIX = (
+    "Nothing else in the server runs while it blocks, and no timeout can cut it short. Await "
+    "an async equivalent (asyncio.sleep, the context's httpx client, asyncio.to_thread for "
+    "files), or make the tool a plain `def` declared @connector_tool(..., blocking=True), "
+    "which runs it in a worker thread."
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,11 @@ class Outcome:
     arguments: dict[str, Any]
     output: object = None
     timed_out: bool = False
+    # How long it held the event loop past the time limit: synchronous work that no
+    # timeout could cut short (the limit's timer only fires once the loop turns again).
+    overran: float | None = None
     logged: list[str] = field(default_factory=list)  # the tool's error log lines
+    blocking: list[str] = field(default_factory=list)  # blocking calls it made on the loop
     mcp: McpAnswer | None = None  # for an MCP tool: None when the server gave no answer
 
 
@@ -202,12 +225,15 @@ class _Lines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.lines: list[str] = []
+        self.blocking: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         line = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             line += f" [{type(error).__name__}: {error}]"
+            # connector_tool logs what a tool raised: a blocking call, among others.
+            self.blocking += blocking_calls(error)
         self.lines.append(line)
 
 
@@ -219,7 +245,7 @@ async def invoke(
     time_limit: float,
 ) -> Outcome:
     """Call ``tool`` exactly as the SDK does (JSON arguments in), for at most ``time_limit``
-    seconds."""
+    seconds, with blocking calls on the event loop made errors."""
     outcome = Outcome(tool, arguments)
     payload = json.dumps(arguments)
     tool_context = ToolContext(
@@ -230,14 +256,23 @@ async def invoke(
     lines = _Lines()
     logger = logging.getLogger(TOOL_LOGGER)
     logger.addHandler(lines)
+    started = time.monotonic()
     try:
-        async with asyncio.timeout(time_limit):
-            outcome.output = await tool.tool.on_invoke_tool(tool_context, payload)
+        with blocking_checked():
+            async with asyncio.timeout(time_limit):
+                outcome.output = await tool.tool.on_invoke_tool(tool_context, payload)
     except TimeoutError:
         outcome.timed_out = True
+    except BlockingError as error:  # raised past the tool's own error handling
+        lines.blocking += blocking_calls(error)
     finally:
         logger.removeHandler(lines)
+    took = time.monotonic() - started
+    if took > time_limit and not outcome.timed_out:
+        # Answered, but late: the loop was held, so the limit's timer could not fire.
+        outcome.timed_out, outcome.overran = True, took
     outcome.logged = lines.lines
+    outcome.blocking = lines.blocking
     if tool.server is not None:
         outcome.mcp = tools.answers.last.get(mcp_key)
     return outcome
@@ -257,15 +292,28 @@ def tools_of(
 async def call_tool(
     connector: Connector, name: str, context: ChatContext, arguments: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Invoke one of the agent's own tools exactly as the Agents SDK does."""
+    """Invoke one of the agent's own tools exactly as the Agents SDK does; a blocking call
+    it makes on the event loop raises ``BlockingError`` (``blocking_checked``)."""
     from connectors.testing.arguments import simple_arguments
 
     tool = tools_of(connector, context.settings)[name]
     given = arguments if arguments is not None else simple_arguments(tool.params_json_schema)
     payload = json.dumps(given)
-    output = await tool.on_invoke_tool(
-        ToolContext(context, tool_name=name, tool_call_id="call_contract", tool_arguments=payload),
-        payload,
+    lines = _Lines()
+    logger = logging.getLogger(TOOL_LOGGER)
+    logger.addHandler(lines)
+    try:
+        with blocking_checked():
+            output = await tool.on_invoke_tool(
+                ToolContext(
+                    context, tool_name=name, tool_call_id="call_contract", tool_arguments=payload
+                ),
+                payload,
+            )
+    finally:
+        logger.removeHandler(lines)
+    assert not lines.blocking, (
+        f"{name} blocked the event loop: {'; '.join(lines.blocking)}. {BLOCKING_FIX}"
     )
     assert isinstance(output, dict), (
         f"{name} returned {type(output).__name__}, not a dict: {output!r:.300}"

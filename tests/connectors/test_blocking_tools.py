@@ -178,7 +178,9 @@ async def test_calls_past_the_thread_limit_wait_for_a_free_thread() -> None:
         releases[index].wait(DEADLINE)
         return index
 
-    calls = [asyncio.create_task(run_blocking(held, index)) for index in range(len(releases))]
+    calls = [
+        asyncio.create_task(run_blocking(AGENT, held, index)) for index in range(len(releases))
+    ]
     try:
         await wait_until(
             lambda: len(entered) == MAX_BLOCKING_CALLS, what="every thread to be in use"
@@ -192,6 +194,45 @@ async def test_calls_past_the_thread_limit_wait_for_a_free_thread() -> None:
         for release in releases:
             release.set()
     assert await asyncio.gather(*calls) == list(range(len(releases)))
+
+
+def hung_vendor_tool(release: threading.Event, entered: list[str]) -> FunctionTool:
+    @connector_tool(agent_name="HangingAgent", blocking=True, side_effect=False)
+    def hanging_lookup(city: str) -> ToolResponse:
+        """Look a city up with a vendor SDK whose server never answers.
+
+        Args:
+            city: The city.
+        """
+        entered.append(city)
+        release.wait(DEADLINE)
+        return ToolResponse("text", "HangingAgent", "Lookup", city)
+
+    return hanging_lookup
+
+
+async def test_one_connectors_hung_calls_leave_another_connectors_threads_free() -> None:
+    # A plug-in whose vendor hangs fills every thread of its pool; another connector's
+    # blocking tool still gets a thread at once and answers.
+    release = threading.Event()
+    entered: list[str] = []
+    hanging = hung_vendor_tool(release, entered)
+    forecast = connector_tool(vendor_forecast, agent_name=AGENT, blocking=True, side_effect=False)
+    hung = [
+        asyncio.create_task(invoke(hanging, city=f"city {n}")) for n in range(MAX_BLOCKING_CALLS)
+    ]
+    try:
+        await wait_until(
+            lambda: len(entered) == MAX_BLOCKING_CALLS, what="the hung plug-in's pool to be full"
+        )
+        output = await invoke(forecast, city="Oslo", days=1)
+        assert output["response"].startswith("1 days of Oslo, from switchboard-blocking ")
+        assert not any(call.done() for call in hung), "a hung call ended before it was released"
+    finally:
+        release.set()
+    assert [o["response"] for o in await asyncio.gather(*hung)] == [
+        f"city {n}" for n in range(MAX_BLOCKING_CALLS)
+    ]
 
 
 # --- end to end: the real server ---
@@ -306,6 +347,7 @@ def thread_ended(logs: CapturedLogs) -> str:
     )
 
 
+@pytest.mark.blocking_allowed  # the tool blocks the loop: that is what is under test
 async def test_the_watchdog_names_a_sync_call_in_an_async_tool(
     make_settings: Callable[..., Settings],
 ) -> None:

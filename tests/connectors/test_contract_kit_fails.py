@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +24,7 @@ from connectors.testing import ConnectorContract
 from connectors.tooling import ToolError, connector_tool
 
 ROOT = Path(__file__).resolve().parents[2]
+LISTENER_URL = "http://127.0.0.1:9"  # set by the test that runs uses_a_sync_sdk
 
 
 def plugin(
@@ -167,6 +170,66 @@ async def refuses(ctx: RunContextWrapper[ChatContext], item_id: str) -> ToolResp
     return result(item_id)
 
 
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def sleeps(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Waits for a vendor's rate limit the synchronous way (issue 33: it froze every chat).
+
+    Args:
+        query: Anything.
+    """
+    time.sleep(15)  # noqa: ASYNC251 - the mistake under test (line: SLEEP_LINE)
+    return result(query)
+
+
+def vendor_sdk_get(url: str) -> bytes:
+    """A vendor SDK's synchronous HTTP call: a blocking socket on the caller's thread."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:  # (line: CONNECT_LINE)
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        return sock.recv(1024)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def uses_a_sync_sdk(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Calls a vendor's synchronous SDK from async code.
+
+    Args:
+        query: Anything.
+    """
+    vendor_sdk_get(LISTENER_URL)  # (line: SDK_CALL_LINE)
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False, blocking=True)
+def sleeps_in_a_thread(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Waits for a vendor's rate limit in its worker thread, as blocking=True allows.
+
+    Args:
+        query: Anything.
+    """
+    time.sleep(0.01)
+    return result(query)
+
+
+@connector_tool(agent_name="Flawed", side_effect=False)
+async def computes_too_long(ctx: RunContextWrapper[ChatContext], query: str) -> ToolResponse:
+    """Holds the loop with pure computation, which no detector of blocking calls sees.
+
+    Args:
+        query: Anything.
+    """
+    until = time.monotonic() + 0.5
+    while time.monotonic() < until:
+        pass
+    return result(query)
+
+
+def line_of(marker: str) -> int:
+    """The line of this file that carries ``(line: marker)``."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if f"(line: {marker})" in line)
+
+
 # ----------------------------------------------------------------------------- contracts
 
 
@@ -240,6 +303,29 @@ class RefusesWithSampleContract(RefusesContract):
 
 class RefusesItsSampleContract(RefusesContract):
     sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"refuses": {"item_id": "other"}}
+
+
+class SleepsContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(sleeps)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"sleeps": {"query": "q-10"}}
+    generated_examples: ClassVar[int] = 0
+
+
+class SyncSdkContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(uses_a_sync_sdk)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"uses_a_sync_sdk": {"query": "q"}}
+    generated_examples: ClassVar[int] = 0
+
+
+class SleepsInAThreadContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(sleeps_in_a_thread)
+
+
+class ComputesTooLongContract(ConnectorContract):
+    connector: ClassVar[Connector] = plugin(computes_too_long)
+    sample_arguments: ClassVar[dict[str, dict[str, Any]]] = {"computes_too_long": {"query": "q"}}
+    generated_examples: ClassVar[int] = 0
+    tool_timeout_seconds: ClassVar[float] = 0.2
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -323,6 +409,40 @@ async def test_a_hanging_tool_fails_within_the_kit_timeout() -> None:
     assert loop.time() - started < 30
     assert 'hangs called with {"query": "q-9"} did not answer within 0.5 s' in message
     assert "tool_timeout_seconds" in message
+
+
+async def test_a_tool_that_sleeps_on_the_loop_fails_naming_the_call_and_its_line() -> None:
+    message = await failure(SleepsContract().test_every_tool_returns_a_valid_tool_response)
+    assert 'sleeps called with {"query": "q-10"} blocked the event loop' in message
+    assert f"time.sleep at {__file__}:{line_of('SLEEP_LINE')} in sleeps" in message
+    assert "blocking=True" in message and "asyncio.sleep" in message
+
+
+async def test_a_sync_sdk_call_fails_naming_the_socket_call_and_the_tools_line() -> None:
+    server = await asyncio.start_server(lambda reader, writer: writer.close(), "127.0.0.1", 0)
+    global LISTENER_URL
+    LISTENER_URL = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        message = await failure(SyncSdkContract().test_every_tool_returns_a_valid_tool_response)
+    finally:
+        server.close()
+    # The socket call where the standard library makes it, and the way there from the tool.
+    assert "blocked the event loop:\n  socket.socket.connect at " in message, message
+    tool_line = f"{__file__}:{line_of('SDK_CALL_LINE')} in uses_a_sync_sdk"
+    helper_line = f"{__file__}:{line_of('CONNECT_LINE')} in vendor_sdk_get"
+    assert f"in create_connection, from {tool_line} -> {helper_line}\n" in message, message
+    assert message.count(" at ") == 1, "one blocking call, named once"
+
+
+async def test_a_blocking_true_tool_may_block_its_own_thread() -> None:
+    await SleepsInAThreadContract().test_every_tool_returns_a_valid_tool_response()
+
+
+async def test_a_tool_that_holds_the_loop_past_the_limit_fails() -> None:
+    # Its timeout's timer cannot fire while it computes: it answers, late, and still fails.
+    message = await failure(ComputesTooLongContract().test_every_tool_returns_a_valid_tool_response)
+    assert 'computes_too_long called with {"query": "q"} did not answer within 0.2 s' in message
+    assert "held the event loop for " in message
 
 
 async def test_a_tool_that_raises_on_generated_arguments_fails() -> None:
