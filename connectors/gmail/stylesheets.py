@@ -1,7 +1,8 @@
 """The mail's ``<style>`` rules: selectors, specificity and ``@media`` queries.
 
-Pure, standard library only. ``<style>`` rules that hide a class are one of the ways a mail
-hides text, so each element's declarations are taken after the cascade, as a browser would.
+Pure; the sheets are read with tinycss2. ``<style>`` rules that hide a class are one of the
+ways a mail hides text, so each element's declarations are taken after the cascade, as a
+browser would.
 Sheets are read for a desktop mail reader in light mode; what cannot be judged (sibling
 combinators, most pseudo-classes) is taken as matching: when unsure, hide more.
 """
@@ -9,16 +10,13 @@ combinators, most pseudo-classes) is taken as matching: when unsure, hide more.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from connectors.gmail.css_visibility import (
-    CSS_COMMENT,
-    VIEWPORT,
-    declarations,
-    number,
-    unescape_css,
-)
+import tinycss2
+from tinycss2.ast import AtRule, Node, QualifiedRule
+
+from connectors.gmail.css_visibility import VIEWPORT, css_text, declarations, number
 
 # Bounds on work, so a hostile mail cannot make the walk slow.
 _MAX_NESTING = 8  # @media inside @media...
@@ -201,35 +199,24 @@ def _feature_holds(name: str, value: str) -> bool:
     return size == limit
 
 
-def _blocks(sheet: str) -> Iterator[tuple[str, str]]:
-    """Top-level ``(prelude, body)`` pairs of a style sheet; ``@import x;`` is skipped."""
-    position = 0
-    while position < len(sheet):
-        brace = sheet.find("{", position)
-        if brace < 0:
-            return
-        prelude = sheet[position:brace]
-        if ";" in prelude and prelude.lstrip().startswith("@"):
-            prelude = prelude[prelude.rfind(";") + 1 :]
-        depth, end = 1, brace + 1
-        while end < len(sheet) and depth:
-            depth += {"{": 1, "}": -1}.get(sheet[end], 0)
-            end += 1
-        yield prelude.strip(), sheet[brace + 1 : end - 1]
-        position = end
-
-
-def _rules(sheet: str, counter: Iterator[int], depth: int = 0) -> Iterator[Rule]:
-    for prelude, body in _blocks(sheet):
-        lowered = prelude.lower()
-        if lowered.startswith(("@media", "@supports", "@layer", "@container", "@document")):
-            if depth < _MAX_NESTING and (
-                not lowered.startswith("@media") or _media_applies(lowered.removeprefix("@media"))
+def _rules(rules: Iterable[Node], counter: Iterator[int], depth: int = 0) -> Iterator[Rule]:
+    for rule in rules:
+        if isinstance(rule, AtRule) and rule.content is not None:
+            name = rule.lower_at_keyword
+            query = css_text(rule.prelude)
+            if (
+                name in ("media", "supports", "layer", "container", "document")
+                and depth < _MAX_NESTING
+                and query is not None  # nested past reason: invalid, as in a browser
+                and (name != "media" or _media_applies(query))
             ):
-                yield from _rules(body, counter, depth + 1)
-        elif not lowered.startswith("@"):
-            css = declarations(body)
-            for selector in unescape_css(prelude).lower().split(","):
+                inner = tinycss2.parse_rule_list(
+                    rule.content, skip_comments=True, skip_whitespace=True
+                )
+                yield from _rules(inner, counter, depth + 1)
+        elif isinstance(rule, QualifiedRule) and (selectors := css_text(rule.prelude)):
+            css = declarations(rule.content)
+            for selector in selectors.split(","):
                 parsed = _parse_selector(selector)
                 if parsed:
                     compounds = parsed[0]
@@ -261,7 +248,8 @@ def style_rules(html: str) -> dict[str, list[Rule]]:
         media = re.search(r"""media\s*=\s*["']?([^"'>]*)""", attrs, re.I)
         if media and not _media_applies(media.group(1)):
             continue
-        for rule in _rules(CSS_COMMENT.sub(" ", sheet), counter):
+        sheet_rules = tinycss2.parse_stylesheet(sheet, skip_comments=True, skip_whitespace=True)
+        for rule in _rules(sheet_rules, counter):
             subject = rule.compounds[-1]
             key = (
                 f"#{subject.ids[0]}"
