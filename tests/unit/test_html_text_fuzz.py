@@ -7,8 +7,9 @@ techniques are those of the policy in html_text: inline styles, ``<style>`` rule
 an id or an attribute (``!important`` beating an inline style), the ``hidden`` attribute,
 elements never rendered, and comments; rules that do not apply to a desktop reader at rest
 (mobile-only, print, dark mode, ``:hover``) hide nothing. Nothing generated can undo a
-parent's hiding (no ``visibility:visible``, no font size, colour or background of its own),
-so the expected words follow from the tree alone.
+parent's hiding (no ``visibility:visible``, no font size of its own, and only colours that
+cannot be read on the near-white backgrounds generated), so the expected words follow from
+the tree alone.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ HIDING_STYLES = [
     "color:rgba(0,0,0,0)",
     "color:#ffffff",
     "color:white",
-    "color:#336699;background-color:#336699",
+    # Coloured like its background. Every background here is near white, so that a colour
+    # a child takes from this list hides it too (white on dark blue would show).
+    "color:#f0f0f0;background-color:#f4f4f4",
+    "color:#fff;background:#fafafa",
     "max-height:0;overflow:hidden",
     "height:0px;overflow:hidden",
     "width:0;overflow-x:hidden",
