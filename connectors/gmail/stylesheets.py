@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from html.parser import HTMLParser
 
 import tinycss2
 from tinycss2.ast import AtRule, Node, QualifiedRule
@@ -225,18 +226,44 @@ def _rules(rules: Iterable[Node], counter: Iterator[int], depth: int = 0) -> Ite
                     yield Rule(compounds, parsed[1], next(counter), css)
 
 
+# Elements whose content is text, never markup: a "<style>" inside one is no style sheet.
+_TEXT_ONLY = frozenset(
+    {"textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"}
+)
+
+
+class _SheetFinder(HTMLParser):
+    """The ``<style>`` elements as the tokenizer finds them: one inside a comment, an
+    attribute value or a ``<textarea>`` is not one (its ``!important`` rules would else
+    show text that the browser keeps hidden)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.sheets: list[tuple[str, list[str]]] = []  # (media attribute, text parts)
+        self.inside = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "style":
+            self.sheets.append((dict(attrs).get("media") or "", []))
+            self.inside = True
+        elif tag in _TEXT_ONLY:
+            self.set_cdata_mode(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        self.inside = self.inside and tag != "style"
+
+    def handle_data(self, data: str) -> None:
+        if self.inside:
+            self.sheets[-1][1].append(data)
+
+
 def _style_sheets(html: str) -> Iterator[tuple[str, str]]:
-    """``(attributes, text)`` of each ``<style>`` element, read the way the parser does."""
-    lowered = html.lower()
-    position = 0
-    while (start := lowered.find("<style", position)) >= 0:
-        opened = lowered.find(">", start)
-        closed = lowered.find("</style", opened)
-        if opened < 0 or closed < 0:
-            return
-        if re.match(r"<style[\s/>]", lowered[start : start + 7]):
-            yield html[start + 6 : opened], html[opened + 1 : closed]
-        position = closed + 1
+    """``(media, text)`` of each ``<style>`` element, read the way the parser does."""
+    finder = _SheetFinder()
+    finder.feed(html)
+    finder.close()
+    for media, parts in finder.sheets:
+        yield media, "".join(parts)
 
 
 def style_rules(html: str) -> dict[str, list[Rule]]:
@@ -244,9 +271,8 @@ def style_rules(html: str) -> dict[str, list[Rule]]:
     ``#id``, ``.class``, a tag name, or ``*``."""
     counter = iter(range(1 << 30))
     index: dict[str, list[Rule]] = {}
-    for attrs, sheet in _style_sheets(html):
-        media = re.search(r"""media\s*=\s*["']?([^"'>]*)""", attrs, re.I)
-        if media and not _media_applies(media.group(1)):
+    for media, sheet in _style_sheets(html):
+        if media and not _media_applies(media):
             continue
         sheet_rules = tinycss2.parse_stylesheet(sheet, skip_comments=True, skip_whitespace=True)
         for rule in _rules(sheet_rules, counter):

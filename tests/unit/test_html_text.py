@@ -158,6 +158,21 @@ HIDDEN_CASES: list[tuple[str, str]] = [
         '<style>.h{display:none!important}</style><p class=h style="display:block">HIDDEN</p>SEEN',
     ),
     (
+        "style_in_a_comment_is_no_sheet",
+        "<!-- <style>.x{display:block!important}</style> -->"
+        '<div class="x" style="display:none">HIDDEN</div>SEEN',
+    ),
+    (
+        "style_in_an_attribute_is_no_sheet",
+        '<p title="<style>.x{display:block!important}</style>">SEEN</p>'
+        '<div class="x" style="display:none">HIDDEN</div>',
+    ),
+    (
+        "style_in_a_textarea_is_no_sheet",
+        "<textarea><style>.x{visibility:visible!important}</style></textarea>"
+        '<div class="x" style="visibility:hidden">HIDDEN</div>SEEN',
+    ),
+    (
         "id_rule_beats_later_class_rule",
         "<style>#h{display:none} .v{display:block}</style><p id=h class=v>HIDDEN</p>SEEN",
     ),
