@@ -1,19 +1,26 @@
 """Whether text inside an element can be seen: CSS values and the inherited look.
 
-Pure, standard library only. Hidden text is how a mail smuggles instructions to an
-assistant, so text a mail client would not show must never get through: ``display:none``,
-``visibility:hidden``, font sizes under 3px, text that is transparent, faded out (opacity) or
-coloured like its background, boxes clipped to nothing or moved off screen, the ``hidden``
-attribute, and elements never rendered (``<script>``, ``<style>``, ``<template>``, ``<head>``,
-``<svg>``, ...). This module reads the declarations and attributes that decide it; a
-:class:`Look` is what an element inherits of them from its parents.
+Pure; CSS is read with tinycss2 (tokens, declarations, CSS Color 4). Hidden text is how a
+mail smuggles instructions to an assistant, so text a mail client would not show must never
+get through: ``display:none``, ``visibility:hidden``, font sizes under 3px, text that is
+transparent, faded out (opacity) or coloured like its background, boxes clipped to nothing
+or moved off screen, the ``hidden`` attribute, and elements never rendered (``<script>``,
+``<style>``, ``<template>``, ``<head>``, ``<svg>``, ...). This module reads the declarations
+and attributes that decide it; a :class:`Look` is what an element inherits of them from its
+parents.
 """
 
 from __future__ import annotations
 
-import colorsys
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import tinycss2
+from tinycss2.ast import Declaration, Node
+
+from connectors.gmail.css_colour import Colour, parse_colour
 
 # Never rendered, nor anything inside them.
 _UNRENDERED = frozenset(
@@ -49,51 +56,6 @@ VIEWPORT = (800.0, 700.0)  # the window @media rules are judged for: a desktop m
 _WHITE = (255.0, 255.0, 255.0)
 _LINK_BLUE = (0.0, 0.0, 238.0)
 
-Colour = tuple[float, float, float, float]  # r, g, b in 0-255, alpha in 0-1
-
-_NAMED: dict[str, tuple[int, int, int]] = {
-    "black": (0, 0, 0),
-    "white": (255, 255, 255),
-    "red": (255, 0, 0),
-    "green": (0, 128, 0),
-    "blue": (0, 0, 255),
-    "gray": (128, 128, 128),
-    "grey": (128, 128, 128),
-    "silver": (192, 192, 192),
-    "yellow": (255, 255, 0),
-    "orange": (255, 165, 0),
-    "purple": (128, 0, 128),
-    "navy": (0, 0, 128),
-    "maroon": (128, 0, 0),
-    "olive": (128, 128, 0),
-    "teal": (0, 128, 128),
-    "aqua": (0, 255, 255),
-    "cyan": (0, 255, 255),
-    "fuchsia": (255, 0, 255),
-    "magenta": (255, 0, 255),
-    "lime": (0, 255, 0),
-    "snow": (255, 250, 250),
-    "ivory": (255, 255, 240),
-    "whitesmoke": (245, 245, 245),
-    "ghostwhite": (248, 248, 255),
-    "floralwhite": (255, 250, 240),
-    "seashell": (255, 245, 238),
-    "linen": (250, 240, 230),
-    "mintcream": (245, 255, 250),
-    "azure": (240, 255, 255),
-    "aliceblue": (240, 248, 255),
-    "honeydew": (240, 255, 240),
-    "lavenderblush": (255, 240, 245),
-    "oldlace": (253, 245, 230),
-    "cornsilk": (255, 248, 220),
-    "lightyellow": (255, 255, 224),
-    "beige": (245, 245, 220),
-    "lightgray": (211, 211, 211),
-    "lightgrey": (211, 211, 211),
-    "gainsboro": (220, 220, 220),
-    "darkgray": (169, 169, 169),
-    "darkgrey": (169, 169, 169),
-}
 _FONT_KEYWORDS = {
     "xx-small": 9.0,
     "x-small": 10.0,
@@ -121,38 +83,43 @@ _ABSOLUTE_PX = {
 }
 _NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)([a-z%]*)")
 _SCALE_ZERO = re.compile(r"\bscale(?:x|y|3d)?\(\s*[+-]?0*\.?0*\s*[,)\s]")
-_CSS_ESCAPE = re.compile(r"\\([0-9a-f]{1,6})[ \t\r\n\f]?|\\(.)", re.I | re.S)
-CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)  # a /* comment */, or one left open
 
 
-def unescape_css(text: str) -> str:
-    """CSS escapes read as the browser reads them: ``displ\\61y`` is ``display``."""
-
-    def char(match: re.Match[str]) -> str:
-        if match.group(2) is not None:
-            return match.group(2)
-        code = int(match.group(1), 16)
-        return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
-
-    return _CSS_ESCAPE.sub(char, text) if "\\" in text else text
-
-
-def declarations(style: str) -> list[tuple[str, str, bool]]:
+def declarations(style: str | Iterable[Node]) -> list[tuple[str, str, bool]]:
     """``(property, value, important)`` of a style attribute or a rule's body, in order.
 
-    Lower case, comments and escapes removed, whitespace collapsed, ``!important`` noted.
+    Read by tinycss2 as a browser reads them (comments, escapes, ``!important``, broken
+    declarations skipped); names and values in lower case, whitespace collapsed.
     """
-    text = unescape_css(CSS_COMMENT.sub(" ", style)).lower()
     found = []
-    for part in text.split(";"):
-        name, colon, value = part.partition(":")
-        name = name.strip()
-        if not colon or not name:
-            continue
-        value, bang, rest = value.partition("!")
-        important = bool(bang) and rest.strip() == "important"
-        found.append((name, " ".join(value.split()), important))
+    for item in tinycss2.parse_blocks_contents(style, skip_comments=True, skip_whitespace=True):
+        if isinstance(item, Declaration) and (value := css_text(item.value)) is not None:
+            found.append((item.lower_name, " ".join(value.split()), item.important))
     return found
+
+
+@lru_cache(maxsize=4096)
+def style_attribute(style: str) -> tuple[tuple[str, str, bool], ...]:
+    """:func:`declarations` of a ``style`` attribute, remembered: mail repeats the same
+    inline styles on element after element, and reading CSS is the costly part."""
+    return tuple(declarations(style))
+
+
+_MAX_CSS_NESTING = 16  # brackets in brackets: more is no value or selector a mail needs
+
+
+def css_text(nodes: Iterable[Node]) -> str | None:
+    """Tokens as lower-case text; None when brackets nest deeper than any real value
+    does (tinycss2 writes them out recursively: a hostile sheet could exhaust the stack)."""
+    nodes = list(nodes)
+    stack = [(node, 1) for node in nodes]
+    while stack:
+        node, depth = stack.pop()
+        inner = getattr(node, "content", None) or getattr(node, "arguments", None) or []
+        if inner and depth >= _MAX_CSS_NESTING:
+            return None
+        stack.extend((child, depth + 1) for child in inner)
+    return tinycss2.serialize(nodes).lower()
 
 
 def number(value: str) -> tuple[float, str] | None:
@@ -209,56 +176,12 @@ def _alpha(value: str) -> float | None:
     return min(max(amount, 0.0), 1.0) if unit in ("", "%") else None
 
 
-def parse_colour(value: str) -> Colour | None:
-    """A CSS colour as ``(r, g, b, alpha)``; None when unknown (then it is not judged)."""
-    value = value.strip().lower()
-    if value == "transparent":
-        return (0.0, 0.0, 0.0, 0.0)
-    if value in _NAMED:
-        named = _NAMED[value]
-        return (float(named[0]), float(named[1]), float(named[2]), 1.0)
-    if re.fullmatch(r"#?[0-9a-f]{3,8}", value) and len(value.lstrip("#")) in (3, 4, 6, 8):
-        digits = value.lstrip("#")
-        if len(digits) <= 4:
-            digits = "".join(d * 2 for d in digits)
-        channels = [int(digits[i : i + 2], 16) for i in range(0, len(digits), 2)]
-        opacity = channels[3] / 255 if len(channels) == 4 else 1.0
-        return (float(channels[0]), float(channels[1]), float(channels[2]), opacity)
-    match = re.fullmatch(r"(rgba?|hsla?)\((.*)\)", value)
-    if not match:
-        return None
-    args = [arg for arg in re.split(r"[\s,/]+", match.group(2).strip()) if arg]
-    if len(args) not in (3, 4):
-        return None
-    alpha = _alpha(args[3]) if len(args) == 4 else 1.0
-    if alpha is None:
-        return None
-    if match.group(1).startswith("rgb"):
-        r, g, b = (_channel(arg) for arg in args[:3])
-        if r is None or g is None or b is None:
-            return None
-        return (r, g, b, alpha)
-    hue, sat, light = (number(arg) for arg in args[:3])
-    if hue is None or sat is None or light is None:
-        return None
-    red, green, blue = colorsys.hls_to_rgb((hue[0] % 360) / 360, light[0] / 100, sat[0] / 100)
-    return (red * 255, green * 255, blue * 255, alpha)
-
-
-def _channel(value: str) -> float | None:
-    parsed = number(value)
-    if parsed is None or parsed[1] not in ("", "%"):
-        return None
-    amount = parsed[0] * 2.55 if parsed[1] == "%" else parsed[0]
-    return min(max(amount, 0.0), 255.0)
-
-
 def _background(value: str) -> tuple[float, float, float] | None | bool:
     """What a ``background`` value puts behind text: a colour, None (unknown: an image or a
     gradient), or False (nothing: the parent's background shows through)."""
     if "url(" in value or "gradient(" in value or "image-set(" in value:
         return None
-    for token in re.findall(r"#[0-9a-f]+|[a-z]+\([^)]*\)|[a-z]+", value):
+    for token in tinycss2.parse_component_value_list(value, skip_comments=True):
         colour = parse_colour(token)
         if colour is not None:
             if colour[3] >= 1 - _MIN_ALPHA:

@@ -1,4 +1,4 @@
-"""HTML email bodies as readable text or markdown. Pure, standard library only.
+"""HTML email bodies as readable text or markdown. Pure; CSS is read with tinycss2.
 
 Good enough for mail: paragraphs, line breaks, headings, lists, links, emphasis, quotes,
 preformatted text and simple tables.
@@ -10,8 +10,9 @@ faded out (opacity) or coloured like its background, boxes clipped to nothing or
 screen, the ``hidden`` attribute, elements never rendered (``<script>``, ``<style>``,
 ``<template>``, ``<head>``, ``<svg>``, ...), comments, and ``<style>`` rules that hide a class.
 When unsure whether something shows, it is left out. What hides an element is decided in
-:mod:`connectors.gmail.css_visibility`, the ``<style>`` rules are read in
-:mod:`connectors.gmail.stylesheets`; this module is the walk and the public API.
+:mod:`connectors.gmail.css_visibility` (colours in :mod:`connectors.gmail.css_colour`), the
+``<style>`` rules are read in :mod:`connectors.gmail.stylesheets`; this module is the walk
+and the public API.
 
 The parser keeps a stack of open elements like a browser does (implied end tags, end tags
 that do not match, formatting elements carried into the next paragraph), because a
@@ -25,11 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
+from connectors.gmail.css_colour import parse_colour
 from connectors.gmail.css_visibility import (
     Look,
     declarations,
     element_look,
-    parse_colour,
+    style_attribute,
     tiny_image,
 )
 from connectors.gmail.stylesheets import Compound, Rule, style_rules
@@ -412,7 +414,7 @@ class _Walker(HTMLParser):
                             ((important, False, rule.specificity, rule.order), name, value)
                             for name, value, important in rule.css
                         )
-        for order, (name, value, important) in enumerate(declarations(attrs.get("style", ""))):
+        for order, (name, value, important) in enumerate(style_attribute(attrs.get("style", ""))):
             found.append(((important, True, (0, 0, 0), order), name, value))
         found.sort(key=lambda item: item[0])
         return {name: value for _key, name, value in found}

@@ -1,7 +1,8 @@
 """The mail's ``<style>`` rules: selectors, specificity and ``@media`` queries.
 
-Pure, standard library only. ``<style>`` rules that hide a class are one of the ways a mail
-hides text, so each element's declarations are taken after the cascade, as a browser would.
+Pure; the sheets are read with tinycss2. ``<style>`` rules that hide a class are one of the
+ways a mail hides text, so each element's declarations are taken after the cascade, as a
+browser would.
 Sheets are read for a desktop mail reader in light mode; what cannot be judged (sibling
 combinators, most pseudo-classes) is taken as matching: when unsure, hide more.
 """
@@ -9,16 +10,14 @@ combinators, most pseudo-classes) is taken as matching: when unsure, hide more.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from html.parser import HTMLParser
 
-from connectors.gmail.css_visibility import (
-    CSS_COMMENT,
-    VIEWPORT,
-    declarations,
-    number,
-    unescape_css,
-)
+import tinycss2
+from tinycss2.ast import AtRule, Node, QualifiedRule
+
+from connectors.gmail.css_visibility import VIEWPORT, css_text, declarations, number
 
 # Bounds on work, so a hostile mail cannot make the walk slow.
 _MAX_NESTING = 8  # @media inside @media...
@@ -201,35 +200,24 @@ def _feature_holds(name: str, value: str) -> bool:
     return size == limit
 
 
-def _blocks(sheet: str) -> Iterator[tuple[str, str]]:
-    """Top-level ``(prelude, body)`` pairs of a style sheet; ``@import x;`` is skipped."""
-    position = 0
-    while position < len(sheet):
-        brace = sheet.find("{", position)
-        if brace < 0:
-            return
-        prelude = sheet[position:brace]
-        if ";" in prelude and prelude.lstrip().startswith("@"):
-            prelude = prelude[prelude.rfind(";") + 1 :]
-        depth, end = 1, brace + 1
-        while end < len(sheet) and depth:
-            depth += {"{": 1, "}": -1}.get(sheet[end], 0)
-            end += 1
-        yield prelude.strip(), sheet[brace + 1 : end - 1]
-        position = end
-
-
-def _rules(sheet: str, counter: Iterator[int], depth: int = 0) -> Iterator[Rule]:
-    for prelude, body in _blocks(sheet):
-        lowered = prelude.lower()
-        if lowered.startswith(("@media", "@supports", "@layer", "@container", "@document")):
-            if depth < _MAX_NESTING and (
-                not lowered.startswith("@media") or _media_applies(lowered.removeprefix("@media"))
+def _rules(rules: Iterable[Node], counter: Iterator[int], depth: int = 0) -> Iterator[Rule]:
+    for rule in rules:
+        if isinstance(rule, AtRule) and rule.content is not None:
+            name = rule.lower_at_keyword
+            query = css_text(rule.prelude)
+            if (
+                name in ("media", "supports", "layer", "container", "document")
+                and depth < _MAX_NESTING
+                and query is not None  # nested past reason: invalid, as in a browser
+                and (name != "media" or _media_applies(query))
             ):
-                yield from _rules(body, counter, depth + 1)
-        elif not lowered.startswith("@"):
-            css = declarations(body)
-            for selector in unescape_css(prelude).lower().split(","):
+                inner = tinycss2.parse_rule_list(
+                    rule.content, skip_comments=True, skip_whitespace=True
+                )
+                yield from _rules(inner, counter, depth + 1)
+        elif isinstance(rule, QualifiedRule) and (selectors := css_text(rule.prelude)):
+            css = declarations(rule.content)
+            for selector in selectors.split(","):
                 parsed = _parse_selector(selector)
                 if parsed:
                     compounds = parsed[0]
@@ -238,18 +226,44 @@ def _rules(sheet: str, counter: Iterator[int], depth: int = 0) -> Iterator[Rule]
                     yield Rule(compounds, parsed[1], next(counter), css)
 
 
+# Elements whose content is text, never markup: a "<style>" inside one is no style sheet.
+_TEXT_ONLY = frozenset(
+    {"textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"}
+)
+
+
+class _SheetFinder(HTMLParser):
+    """The ``<style>`` elements as the tokenizer finds them: one inside a comment, an
+    attribute value or a ``<textarea>`` is not one (its ``!important`` rules would else
+    show text that the browser keeps hidden)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.sheets: list[tuple[str, list[str]]] = []  # (media attribute, text parts)
+        self.inside = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "style":
+            self.sheets.append((dict(attrs).get("media") or "", []))
+            self.inside = True
+        elif tag in _TEXT_ONLY:
+            self.set_cdata_mode(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        self.inside = self.inside and tag != "style"
+
+    def handle_data(self, data: str) -> None:
+        if self.inside:
+            self.sheets[-1][1].append(data)
+
+
 def _style_sheets(html: str) -> Iterator[tuple[str, str]]:
-    """``(attributes, text)`` of each ``<style>`` element, read the way the parser does."""
-    lowered = html.lower()
-    position = 0
-    while (start := lowered.find("<style", position)) >= 0:
-        opened = lowered.find(">", start)
-        closed = lowered.find("</style", opened)
-        if opened < 0 or closed < 0:
-            return
-        if re.match(r"<style[\s/>]", lowered[start : start + 7]):
-            yield html[start + 6 : opened], html[opened + 1 : closed]
-        position = closed + 1
+    """``(media, text)`` of each ``<style>`` element, read the way the parser does."""
+    finder = _SheetFinder()
+    finder.feed(html)
+    finder.close()
+    for media, parts in finder.sheets:
+        yield media, "".join(parts)
 
 
 def style_rules(html: str) -> dict[str, list[Rule]]:
@@ -257,11 +271,11 @@ def style_rules(html: str) -> dict[str, list[Rule]]:
     ``#id``, ``.class``, a tag name, or ``*``."""
     counter = iter(range(1 << 30))
     index: dict[str, list[Rule]] = {}
-    for attrs, sheet in _style_sheets(html):
-        media = re.search(r"""media\s*=\s*["']?([^"'>]*)""", attrs, re.I)
-        if media and not _media_applies(media.group(1)):
+    for media, sheet in _style_sheets(html):
+        if media and not _media_applies(media):
             continue
-        for rule in _rules(CSS_COMMENT.sub(" ", sheet), counter):
+        sheet_rules = tinycss2.parse_stylesheet(sheet, skip_comments=True, skip_whitespace=True)
+        for rule in _rules(sheet_rules, counter):
             subject = rule.compounds[-1]
             key = (
                 f"#{subject.ids[0]}"

@@ -99,6 +99,14 @@ HIDDEN_CASES: list[tuple[str, str]] = [
         '<p style="color:#fff">SEEN</p></div>',
     ),
     ("white_link_on_white", '<a href="https://x.example" style="color:white">HIDDEN</a>SEEN'),
+    # every CSS colour a browser knows: all named colours, CSS Color 4 spaces
+    (
+        "named_colour_near_background",
+        '<div style="background:navy"><span style="color:darkblue">HIDDEN</span></div>SEEN',
+    ),
+    ("oklch_white", '<span style="color:oklch(100% 0 0)">HIDDEN</span>SEEN'),
+    ("hwb_white", '<span style="color:hwb(0 100% 0%)">HIDDEN</span>SEEN'),
+    ("color_function_white", '<span style="color:color(srgb 1 1 1)">HIDDEN</span>SEEN'),
     # attributes and elements that are never shown
     ("hidden_attribute", "<p hidden>HIDDEN</p><p>SEEN</p>"),
     ("hidden_attribute_nested", "<div hidden><p>a<p>HIDDEN</div><p>SEEN</p>"),
@@ -148,6 +156,21 @@ HIDDEN_CASES: list[tuple[str, str]] = [
     (
         "rule_important_beats_inline",
         '<style>.h{display:none!important}</style><p class=h style="display:block">HIDDEN</p>SEEN',
+    ),
+    (
+        "style_in_a_comment_is_no_sheet",
+        "<!-- <style>.x{display:block!important}</style> -->"
+        '<div class="x" style="display:none">HIDDEN</div>SEEN',
+    ),
+    (
+        "style_in_an_attribute_is_no_sheet",
+        '<p title="<style>.x{display:block!important}</style>">SEEN</p>'
+        '<div class="x" style="display:none">HIDDEN</div>',
+    ),
+    (
+        "style_in_a_textarea_is_no_sheet",
+        "<textarea><style>.x{visibility:visible!important}</style></textarea>"
+        '<div class="x" style="visibility:hidden">HIDDEN</div>SEEN',
     ),
     (
         "id_rule_beats_later_class_rule",
@@ -308,8 +331,9 @@ def test_parse_colour_alpha(value: str, alpha: float | None) -> None:
         + '<span class="c1">y</span>' * 1000,
         "".join(f"<p><b id={i}>" for i in range(20_000)) + "x",
         "<style>" * 50_000 + "x",
+        '<p style="color:' + "(" * 100_000 + '">x</p><style>' + ":is(" * 100_000 + "{}</style>",
     ],
-    ids=["deep", "many_selectors", "many_formatting_elements", "many_style_tags"],
+    ids=["deep", "many_selectors", "many_formatting_elements", "many_style_tags", "deep_css"],
 )
 def test_hostile_markup_cannot_make_it_slow(html: str) -> None:
     started = time.perf_counter()
