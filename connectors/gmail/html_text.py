@@ -34,7 +34,7 @@ from connectors.gmail.css_visibility import (
     style_attribute,
     tiny_image,
 )
-from connectors.gmail.stylesheets import Compound, Rule, style_rules
+from connectors.gmail.stylesheets import Compound, Rule, TooMuchStyle, style_rules
 
 # parse_colour and declarations are imported from here by callers and tests.
 __all__ = ["declarations", "html_to_markdown", "html_to_text", "parse_colour"]
@@ -640,8 +640,19 @@ def _assemble(parts: list[str]) -> str:
     return text.strip()
 
 
+# What the model reads of a mail whose styles are too large to tell what they hide.
+UNREADABLE_STYLES = (
+    "[This email's styles are too large to tell which of its text is hidden, "
+    "so its text is not shown.]"
+)
+
+
 def _convert(html: str, markdown: bool) -> str:
-    walker = _Walker(markdown, style_rules(html) if "<style" in html.lower() else {})
+    try:
+        rules = style_rules(html) if "<style" in html.lower() else {}
+    except TooMuchStyle:
+        return UNREADABLE_STYLES
+    walker = _Walker(markdown, rules)
     walker.feed(html)
     walker.finish()
     return _assemble(walker.out)

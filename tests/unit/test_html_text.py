@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from connectors.gmail.html_text import declarations, html_to_markdown, html_to_text, parse_colour
+from connectors.gmail.html_text import (
+    UNREADABLE_STYLES,
+    declarations,
+    html_to_markdown,
+    html_to_text,
+    parse_colour,
+)
 
 HIDDEN_CASES: list[tuple[str, str]] = [
     # display:none, and the nested start tags that once ended the hidden part too early
@@ -339,3 +345,19 @@ def test_hostile_markup_cannot_make_it_slow(html: str) -> None:
     started = time.perf_counter()
     html_to_text(html)
     assert time.perf_counter() - started < 15
+
+
+def test_a_style_attribute_too_long_to_read_hides_its_element() -> None:
+    # Whatever it holds past the limit could hide the text: nothing of it is taken as shown.
+    style = "color:black;" + "margin:0;" * 2_000
+    out = html_to_text(f'<p>seen</p><p style="{style}">unread <b>inside</b></p>')
+    assert "seen" in out and "unread" not in out and "inside" not in out
+    assert "unread" in html_to_text('<p style="color:black;margin:0">unread</p>')
+
+
+def test_style_sheets_too_large_to_read_show_none_of_the_text() -> None:
+    sheets = "<style>" + ".a{color:red}" * 25_000 + ".b{display:none}</style>"
+    html = sheets + '<p>seen</p><p class="b">hidden</p>'
+    assert html_to_text(html) == UNREADABLE_STYLES
+    assert html_to_markdown(html) == UNREADABLE_STYLES
+    assert html_to_text("<style>.b{display:none}</style><p>seen</p>") == "seen"
