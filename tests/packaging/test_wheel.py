@@ -97,7 +97,7 @@ async def test_the_wheel_installs_and_serves_from_anywhere(
         "s3: storage.blobs_s3 misses obstore",
         "kit: connectors.testing (the connector contract kit) needs the 'testing' extra, "
         "which is not installed here (missing: pytest, pytest-asyncio, hypothesis, "
-        f"hypothesis-jsonschema): pip install '{DISTRIBUTION}[testing]'",
+        f"hypothesis-jsonschema, blockbuster): pip install '{DISTRIBUTION}[testing]'",
     ]
     data = elsewhere / "data"
     server = ServerProcess(
