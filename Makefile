@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?=
 PORT ?=
 
-.PHONY: run test lint lock bench browser-deps node-deps migrate clean proxy-deps container-lint
+.PHONY: run test check lint lock bench browser-deps node-deps migrate clean proxy-deps container-lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,15 @@ TEST_WORKERS ?= 2
 
 test: lint browser-deps node-deps proxy-deps
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
+# The fast tier for the edit-test loop (under 3 minutes on two cores): lint, then the unit
+# tests and the integration tests that run in-process servers on SQLite and PostgreSQL
+# (storage, REST, auth, RAP, telemetry), none of the browsers, node clients, server
+# processes, MCP children or model fakes. `make test` is still the whole suite.
+CHECK_TESTS := tests/unit tests/storage tests/app tests/auth tests/rap tests/telemetry
+
+check: lint
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(CHECK_TESTS)
 
 # The browser tests (tests/browser/) drive Debian's chromium, installed only when missing.
 browser-deps:
