@@ -6,6 +6,7 @@ There is deliberately no module-level ``app``: importing this module has no side
 from __future__ import annotations
 
 import logging
+import mimetypes
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Literal
@@ -107,6 +108,9 @@ def create_app(
     after the built-in ones; ``lifespan_hooks`` run inside the lifespan, see ``LifespanHook``.
     """
     settings = settings if settings is not None else load_settings()
+    # The first guess of a static file's type reads the system's MIME tables from disk:
+    # here, at start-up, rather than on the event loop while a request waits.
+    mimetypes.init()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[AppState]:

@@ -62,6 +62,11 @@ def _package_version() -> str:
         return "0+unknown"
 
 
+# Read once, on import (start-up): reading it reads the package's metadata files, which
+# must not happen on the event loop at each request for the document.
+PACKAGE_VERSION = _package_version()
+
+
 @dataclass(frozen=True)
 class Documented:
     path: str
@@ -307,7 +312,7 @@ def build_document(
         "openapi": "3.1.0",
         "info": {
             "title": "Switchboard",
-            "version": _package_version(),
+            "version": PACKAGE_VERSION,
             "description": (
                 "The REST API of Switchboard (docs/protocol.md §7 and the sections after "
                 'it). Errors are {"error": {"code", "message"}} with the codes of §5; '

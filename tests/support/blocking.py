@@ -48,7 +48,19 @@ ACCEPTED = (
     ("connectors/rendering.py", "_connector_render_modules"),
 )
 # The test directories run with the check.
-CHECKED = ("tests/unit", "tests/connectors", "tests/ws")
+CHECKED = (
+    "tests/unit",
+    "tests/connectors",
+    "tests/ws",
+    "tests/app",
+    "tests/auth",
+    "tests/rap",
+    "tests/api",
+    "tests/agui",
+    "tests/openresponses",
+    "tests/mcp",
+    "tests/llm",
+)
 
 
 def is_checked(path: Path) -> bool:
