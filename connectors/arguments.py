@@ -23,6 +23,7 @@ from agents import FunctionTool, ToolGuardrailFunctionOutput, tool_input_guardra
 from agents.tool_guardrails import ToolInputGuardrailData
 
 from connectors.result_size import size_within
+from connectors.run_setting import run_setting
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -63,9 +64,7 @@ def oversized_params(tool_name: str, params: Mapping[str, Any], max_chars: int) 
 
 def argument_limit(context: object) -> int:
     """The cap on a call's arguments in the run's settings (``context`` is the turn's)."""
-    settings = getattr(context, "settings", None)
-    limit = getattr(settings, "tool_argument_max_chars", None)
-    return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
+    return run_setting(context, "tool_argument_max_chars", DEFAULT_MAX_CHARS)
 
 
 @tool_input_guardrail(name="argument_size")

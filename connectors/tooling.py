@@ -42,6 +42,7 @@ from connectors.blocking import run_blocking
 from connectors.effects import Effect, EffectResolver, call_id_of, executing, ledger_of
 from connectors.responses import ErrorResponse, ToolResponse, describe_problems
 from connectors.result_size import DEFAULT_MAX_CHARS
+from connectors.run_setting import run_setting
 from connectors.tool_frames import register_tool
 from connectors.tool_result import ToolResult, cap_result, render_for_model
 
@@ -107,16 +108,17 @@ def _time_limit(timeout: float | None, args: tuple[Any, ...]) -> float:
     """The tool's own timeout, else the settings' ``tool_timeout``: no call is unbounded."""
     if timeout is not None:
         return timeout
-    context = getattr(args[0], "context", None) if args else None
-    limit = getattr(getattr(context, "settings", None), "tool_timeout", None)
-    return limit if isinstance(limit, int | float) else DEFAULT_TOOL_TIMEOUT
+    return run_setting(_context_of(args), "tool_timeout", DEFAULT_TOOL_TIMEOUT)
 
 
 def _result_cap(args: tuple[Any, ...]) -> int:
     """The settings' ``tool_result_max_chars``: the most a result may hold."""
-    context = getattr(args[0], "context", None) if args else None
-    limit = getattr(getattr(context, "settings", None), "tool_result_max_chars", None)
-    return limit if isinstance(limit, int) else DEFAULT_MAX_CHARS
+    return run_setting(_context_of(args), "tool_result_max_chars", DEFAULT_MAX_CHARS)
+
+
+def _context_of(args: tuple[Any, ...]) -> object:
+    """The turn's context: the first argument is the run context when the tool takes one."""
+    return getattr(args[0], "context", None) if args else None
 
 
 def _takes_context(func: AnyToolFunc) -> bool:
@@ -143,9 +145,7 @@ def _give_context_parameter(wrapper: Any, signature: inspect.Signature) -> None:
 
 
 def _turn_id(args: tuple[Any, ...]) -> str | None:
-    # For the log line only: the first argument is the run context when the tool takes one.
-    context = getattr(args[0], "context", None) if args else None
-    return getattr(context, "turn_id", None)
+    return getattr(_context_of(args), "turn_id", None)  # for the log line only
 
 
 def _as_result(agent_name: str, tool_name: str, value: object, max_chars: int) -> ToolResult:
